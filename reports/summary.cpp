@@ -1,0 +1,205 @@
+#include "reports/summary.h"
+
+#include <cstdio>
+#include <sstream>
+
+#include "hw_models/error.h"
+#include "hw_models/units.h"
+
+namespace fleetsim::reports {
+
+using nlohmann::json;
+using units::Dim;
+
+json resolved_scenario(const scenario::Scenario& sc) {
+  json j;
+  j["file"] = sc.file;
+  j["name"] = sc.name;
+  j["description"] = sc.description;
+  j["seed"] = sc.seed;
+  j["overrides"] = sc.overrides;
+  j["model"] = {{"id", sc.model.id},           {"name", sc.model.name},
+                {"layers", sc.model.layers},   {"hidden", sc.model.hidden},
+                {"heads", sc.model.heads},     {"kv_heads", sc.model.kv_heads},
+                {"head_dim", sc.model.head_dim}, {"ffn", sc.model.ffn},
+                {"vocab", sc.model.vocab},     {"params", sc.model.derived_params()},
+                {"max_context_tokens", sc.model.max_context_tokens}};
+  j["hardware"] = {{"gpu", sc.gpu.id},
+                   {"gpu_name", sc.gpu.name},
+                   {"tp", sc.par.tp},
+                   {"memory_bytes", sc.gpu.memory_bytes},
+                   {"memory_bw_bytes_per_s", sc.gpu.memory_bw_bytes_per_s},
+                   {"bf16_flops_per_s", sc.gpu.bf16_flops_per_s}};
+  j["precision"] = {{"weights", sc.weights_dtype}, {"kv", sc.kv_dtype}};
+  j["efficiency"] = {{"compute", sc.eff.compute},
+                     {"memory", sc.eff.memory},
+                     {"iteration_overhead_s", sc.eff.iteration_overhead_s},
+                     {"allreduce_latency_s", sc.eff.allreduce_latency_s},
+                     {"link_bw_bytes_per_s", sc.eff.link_bw_bytes_per_s},
+                     {"source", sc.efficiency_source}};
+  j["serving"] = {{"replicas", sc.replicas},
+                  {"router", sc.router},
+                  {"policy", sc.policy},
+                  {"chunked_prefill", sc.vllm.chunked_prefill},
+                  {"block_tokens", sc.vllm.block_tokens},
+                  {"max_num_seqs", sc.vllm.max_num_seqs},
+                  {"max_batched_tokens", sc.vllm.max_batched_tokens},
+                  {"fast_forward", sc.vllm.fast_forward},
+                  {"gpu_memory_utilization", sc.gpu_memory_utilization},
+                  {"runtime_reserve_bytes", sc.runtime_reserve_bytes},
+                  {"kv_blocks", sc.vllm.kv_blocks}};
+  j["memory_per_gpu"] = {{"usable_bytes", sc.memory.usable_bytes},
+                         {"weight_bytes", sc.memory.weight_bytes},
+                         {"activation_bytes", sc.memory.activation_bytes},
+                         {"reserve_bytes", sc.memory.reserve_bytes},
+                         {"kv_bytes", sc.memory.kv_bytes}};
+  j["workload"] = sc.workload_description;
+  json slo = json::object();
+  if (sc.slo_ttft_s) slo["ttft_s"] = *sc.slo_ttft_s;
+  if (sc.slo_tpot_s) slo["tpot_s"] = *sc.slo_tpot_s;
+  j["slo"] = slo;
+  return j;
+}
+
+namespace {
+void put_latency(json& j, const std::string& name, const metrics::LatencyStats& s) {
+  j[name + "_mean_s"] = s.mean_s;
+  j[name + "_p50_s"] = s.p50_s;
+  j[name + "_p90_s"] = s.p90_s;
+  j[name + "_p99_s"] = s.p99_s;
+  j[name + "_max_s"] = s.max_s;
+}
+}  // namespace
+
+json summary_json(const scenario::Scenario& sc, const RunResult& run) {
+  const auto& s = run.summary;
+  json j;
+  j["fleetsim_version"] = FLEETSIM_VERSION;
+  j["seed"] = sc.seed;
+  j["requests_arrived"] = s.requests_arrived;
+  j["requests_completed"] = s.requests_completed;
+  j["requests_rejected"] = s.requests_rejected;
+  j["requests_rejected_too_long_for_model"] = s.rejected_too_long_for_model;
+  j["requests_rejected_too_long_for_kv_cache"] = s.rejected_too_long_for_kv;
+  j["requests_rejected_too_long_for_batch"] = s.rejected_too_long_for_batch;
+  j["preemptions"] = s.preemptions;
+  j["input_tokens"] = s.input_tokens;
+  j["output_tokens"] = s.output_tokens;
+  put_latency(j, "ttft", s.ttft);
+  put_latency(j, "tpot", s.tpot);
+  put_latency(j, "itl", s.itl);
+  put_latency(j, "e2e", s.e2e);
+  put_latency(j, "queue", s.queue);
+  j["input_tok_per_s"] = s.input_tok_per_s;
+  j["output_tok_per_s"] = s.output_tok_per_s;
+  j["requests_per_s"] = s.requests_per_s;
+  j["goodput_req_per_s"] = s.goodput_req_per_s;
+  j["slo_attainment"] = s.slo_attainment;
+  j["replica_busy_fraction"] = s.replica_busy_fraction;
+  j["kv_occupancy_mean"] = s.kv_occupancy_mean;
+  j["kv_occupancy_peak"] = s.kv_occupancy_peak;
+  j["iterations"] = s.iterations;
+  j["sim_duration_s"] = s.sim_duration_s;
+  j["events"] = run.events;
+  j["wall_s"] = run.wall_s;
+  j["scenario"] = resolved_scenario(sc);
+  return j;
+}
+
+namespace {
+std::string pct(double f) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f %%", f * 100);
+  return buf;
+}
+std::string row(const std::string& name, const metrics::LatencyStats& s) {
+  char buf[256];
+  auto t = [](double v) { return units::format(v, Dim::kTime); };
+  std::snprintf(buf, sizeof buf, "  %-22s %10s %10s %10s %10s %10s\n", name.c_str(), t(s.mean_s).c_str(),
+                t(s.p50_s).c_str(), t(s.p90_s).c_str(), t(s.p99_s).c_str(), t(s.max_s).c_str());
+  return buf;
+}
+}  // namespace
+
+std::string summary_table(const scenario::Scenario& sc, const RunResult& run) {
+  const auto& s = run.summary;
+  std::ostringstream o;
+  o << "fleetsim " << FLEETSIM_VERSION << " — " << sc.name << " (seed " << sc.seed << ")\n";
+  o << "  " << sc.model.name << " on " << sc.replicas << " × " << sc.par.tp << " × " << sc.gpu.name
+    << ", " << sc.policy << (sc.vllm.chunked_prefill ? " (chunked prefill)" : " (prefill-first)")
+    << ", router " << sc.router << "\n";
+  o << "  workload: " << sc.workload_description << "\n\n";
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "  %-22s %10s %10s %10s %10s %10s\n", "latency", "mean", "p50", "p90",
+                "p99", "max");
+  o << buf;
+  o << row("TTFT", s.ttft) << row("TPOT", s.tpot) << row("inter-token", s.itl)
+    << row("end-to-end", s.e2e) << row("queueing", s.queue) << "\n";
+  o << "  requests    " << s.requests_completed << " completed of " << s.requests_arrived
+    << " arrived, " << s.requests_rejected << " rejected, " << s.preemptions << " preemptions\n";
+  o << "  throughput  " << units::format_count(s.requests_per_s) << " req/s, "
+    << units::format_count(s.input_tok_per_s) << " input tok/s, "
+    << units::format_count(s.output_tok_per_s) << " output tok/s\n";
+  if (sc.slo_ttft_s || sc.slo_tpot_s) {
+    o << "  goodput     " << units::format_count(s.goodput_req_per_s) << " req/s meeting the SLO ("
+      << pct(s.slo_attainment) << " of completed)\n";
+  }
+  o << "  replicas    busy " << pct(s.replica_busy_fraction) << ", KV cache mean "
+    << pct(s.kv_occupancy_mean) << " / peak " << pct(s.kv_occupancy_peak) << " of "
+    << sc.vllm.kv_blocks << " blocks × " << sc.vllm.block_tokens << " tokens\n";
+  o << "  simulated   " << units::format(s.sim_duration_s, Dim::kTime) << " in "
+    << units::format(run.wall_s, Dim::kTime) << " wall, " << units::format_count(static_cast<double>(run.events))
+    << " events, " << units::format_count(static_cast<double>(s.iterations)) << " iterations\n";
+  return o.str();
+}
+
+std::string check_report(const scenario::Scenario& sc) {
+  std::ostringstream o;
+  const auto& m = sc.memory;
+  auto b = [](double v) { return units::format(v, Dim::kBytes); };
+  o << sc.file << ": OK — " << sc.name << "\n";
+  o << "  model      " << sc.model.name << " (" << units::format_count(sc.model.derived_params())
+    << " params), weights " << sc.weights_dtype << ", KV " << sc.kv_dtype << "\n";
+  o << "  hardware   " << sc.replicas << " replica(s) × tp " << sc.par.tp << " × " << sc.gpu.name << "\n";
+  o << "  memory/GPU usable " << b(m.usable_bytes) << " = weights " << b(m.weight_bytes)
+    << " + activations " << b(m.activation_bytes) << " + reserve " << b(m.reserve_bytes)
+    << " + KV cache " << b(m.kv_bytes) << "\n";
+  o << "  KV cache   " << sc.vllm.kv_blocks << " blocks × " << sc.vllm.block_tokens << " tokens = "
+    << units::format_count(static_cast<double>(sc.vllm.kv_blocks * sc.vllm.block_tokens))
+    << " tokens per replica\n";
+  o << "  workload   " << sc.workload_description << "\n";
+  return o.str();
+}
+
+void write_json(const json& j, const std::string& path) {
+  std::ofstream out(path);
+  if (!out) throw InputError("cannot write file", "check that the folder is writable", path);
+  out << j.dump(2) << "\n";
+}
+
+RequestsCsv::RequestsCsv(const std::string& path) : out_(path), path_(path) {
+  if (!out_) throw InputError("cannot write file", "check that the folder is writable", path);
+  out_ << "id,replica,arrival_s,prompt_tokens,output_tokens,queue_s,ttft_s,tpot_s,e2e_s,"
+          "preemptions,status\n";
+  out_.precision(9);
+}
+
+void RequestsCsv::on_completion(const serving::RequestRecord& rec) {
+  const auto& r = *rec.spec;
+  const double arrival = ns_to_seconds(r.arrival_ns);
+  const double tpot = r.output_tokens > 1
+                          ? ns_to_seconds(rec.done_ns - rec.first_token_ns) / (r.output_tokens - 1)
+                          : 0.0;
+  out_ << r.id << ',' << rec.replica << ',' << arrival << ',' << r.prompt_tokens << ','
+       << r.output_tokens << ',' << ns_to_seconds(rec.scheduled_ns - r.arrival_ns) << ','
+       << ns_to_seconds(rec.first_token_ns - r.arrival_ns) << ',' << tpot << ','
+       << ns_to_seconds(rec.done_ns - r.arrival_ns) << ',' << rec.preemptions << ",completed\n";
+}
+
+void RequestsCsv::on_reject(const workload::RequestSpec& r, int replica, serving::RejectReason why,
+                            SimTime) {
+  out_ << r.id << ',' << replica << ',' << ns_to_seconds(r.arrival_ns) << ',' << r.prompt_tokens << ','
+       << r.output_tokens << ",,,,,0,rejected_" << serving::reject_reason_name(why) << "\n";
+}
+
+}  // namespace fleetsim::reports

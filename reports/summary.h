@@ -1,0 +1,43 @@
+// Turns a run's metrics into the terminal table, summary.json and the per-request CSV.
+#pragma once
+
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/scenario/scenario.h"
+#include "sim/serving/observer.h"
+#include "sim/simulation.h"
+
+namespace fleetsim::reports {
+
+/// The fully resolved scenario (defaults filled in, catalog entries expanded).
+nlohmann::json resolved_scenario(const scenario::Scenario& sc);
+
+/// summary.json: flat metric keys with units in their names (ttft_p99_s, ...), run facts
+/// (seed, events, wall_s, version) and "scenario": resolved_scenario(sc).
+nlohmann::json summary_json(const scenario::Scenario& sc, const RunResult& run);
+
+/// The readable table printed after a run.
+std::string summary_table(const scenario::Scenario& sc, const RunResult& run);
+
+/// What `fleetsim check` prints: the resolved configuration and memory budget.
+std::string check_report(const scenario::Scenario& sc);
+
+/// Writes summary.json (pretty, keys sorted) to `path`; throws InputError if it cannot.
+void write_json(const nlohmann::json& j, const std::string& path);
+
+/// Streams one CSV row per finished request (completed or rejected).
+class RequestsCsv final : public serving::ServingObserver {
+ public:
+  explicit RequestsCsv(const std::string& path);
+  void on_completion(const serving::RequestRecord& rec) override;
+  void on_reject(const workload::RequestSpec& r, int replica, serving::RejectReason why, SimTime t) override;
+
+ private:
+  std::ofstream out_;
+  std::string path_;
+};
+
+}  // namespace fleetsim::reports

@@ -1,0 +1,121 @@
+#include "sim/metrics/collector.h"
+
+#include <algorithm>
+
+namespace fleetsim::metrics {
+
+LatencyStats stats_of(const Histogram& h) {
+  LatencyStats s;
+  s.count = h.count();
+  if (s.count == 0) return s;
+  s.mean_s = h.mean();
+  s.p50_s = h.quantile(0.50);
+  s.p90_s = h.quantile(0.90);
+  s.p99_s = h.quantile(0.99);
+  s.max_s = h.max();
+  return s;
+}
+
+Collector::Collector(int replicas, std::optional<double> slo_ttft_s, std::optional<double> slo_tpot_s)
+    : replicas_(replicas), slo_ttft_s_(slo_ttft_s), slo_tpot_s_(slo_tpot_s) {}
+
+void Collector::on_reject(const workload::RequestSpec&, int, serving::RejectReason r, SimTime) {
+  ++rejected_[static_cast<int>(r)];
+}
+
+void Collector::on_completion(const serving::RequestRecord& rec) {
+  const auto& spec = *rec.spec;
+  ++completed_;
+  input_tokens_ += static_cast<uint64_t>(spec.prompt_tokens);
+  output_tokens_ += static_cast<uint64_t>(spec.output_tokens);
+  const double ttft = ns_to_seconds(rec.first_token_ns - spec.arrival_ns);
+  ttft_.add(ttft);
+  e2e_.add(ns_to_seconds(rec.done_ns - spec.arrival_ns));
+  queue_.add(ns_to_seconds(rec.scheduled_ns - spec.arrival_ns));
+  bool good = !slo_ttft_s_ || ttft <= *slo_ttft_s_;
+  if (spec.output_tokens > 1) {
+    // TPOT: mean time per output token after the first.
+    const double tpot = ns_to_seconds(rec.done_ns - rec.first_token_ns) / (spec.output_tokens - 1);
+    tpot_.add(tpot);
+    good = good && (!slo_tpot_s_ || tpot <= *slo_tpot_s_);
+  }
+  if (good) ++good_;
+}
+
+void Collector::on_token_gaps(SimTime gap_ns, uint64_t count) { itl_.add(ns_to_seconds(gap_ns), count); }
+
+void Collector::on_token_gap_series(const StepSeries& series, int64_t k, uint64_t per_iteration) {
+  // step(j) is non-decreasing: add the run j in [1, k) one histogram bucket at a time, each
+  // bucket's extent found by binary search, with the exact sum of the values it holds.
+  if (k <= 1) return;
+  const double first = ns_to_seconds(series.step_ns(1));
+  const double last = ns_to_seconds(series.step_ns(k - 1));
+  if (itl_.bucket_of(first) == itl_.bucket_of(last)) {
+    // The common case: a stretch's step time changes by less than a bucket's width.
+    const double sum = ns_to_seconds(series.sum_ns(1, k)) * static_cast<double>(per_iteration);
+    itl_.add_bulk(first, static_cast<uint64_t>(k - 1) * per_iteration, sum, first, last);
+    return;
+  }
+  int64_t j = 1;
+  while (j < k) {
+    const double v = ns_to_seconds(series.step_ns(j));
+    const int64_t bucket = itl_.bucket_of(v);
+    int64_t lo = j, hi = k - 1;  // last index in the same bucket
+    while (lo < hi) {
+      const int64_t mid = lo + (hi - lo + 1) / 2;
+      if (itl_.bucket_of(ns_to_seconds(series.step_ns(mid))) == bucket) lo = mid; else hi = mid - 1;
+    }
+    const uint64_t n = static_cast<uint64_t>(lo - j + 1) * per_iteration;
+    const double sum = ns_to_seconds(series.sum_ns(j, lo + 1)) * static_cast<double>(per_iteration);
+    itl_.add_bulk(v, n, sum, v, ns_to_seconds(series.step_ns(lo)));
+    j = lo + 1;
+  }
+}
+
+void Collector::on_segment(const serving::SegmentRecord& seg) {
+  const double dur = ns_to_seconds(seg.end_ns - seg.start_ns);
+  busy_s_ += dur;
+  iterations_ += static_cast<uint64_t>(seg.iterations);
+  if (seg.kv_blocks_total > 0) {
+    // KV use grows monotonically inside a segment: the trapezoid is the time average to
+    // within one block per sequence.
+    const double total = static_cast<double>(seg.kv_blocks_total);
+    const double a = static_cast<double>(seg.kv_blocks_start) / total;
+    const double b = static_cast<double>(seg.kv_blocks_end) / total;
+    kv_weighted_s_ += dur * 0.5 * (a + b);
+    kv_peak_ = std::max(kv_peak_, std::max(a, b));
+  }
+}
+
+Summary Collector::summarize(SimTime sim_end_ns) const {
+  Summary s;
+  s.requests_arrived = arrived_;
+  s.requests_completed = completed_;
+  s.rejected_too_long_for_model = rejected_[0];
+  s.rejected_too_long_for_kv = rejected_[1];
+  s.rejected_too_long_for_batch = rejected_[2];
+  s.requests_rejected = rejected_[0] + rejected_[1] + rejected_[2];
+  s.preemptions = preemptions_;
+  s.input_tokens = input_tokens_;
+  s.output_tokens = output_tokens_;
+  s.ttft = stats_of(ttft_);
+  s.tpot = stats_of(tpot_);
+  s.itl = stats_of(itl_);
+  s.e2e = stats_of(e2e_);
+  s.queue = stats_of(queue_);
+  s.iterations = iterations_;
+  s.sim_duration_s = ns_to_seconds(sim_end_ns);
+  if (s.sim_duration_s > 0) {
+    s.input_tok_per_s = static_cast<double>(input_tokens_) / s.sim_duration_s;
+    s.output_tok_per_s = static_cast<double>(output_tokens_) / s.sim_duration_s;
+    s.requests_per_s = static_cast<double>(completed_) / s.sim_duration_s;
+    s.goodput_req_per_s = static_cast<double>(good_) / s.sim_duration_s;
+    s.replica_busy_fraction = busy_s_ / (s.sim_duration_s * replicas_);
+  }
+  s.slo_attainment = completed_ > 0 ? static_cast<double>(good_) / static_cast<double>(completed_) : 0;
+  s.kv_occupancy_mean = busy_s_ > 0 ? kv_weighted_s_ / busy_s_ : 0;
+  s.kv_occupancy_peak = kv_peak_;
+  return s;
+}
+
+}  // namespace fleetsim::metrics

@@ -1,0 +1,63 @@
+// The metrics observer: streaming histograms and counters for one run.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "sim/metrics/histogram.h"
+#include "sim/serving/observer.h"
+
+namespace fleetsim::metrics {
+
+/// mean, p50, p90, p99, max of one latency, in seconds.
+struct LatencyStats {
+  uint64_t count = 0;
+  double mean_s = 0, p50_s = 0, p90_s = 0, p99_s = 0, max_s = 0;
+};
+LatencyStats stats_of(const Histogram& h);
+
+struct Summary {
+  uint64_t requests_arrived = 0, requests_completed = 0, requests_rejected = 0;
+  uint64_t rejected_too_long_for_model = 0, rejected_too_long_for_kv = 0, rejected_too_long_for_batch = 0;
+  uint64_t preemptions = 0;
+  uint64_t input_tokens = 0, output_tokens = 0;  ///< of completed requests
+  LatencyStats ttft, tpot, itl, e2e, queue;
+  double sim_duration_s = 0;
+  double input_tok_per_s = 0, output_tok_per_s = 0, requests_per_s = 0;
+  double goodput_req_per_s = 0;     ///< completed requests meeting every SLO given, per second
+  double slo_attainment = 0;        ///< share of completed requests meeting every SLO given
+  double replica_busy_fraction = 0; ///< mean over replicas of time with an iteration running
+  double kv_occupancy_mean = 0;     ///< time-weighted mean over busy time of KV blocks used / total
+  double kv_occupancy_peak = 0;
+  uint64_t iterations = 0;
+};
+
+class Collector final : public serving::ServingObserver {
+ public:
+  Collector(int replicas, std::optional<double> slo_ttft_s, std::optional<double> slo_tpot_s);
+
+  void on_arrival(const workload::RequestSpec&, int, SimTime) override { ++arrived_; }
+  void on_reject(const workload::RequestSpec&, int, serving::RejectReason r, SimTime) override;
+  void on_preemption(const workload::RequestSpec&, int, SimTime) override { ++preemptions_; }
+  void on_completion(const serving::RequestRecord& rec) override;
+  void on_token_gaps(SimTime gap_ns, uint64_t count) override;
+  void on_token_gap_series(const StepSeries& series, int64_t k, uint64_t per_iteration) override;
+  void on_segment(const serving::SegmentRecord& seg) override;
+
+  /// Summary over [0, sim_end_ns].
+  Summary summarize(SimTime sim_end_ns) const;
+  uint64_t completed() const { return completed_; }
+  uint64_t arrived() const { return arrived_; }
+  const Histogram& itl() const { return itl_; }
+
+ private:
+  int replicas_;
+  std::optional<double> slo_ttft_s_, slo_tpot_s_;
+  Histogram ttft_, tpot_, itl_, e2e_, queue_;
+  uint64_t arrived_ = 0, completed_ = 0, rejected_[3] = {0, 0, 0}, preemptions_ = 0, good_ = 0;
+  uint64_t input_tokens_ = 0, output_tokens_ = 0, iterations_ = 0;
+  double busy_s_ = 0, kv_weighted_s_ = 0, kv_peak_ = 0;
+};
+
+}  // namespace fleetsim::metrics

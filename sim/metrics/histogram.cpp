@@ -1,0 +1,129 @@
+#include "sim/metrics/histogram.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace fleetsim::metrics {
+
+// Bucket b >= 0 covers [m·γ^b, m·γ^(b+1)) with m = min_value and γ = 1 + 2e (e = rel_error).
+// A quantile is reported as the bucket's geometric midpoint r = m·γ^(b+1/2). For any x in
+// the bucket, r/x ∈ (γ^-1/2, γ^1/2], and
+//   γ^1/2 = sqrt(1 + 2e) <= 1 + e          (since (1 + e)² = 1 + 2e + e²)
+//   γ^-1/2 = 1/sqrt(1 + 2e) >= 1 - e       (since (1 - e)²(1 + 2e) = 1 - 3e² + 2e³ <= 1)
+// so |r - x| <= e·x: the reported value is within rel_error of a value in the sample.
+Histogram::Histogram(double rel_error, double min_value)
+    : rel_error_(rel_error),
+      min_value_(min_value),
+      log_base_inv_(1.0 / std::log1p(2.0 * rel_error)) {
+  if (!(rel_error > 0 && rel_error <= 0.1))
+    throw std::invalid_argument("Histogram: rel_error must be in (0, 0.1]");
+  if (!(min_value > 0) || !std::isfinite(min_value))
+    throw std::invalid_argument("Histogram: min_value must be > 0");
+  edges_.clear();
+  for (int64_t b = 0;; ++b) {
+    const double edge = bucket_lower(b);  // table still short: the exp formula
+    edges_.push_back(edge);
+    if (edge > 1e5 || b >= 100000) break;
+  }
+}
+
+int64_t Histogram::bucket_of(double value) const {
+  if (!(value >= min_value_)) return -1;
+  // b = floor(log_γ(value / m)); the log can land one bucket off when value sits on an edge
+  // (rounding), so nudge b until bucket_lower(b) <= value < bucket_lower(b + 1).
+  auto b = static_cast<int64_t>(std::floor(std::log(value / min_value_) * log_base_inv_));
+  if (b < 0) b = 0;
+  while (b > 0 && value < bucket_lower(b)) --b;
+  while (value >= bucket_lower(b + 1)) ++b;
+  return b;
+}
+
+double Histogram::bucket_lower(int64_t bucket) const {
+  if (bucket < 0) return 0.0;
+  if (static_cast<size_t>(bucket) < edges_.size()) return edges_[static_cast<size_t>(bucket)];
+  // m·γ^b = m·exp(b·ln γ), with ln γ = 1 / log_base_inv_.
+  return min_value_ * std::exp(static_cast<double>(bucket) / log_base_inv_);
+}
+
+void Histogram::add(double value, uint64_t count) {
+  if (!(value >= 0) || !std::isfinite(value))
+    throw std::invalid_argument("Histogram::add: value must be finite and >= 0");
+  if (count == 0) return;
+  const int64_t b = bucket_of(value);
+  if (b < 0) {
+    underflow_ += count;
+  } else {
+    const auto idx = static_cast<size_t>(b);
+    if (idx >= buckets_.size()) buckets_.resize(idx + 1, 0);
+    buckets_[idx] += count;
+  }
+  if (count_ == 0) {
+    min_ = max_ = value;
+  } else {
+    min_ = std::min(min_, value);
+    max_ = std::max(max_, value);
+  }
+  count_ += count;
+  sum_ += value * static_cast<double>(count);
+}
+
+void Histogram::add_bulk(double value, uint64_t count, double sum, double min_value,
+                         double max_value) {
+  if (count == 0) return;
+  add(value, count);  // bucket, count, min/max of `value`
+  // Replace the sum and extremes `add` assumed (count copies of value) by the exact ones.
+  sum_ += sum - value * static_cast<double>(count);
+  min_ = std::min(min_, min_value);
+  max_ = std::max(max_, max_value);
+}
+
+void Histogram::merge(const Histogram& other) {
+  if (other.rel_error_ != rel_error_ || other.min_value_ != min_value_)
+    throw std::invalid_argument("Histogram::merge: rel_error and min_value must match");
+  if (other.count_ == 0) return;
+  if (other.buckets_.size() > buckets_.size()) buckets_.resize(other.buckets_.size(), 0);
+  for (size_t i = 0; i < other.buckets_.size(); ++i) buckets_[i] += other.buckets_[i];
+  underflow_ += other.underflow_;
+  if (count_ == 0) {
+    min_ = other.min_;
+    max_ = other.max_;
+  } else {
+    min_ = std::min(min_, other.min_);
+    max_ = std::max(max_, other.max_);
+  }
+  count_ += other.count_;
+  sum_ += other.sum_;
+}
+
+double Histogram::mean() const { return count_ == 0 ? 0.0 : sum_ / static_cast<double>(count_); }
+double Histogram::min() const { return min_; }
+double Histogram::max() const { return max_; }
+
+double Histogram::quantile(double q) const {
+  if (count_ == 0) return 0.0;
+  if (q <= 0.0) return min_;
+  if (q >= 1.0) return max_;
+  // The rank wanted is the smallest integer k >= q·n. q·n carries rounding error (0.07·100
+  // is 7.000000000000001 in binary), so a product within 1e-9 of an integer is that integer.
+  const double n = static_cast<double>(count_);
+  double qn = q * n;
+  const double nearest = std::round(qn);
+  if (std::fabs(qn - nearest) <= 1e-9 * std::max(1.0, qn)) qn = nearest;
+  const auto rank = std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(qn)));
+
+  uint64_t seen = underflow_;
+  if (seen >= rank) return min_;  // the underflow bucket reports the exact minimum
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    seen += buckets_[b];
+    if (seen >= rank) {
+      // Geometric midpoint m·γ^(b + 1/2), clamped to the exact extremes.
+      const double mid =
+          min_value_ * std::exp((static_cast<double>(b) + 0.5) / log_base_inv_);
+      return std::clamp(mid, min_, max_);
+    }
+  }
+  return max_;  // unreachable: the buckets hold count_ samples
+}
+
+}  // namespace fleetsim::metrics

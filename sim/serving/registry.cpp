@@ -1,0 +1,57 @@
+#include "sim/serving/registry.h"
+
+#include <stdexcept>
+
+namespace fleetsim::serving {
+
+const std::vector<PolicyInfo>& policies() {
+  static const std::vector<PolicyInfo> table = {
+      {"vllm",
+       "continuous batching with paged KV cache, prefill-first or chunked prefill "
+       "(chunked_prefill: true), preemption by recompute",
+       "Kwon et al., Efficient Memory Management for LLM Serving with PagedAttention, SOSP 2023; "
+       "chunked prefill: Agrawal et al., Sarathi-Serve, OSDI 2024"},
+  };
+  return table;
+}
+
+const std::vector<RouterInfo>& routers() {
+  static const std::vector<RouterInfo> table = {
+      {"round-robin", "each replica in turn",
+       [](const RngStreams&) { return std::make_unique<RoundRobin>(); }},
+      {"least-outstanding", "the replica with the fewest waiting + running requests",
+       [](const RngStreams&) { return std::make_unique<LeastOutstanding>(); }},
+  };
+  return table;
+}
+
+std::vector<std::string> policy_names() {
+  std::vector<std::string> out;
+  for (const auto& p : policies()) out.push_back(p.name);
+  return out;
+}
+
+std::vector<std::string> router_names() {
+  std::vector<std::string> out;
+  for (const auto& r : routers()) out.push_back(r.name);
+  return out;
+}
+
+std::unique_ptr<Router> make_router(const std::string& name, const RngStreams& rng) {
+  for (const auto& r : routers())
+    if (r.name == name) return r.make(rng);
+  throw std::out_of_range("unknown router '" + name + "'");
+}
+
+}  // namespace fleetsim::serving
+
+namespace fleetsim::serving {
+const char* reject_reason_name(RejectReason r) {
+  switch (r) {
+    case RejectReason::kTooLongForModel: return "too_long_for_model";
+    case RejectReason::kTooLongForKvCache: return "too_long_for_kv_cache";
+    case RejectReason::kTooLongForBatch: return "too_long_for_batch";
+  }
+  return "unknown";
+}
+}  // namespace fleetsim::serving

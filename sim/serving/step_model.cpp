@@ -1,0 +1,120 @@
+#include "sim/serving/step_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+namespace fleetsim::serving {
+
+u128 floor_sum(u128 n, u128 m, u128 a,
+                            u128 b) {
+  // Reduce a, b below m, then swap the roles of the axes (the lattice-point count under
+  // the line y = (a·x + b)/m is the same counted by rows or by columns).
+  u128 ans = 0;
+  while (true) {
+    if (a >= m) {
+      ans += (n * (n - 1) / 2) * (a / m);
+      a %= m;
+    }
+    if (b >= m) {
+      ans += n * (b / m);
+      b %= m;
+    }
+    const u128 y_max = a * n + b;
+    if (y_max < m) break;
+    n = y_max / m;
+    b = y_max % m;
+    std::swap(m, a);
+  }
+  return ans;
+}
+
+StepModel::StepModel(StepModelConfig cfg, int64_t max_seqs) : cfg_(std::move(cfg)) {
+  fixed_ns_.resize(static_cast<size_t>(max_seqs) + 1);
+  double slope_s = 0;
+  for (int64_t n = 0; n <= max_seqs; ++n) {
+    const hw::DecodeAffine a = hw::decode_affine(cfg_.model, cfg_.par, cfg_.gpu, cfg_.prec, cfg_.eff, n);
+    // At least 1 ns per iteration so that time always advances.
+    fixed_ns_[static_cast<size_t>(n)] = n == 0 ? 0 : std::max<SimTime>(1, seconds_to_ns(a.fixed_s));
+    slope_s = a.per_ctx_token_s;  // independent of n by construction
+  }
+  slope_q32_ = static_cast<uint64_t>(std::llround(slope_s * 1e9 * 4294967296.0));
+}
+
+StepModel::StepModel(std::vector<SimTime> decode_fixed_ns, double per_ctx_token_ns,
+                     std::function<SimTime(const hw::BatchShape&)> mixed_ns)
+    : mixed_fn_(std::move(mixed_ns)), fixed_ns_(std::move(decode_fixed_ns)) {
+  slope_q32_ = static_cast<uint64_t>(std::llround(per_ctx_token_ns * 4294967296.0));
+}
+
+namespace {
+// floor_sum for operands below 2^32 with n below 2^31: every intermediate fits 64 bits,
+// so the loop uses native division (the 128-bit one is a library call).
+uint64_t floor_sum_small(uint64_t n, uint64_t m, uint64_t a, uint64_t b) {
+  uint64_t ans = 0;
+  while (true) {
+    if (a >= m) {
+      ans += (n * (n - 1) / 2) * (a / m);
+      a %= m;
+    }
+    if (b >= m) {
+      ans += n * (b / m);
+      b %= m;
+    }
+    const uint64_t y_max = a * n + b;
+    if (y_max < m) break;
+    n = y_max / m;
+    b = y_max % m;
+    std::swap(m, a);
+  }
+  return ans;
+}
+}  // namespace
+
+SimTime StepModel::decode_run_ns(int64_t n, int64_t ctx0, int64_t k) const {
+  if (k <= 0) return 0;
+  // Σ_{j<k} floor((ctx0 + n·j)·s / 2^32) = floor_sum(k, 2^32, n·s, ctx0·s). The first
+  // reduction step of floor_sum (a, b ≥ m = 2^32) is a shift here; the rest is small.
+  const u128 a = static_cast<u128>(n) * slope_q32_;
+  const u128 b = static_cast<u128>(ctx0) * slope_q32_;
+  const u128 kk = static_cast<u128>(k);
+  const u128 whole = (kk * (kk - 1) / 2) * (a >> 32) + kk * (b >> 32);
+  constexpr uint64_t kMask = 0xffffffffull;
+  uint64_t frac;
+  if (k < (int64_t{1} << 31)) {
+    frac = floor_sum_small(static_cast<uint64_t>(k), uint64_t{1} << 32,
+                           static_cast<uint64_t>(a) & kMask, static_cast<uint64_t>(b) & kMask);
+  } else {
+    frac = static_cast<uint64_t>(floor_sum(kk, static_cast<u128>(1) << 32, a & kMask, b & kMask));
+  }
+  return k * fixed_ns_[static_cast<size_t>(n)] + static_cast<SimTime>(whole + frac);
+}
+
+int64_t StepModel::decode_iterations_to_reach(int64_t n, int64_t ctx0, int64_t k_max,
+                                              SimTime delta_ns) const {
+  // T(k) ≈ k·F + σ·(k·ctx0 + n·k(k-1)/2) with σ = slope in ns; the floors make the exact
+  // T(k) smaller by less than k ns, so the real-valued root is within a step or two of the
+  // answer. Solve the quadratic, then settle with exact evaluations.
+  const double F = static_cast<double>(fixed_ns_[static_cast<size_t>(n)]);
+  const double sigma = static_cast<double>(slope_q32_) / 4294967296.0;
+  const double qa = 0.5 * sigma * static_cast<double>(n);
+  const double qb = F + sigma * static_cast<double>(ctx0) - qa;
+  const double d = static_cast<double>(delta_ns);
+  double guess = qa > 0 ? (-qb + std::sqrt(qb * qb + 4 * qa * d)) / (2 * qa) : d / qb;
+  int64_t k = std::clamp<int64_t>(static_cast<int64_t>(std::ceil(guess)), 1, k_max);
+  while (k < k_max && decode_run_ns(n, ctx0, k) < delta_ns) ++k;
+  while (k > 1 && decode_run_ns(n, ctx0, k - 1) >= delta_ns) --k;
+  return k;
+}
+
+hw::StepBreakdown StepModel::breakdown(const hw::BatchShape& shape) const {
+  return hw::estimate_step(cfg_.model, cfg_.par, cfg_.gpu, cfg_.prec, cfg_.eff, shape);
+}
+
+SimTime StepModel::mixed_step_ns(const hw::BatchShape& shape) const {
+  // At least 1 ns so that time always advances.
+  const SimTime t = mixed_fn_ ? mixed_fn_(shape) : seconds_to_ns(breakdown(shape).total_s());
+  return t > 0 ? t : 1;
+}
+
+}  // namespace fleetsim::serving

@@ -1,0 +1,508 @@
+#include "sim/serving/vllm.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace fleetsim::serving {
+
+namespace {
+// Gaps step(j) of a decode stretch: step(j) = fixed + floor((ctx0 + n·j)·slope / 2^32).
+class StretchSeries final : public ServingObserver::StepSeries {
+ public:
+  StretchSeries(const StepModel& m, int64_t n, int64_t ctx0) : m_(m), n_(n), ctx0_(ctx0) {}
+  SimTime step_ns(int64_t j) const override { return m_.decode_step_ns(n_, ctx0_ + n_ * j); }
+  SimTime sum_ns(int64_t b, int64_t e) const override {
+    return m_.decode_run_ns(n_, ctx0_ + n_ * b, e - b);
+  }
+
+ private:
+  const StepModel& m_;
+  int64_t n_, ctx0_;
+};
+}  // namespace
+
+Vllm::Vllm(int index, core::Engine& engine, ServingObserver& observer, const StepModel& steps,
+           VllmConfig cfg)
+    : Replica(index, engine, observer), steps_(steps), cfg_(cfg) {
+  if (cfg_.kv_blocks < 1 || cfg_.block_tokens < 1 || cfg_.max_num_seqs < 1 ||
+      cfg_.max_batched_tokens < 1 || cfg_.max_num_seqs > steps.max_seqs()) {
+    throw std::logic_error("Vllm: invalid configuration");
+  }
+  phase_count_.assign(static_cast<size_t>(cfg_.block_tokens), 0);
+}
+
+int Vllm::phase_of(int64_t join_iter, int32_t ctx) const {
+  // The sequence writes context position ctx_at_join + (d - join_iter) at decode iteration
+  // d and needs a new block when that position is a multiple of block_tokens, i.e. when
+  // d ≡ join_iter - ctx_at_join (mod block_tokens).
+  const int64_t bs = cfg_.block_tokens;
+  return static_cast<int>(((join_iter - ctx) % bs + bs) % bs);
+}
+
+uint32_t Vllm::new_slot() {
+  if (!free_slots_.empty()) {
+    const uint32_t s = free_slots_.back();
+    free_slots_.pop_back();
+    return s;
+  }
+  seqs_.emplace_back();
+  return static_cast<uint32_t>(seqs_.size() - 1);
+}
+
+void Vllm::free_slot(uint32_t slot) {
+  Seq& s = seqs_[slot];
+  s.state = State::kFree;
+  ++s.gen;
+  free_slots_.push_back(slot);
+}
+
+// ---- arrivals ------------------------------------------------------------------------
+
+void Vllm::submit(const workload::RequestSpec& r) {
+  const SimTime now = engine_.now();
+  observer_.on_arrival(r, index_, now);
+  // Final KV length is prompt + output - 1 (the last token is never fed back).
+  const int64_t total = static_cast<int64_t>(r.prompt_tokens) + r.output_tokens;
+  if (cfg_.max_context_tokens > 0 && total > cfg_.max_context_tokens) {
+    observer_.on_reject(r, index_, RejectReason::kTooLongForModel, now);
+    return;
+  }
+  if (blocks_for(total - 1) > cfg_.kv_blocks) {
+    observer_.on_reject(r, index_, RejectReason::kTooLongForKvCache, now);
+    return;
+  }
+  if (!cfg_.chunked_prefill && r.prompt_tokens > cfg_.max_batched_tokens) {
+    observer_.on_reject(r, index_, RejectReason::kTooLongForBatch, now);
+    return;
+  }
+  const uint32_t slot = new_slot();
+  Seq& s = seqs_[slot];
+  const uint32_t gen = s.gen;
+  s = Seq{};
+  s.gen = gen;
+  s.spec = r;
+  s.state = State::kWaiting;
+  s.target = r.prompt_tokens;
+  const bool queue_was_empty = waiting_.empty();
+  waiting_.push_back(slot);
+  ++outstanding_;
+
+  switch (segment_) {
+    case Segment::kNone:
+      // Start at this instant, after every arrival of the same instant has been queued.
+      segment_ = Segment::kKick;
+      schedule_end(now);
+      break;
+    case Segment::kStretch: {
+      // A request behind a blocked queue head cannot be admitted before the head: nothing
+      // changes. Otherwise end the stretch at the first boundary at or after now.
+      if (!queue_was_empty || seg_k_ <= 1) break;
+      const int64_t lo = steps_.decode_iterations_to_reach(seg_n_, seg_ctx0_, seg_k_, now - seg_start_ns_);
+      if (lo < seg_k_) {
+        seg_k_ = lo;
+        schedule_end(seg_start_ns_ + steps_.decode_run_ns(seg_n_, seg_ctx0_, lo));
+      }
+      break;
+    }
+    default:
+      break;  // seen at the end of the current iteration
+  }
+}
+
+void Vllm::schedule_end(SimTime end) {
+  seg_end_ns_ = end;
+  ++event_gen_;
+  engine_.schedule(end, kPhaseReplica, this, 0, event_gen_);
+}
+
+void Vllm::on_event(const core::Event& e) {
+  if (e.data != event_gen_) return;  // superseded by a shorter stretch
+  const SimTime now = e.time;
+  switch (segment_) {
+    case Segment::kMixed: finish_mixed(now); break;
+    case Segment::kStretch: finish_stretch(now); break;
+    default: break;
+  }
+  segment_ = Segment::kNone;
+  schedule_next(now);
+}
+
+// ---- scheduling ----------------------------------------------------------------------
+
+bool Vllm::can_admit(const Seq& s, int64_t free_blocks, int64_t batch_tokens) const {
+  if (running() >= cfg_.max_num_seqs) return false;
+  if (blocks_for(s.target) > free_blocks) return false;
+  if (!cfg_.chunked_prefill) {
+    // Whole prompts only; a recompute longer than the budget may run alone.
+    if (batch_tokens > 0 && batch_tokens + s.target > cfg_.max_batched_tokens) return false;
+  }
+  return true;
+}
+
+void Vllm::admit(uint32_t slot, SimTime now) {
+  Seq& s = seqs_[slot];
+  s.state = State::kPrefilling;
+  s.prefilled = 0;
+  s.pos = static_cast<uint32_t>(prefilling_.size());
+  prefilling_.push_back(slot);
+  used_blocks_ += blocks_for(s.target);
+  if (s.scheduled_ns < 0) s.scheduled_ns = now;
+}
+
+void Vllm::schedule_next(SimTime now) {
+  seg_chunks_.clear();
+  if (!cfg_.chunked_prefill) {
+    // Prefill-first: admit what fits; if anything was admitted, run a prefill-only iteration.
+    int64_t tokens = 0;
+    while (!waiting_.empty()) {
+      Seq& head = seqs_[waiting_.front()];
+      if (!can_admit(head, cfg_.kv_blocks - used_blocks_, tokens)) break;
+      const uint32_t slot = waiting_.front();
+      waiting_.pop_front();
+      admit(slot, now);
+      seg_chunks_.push_back({slot, head.target});
+      tokens += head.target;
+    }
+    if (!seg_chunks_.empty()) return start_mixed(now, false);
+    if (!decoding_.empty()) {
+      reserve_decode_blocks(now);
+      return start_stretch(now);
+    }
+    return;
+  }
+
+  // Chunked prefill: decodes first, then prompt chunks in the remaining token budget.
+  if (!decoding_.empty()) reserve_decode_blocks(now);
+  const int64_t n = static_cast<int64_t>(decoding_.size());
+  const int64_t decode_blocks = n > 0 ? decode_blocks_needed(decode_iter_, 1) : 0;
+  int64_t budget = cfg_.max_batched_tokens - n;
+  for (uint32_t slot : prefilling_) {
+    if (budget <= 0) break;
+    const Seq& s = seqs_[slot];
+    const int32_t c = static_cast<int32_t>(std::min<int64_t>(s.target - s.prefilled, budget));
+    seg_chunks_.push_back({slot, c});
+    budget -= c;
+  }
+  while (budget > 0 && !waiting_.empty()) {
+    Seq& head = seqs_[waiting_.front()];
+    if (!can_admit(head, cfg_.kv_blocks - used_blocks_ - decode_blocks, 0)) break;
+    const uint32_t slot = waiting_.front();
+    waiting_.pop_front();
+    admit(slot, now);
+    const int32_t c = static_cast<int32_t>(std::min<int64_t>(head.target, budget));
+    seg_chunks_.push_back({slot, c});
+    budget -= c;
+  }
+  if (!seg_chunks_.empty()) return start_mixed(now, n > 0);
+  if (n > 0) return start_stretch(now);
+}
+
+void Vllm::reserve_decode_blocks(SimTime now) {
+  // vLLM: while the running batch cannot get the blocks it needs for the next step,
+  // preempt the lowest-priority (most recently arrived) running request.
+  while (!decoding_.empty() &&
+         decode_blocks_needed(decode_iter_, 1) > cfg_.kv_blocks - used_blocks_) {
+    preempt_one(now);
+  }
+}
+
+void Vllm::preempt_one(SimTime now) {
+  // Victim: the running request (decoding or prefilling) that arrived last. O(batch), but
+  // preemptions are rare and each is a per-request event.
+  uint32_t victim = 0;
+  bool found = false;
+  for (const auto* set : {&decoding_, &prefilling_}) {
+    for (uint32_t slot : *set) {
+      if (!found || seqs_[slot].spec.id > seqs_[victim].spec.id) {
+        victim = slot;
+        found = true;
+      }
+    }
+  }
+  Seq& s = seqs_[victim];
+  if (s.state == State::kDecoding) {
+    s.generated = s.generated + static_cast<int32_t>(decode_iter_ - s.join_iter);
+    used_blocks_ -= blocks_for(ctx_of(s));
+    leave_decode(victim);
+  } else {
+    used_blocks_ -= blocks_for(s.target);
+    prefilling_[s.pos] = prefilling_.back();
+    seqs_[prefilling_[s.pos]].pos = s.pos;
+    prefilling_.pop_back();
+    // Keep prefilling_ in FCFS order: swap-remove broke it, so restore by id.
+    std::sort(prefilling_.begin(), prefilling_.end(),
+              [&](uint32_t a, uint32_t b) { return seqs_[a].spec.id < seqs_[b].spec.id; });
+    for (uint32_t i = 0; i < prefilling_.size(); ++i) seqs_[prefilling_[i]].pos = i;
+  }
+  // Recompute: the prompt plus every token generated so far is prefilled again.
+  s.state = State::kWaiting;
+  s.target = s.spec.prompt_tokens + s.generated;
+  s.prefilled = 0;
+  ++s.preemptions;
+  waiting_.push_front(victim);
+  observer_.on_preemption(s.spec, index_, now);
+}
+
+void Vllm::start_mixed(SimTime now, bool decodes) {
+  hw::BatchShape shape;
+  for (const Chunk& c : seg_chunks_) {
+    const Seq& s = seqs_[c.slot];
+    const double p = s.prefilled;
+    shape.prefill_tokens += c.tokens;
+    shape.prefill_attn_pairs += c.tokens * (p + (c.tokens + 1) / 2.0);
+    shape.prefill_kv_tokens += s.prefilled + c.tokens;
+    if (s.prefilled + c.tokens == s.target) ++shape.logits_tokens;
+  }
+  seg_decodes_ = decodes;
+  seg_kv_start_ = used_blocks_;
+  seg_n_ = decodes ? static_cast<int64_t>(decoding_.size()) : 0;
+  if (decodes) {
+    shape.decode_seqs = seg_n_;
+    shape.decode_ctx_tokens = attended_ctx(decode_iter_);
+    shape.logits_tokens += seg_n_;
+    used_blocks_ += decode_blocks_needed(decode_iter_, 1);
+  }
+  segment_ = Segment::kMixed;
+  seg_start_ns_ = now;
+  seg_k_ = 1;
+  schedule_end(now + steps_.mixed_step_ns(shape));
+}
+
+void Vllm::start_stretch(SimTime now) {
+  const int64_t n = static_cast<int64_t>(decoding_.size());
+  int64_t k = 1;
+  if (cfg_.fast_forward) {
+    // Until the first completion, or the last iteration whose blocks still fit.
+    k = finish_heap_.front().iter - decode_iter_;
+    k = std::min(k, max_stretch_for_blocks(decode_iter_, cfg_.kv_blocks - used_blocks_));
+    // The batch must also stay closed to the waiting queue. Free blocks only shrink during
+    // a stretch and the running count is fixed, so if the head cannot be admitted at the
+    // first boundary it cannot at any later one. (It can at the first after a preemption
+    // freed blocks.)
+    if (k > 1 && !waiting_.empty()) {
+      int64_t free1 = cfg_.kv_blocks - used_blocks_ - decode_blocks_needed(decode_iter_, 1);
+      if (cfg_.chunked_prefill) free1 -= decode_blocks_needed(decode_iter_ + 1, 1);
+      if (can_admit(seqs_[waiting_.front()], free1, 0)) k = 1;
+    }
+  }
+  segment_ = Segment::kStretch;
+  seg_start_ns_ = now;
+  seg_n_ = n;
+  seg_k_ = k;
+  seg_ctx0_ = attended_ctx(decode_iter_);
+  seg_kv_start_ = used_blocks_;
+  seg_decodes_ = true;
+  schedule_end(now + steps_.decode_run_ns(n, seg_ctx0_, k));
+}
+
+// ---- end of a segment ----------------------------------------------------------------
+
+void Vllm::record_first_decode_gaps(SimTime end, SimTime step_ns) {
+  // Sequences that were decoding at the previous decode iteration last emitted a token
+  // then; those that joined since emitted their last token when their prefill ended.
+  int64_t joined_live = 0;
+  for (uint32_t slot : joined_) {
+    Seq& s = seqs_[slot];
+    if (!s.in_joined) continue;
+    s.in_joined = false;
+    ++joined_live;
+    observer_.on_token_gaps(end - s.last_token_ns, 1);
+  }
+  joined_.clear();
+  const int64_t old = seg_n_ - joined_live;
+  if (old > 0) {
+    const SimTime gap = (seg_start_ns_ - last_decode_end_ns_) + step_ns;
+    observer_.on_token_gaps(gap, static_cast<uint64_t>(old));
+  }
+}
+
+void Vllm::finish_stretch(SimTime now) {
+  const int64_t k = seg_k_;
+  const StretchSeries series(steps_, seg_n_, seg_ctx0_);
+  record_first_decode_gaps(seg_start_ns_ + series.step_ns(0), series.step_ns(0));
+  if (k > 1) observer_.on_token_gap_series(series, k, static_cast<uint64_t>(seg_n_));
+  used_blocks_ += decode_blocks_needed(decode_iter_, k);
+  decode_iter_ += k;
+  iterations_ += k;
+  last_decode_end_ns_ = now;
+  observer_.on_segment({index_, seg_start_ns_, now, k, 0, k * seg_n_, seg_kv_start_, used_blocks_,
+                        cfg_.kv_blocks});
+  complete_due(now);
+}
+
+void Vllm::finish_mixed(SimTime now) {
+  int64_t prefill_tokens = 0;
+  if (seg_decodes_) {
+    record_first_decode_gaps(now, now - seg_start_ns_);
+    ++decode_iter_;
+    last_decode_end_ns_ = now;
+  }
+  ++iterations_;
+  const int64_t kv_after_decodes = used_blocks_;
+  for (const Chunk& c : seg_chunks_) {
+    Seq& s = seqs_[c.slot];
+    s.prefilled += c.tokens;
+    prefill_tokens += c.tokens;
+  }
+  observer_.on_segment({index_, seg_start_ns_, now, 1, prefill_tokens, seg_n_, seg_kv_start_,
+                        kv_after_decodes, cfg_.kv_blocks});
+  if (seg_decodes_) complete_due(now);
+  // Prompts that finished this iteration sample a token (the first, or the next one after
+  // a recompute) and join the decode batch, or complete if that was the last token.
+  for (const Chunk& c : seg_chunks_) {
+    Seq& s = seqs_[c.slot];
+    if (s.prefilled < s.target) continue;
+    prefilling_[s.pos] = prefilling_.back();
+    seqs_[prefilling_[s.pos]].pos = s.pos;
+    prefilling_.pop_back();
+    ++s.generated;
+    if (s.first_token_ns < 0) {
+      s.first_token_ns = now;
+      observer_.on_first_token(s.spec, index_, now);
+    } else {
+      observer_.on_token_gaps(now - s.last_token_ns, 1);
+    }
+    s.last_token_ns = now;
+    if (s.generated >= s.spec.output_tokens) {
+      used_blocks_ -= blocks_for(s.target);
+      complete(c.slot, now);
+    } else {
+      join_decode(c.slot, now);
+    }
+  }
+  // Removing finished prompts by swapping may have reordered the in-progress ones.
+  if (prefilling_.size() > 1) {
+    std::sort(prefilling_.begin(), prefilling_.end(),
+              [&](uint32_t a, uint32_t b) { return seqs_[a].spec.id < seqs_[b].spec.id; });
+    for (uint32_t i = 0; i < prefilling_.size(); ++i) seqs_[prefilling_[i]].pos = i;
+  }
+}
+
+// ---- decode set ----------------------------------------------------------------------
+
+void Vllm::join_decode(uint32_t slot, SimTime now) {
+  Seq& s = seqs_[slot];
+  s.state = State::kDecoding;
+  s.join_iter = decode_iter_;
+  s.ctx_at_join = s.target;
+  s.finish_iter = decode_iter_ + (s.spec.output_tokens - s.generated);
+  s.pos = static_cast<uint32_t>(decoding_.size());
+  decoding_.push_back(slot);
+  ctx_offset_sum_ += s.ctx_at_join - s.join_iter;
+  ++phase_count_[static_cast<size_t>(phase_of(s.join_iter, s.ctx_at_join))];
+  finish_heap_.push_back({s.finish_iter, s.spec.id, slot, s.gen});
+  std::push_heap(finish_heap_.begin(), finish_heap_.end());
+  s.in_joined = true;
+  joined_.push_back(slot);
+  (void)now;
+}
+
+void Vllm::leave_decode(uint32_t slot) {
+  Seq& s = seqs_[slot];
+  decoding_[s.pos] = decoding_.back();
+  seqs_[decoding_[s.pos]].pos = s.pos;
+  decoding_.pop_back();
+  ctx_offset_sum_ -= s.ctx_at_join - s.join_iter;
+  --phase_count_[static_cast<size_t>(phase_of(s.join_iter, s.ctx_at_join))];
+  s.in_joined = false;
+  ++s.gen;  // invalidates its finish-heap entry
+  // Drop invalid entries at the top so front() is always live.
+  while (!finish_heap_.empty()) {
+    const Finish& f = finish_heap_.front();
+    if (seqs_[f.slot].gen == f.gen && seqs_[f.slot].state == State::kDecoding) break;
+    std::pop_heap(finish_heap_.begin(), finish_heap_.end());
+    finish_heap_.pop_back();
+  }
+}
+
+void Vllm::complete_due(SimTime now) {
+  while (!finish_heap_.empty() && finish_heap_.front().iter <= decode_iter_) {
+    const Finish f = finish_heap_.front();
+    Seq& s = seqs_[f.slot];
+    s.generated = s.spec.output_tokens;
+    s.last_token_ns = now;
+    used_blocks_ -= blocks_for(ctx_of(s));
+    leave_decode(f.slot);  // pops the entry
+    complete(f.slot, now);
+  }
+}
+
+void Vllm::complete(uint32_t slot, SimTime now) {
+  Seq& s = seqs_[slot];
+  RequestRecord rec;
+  rec.spec = &s.spec;
+  rec.replica = index_;
+  rec.scheduled_ns = s.scheduled_ns;
+  rec.first_token_ns = s.first_token_ns;
+  rec.done_ns = now;
+  rec.preemptions = s.preemptions;
+  observer_.on_completion(rec);
+  --outstanding_;
+  free_slot(slot);
+}
+
+// ---- closed-form helpers ---------------------------------------------------------------
+
+int64_t Vllm::attended_ctx(int64_t d) const {
+  // Σ over decoding seqs of (ctx_at_join + d - join_iter + 1): context plus the new token.
+  const int64_t n = static_cast<int64_t>(decoding_.size());
+  return ctx_offset_sum_ + n * d + n;
+}
+
+int64_t Vllm::decode_blocks_needed(int64_t d0, int64_t k) const {
+  // Each full cycle of block_tokens iterations gives every sequence exactly one new block;
+  // the remainder is a partial sum over the phase counts.
+  const int64_t bs = cfg_.block_tokens;
+  const int64_t n = static_cast<int64_t>(decoding_.size());
+  int64_t total = (k / bs) * n;
+  for (int64_t j = 0; j < k % bs; ++j) total += phase_count_[static_cast<size_t>((d0 + j) % bs)];
+  return total;
+}
+
+int64_t Vllm::max_stretch_for_blocks(int64_t d0, int64_t free_blocks) const {
+  // Largest k with decode_blocks_needed(d0, k) <= free_blocks (>= 1 after reservation).
+  const int64_t bs = cfg_.block_tokens;
+  const int64_t n = static_cast<int64_t>(decoding_.size());
+  const int64_t cycles = free_blocks / n;
+  int64_t left = free_blocks - cycles * n;
+  int64_t k = cycles * bs;
+  for (int64_t j = 0; j < bs; ++j) {
+    left -= phase_count_[static_cast<size_t>((d0 + j) % bs)];
+    if (left < 0) break;
+    ++k;
+  }
+  return k;
+}
+
+// ---- invariants (tests) ------------------------------------------------------------------
+
+void Vllm::check_invariants() const {
+  auto fail = [&](const std::string& what) {
+    throw std::logic_error("replica " + std::to_string(index_) + ": " + what);
+  };
+  int64_t blocks = 0, offset = 0;
+  std::vector<int64_t> phases(phase_count_.size(), 0);
+  for (uint32_t slot : decoding_) {
+    const Seq& s = seqs_[slot];
+    if (s.state != State::kDecoding) fail("decoding set holds a non-decoding request");
+    blocks += blocks_for(ctx_of(s));
+    offset += s.ctx_at_join - s.join_iter;
+    ++phases[static_cast<size_t>(phase_of(s.join_iter, s.ctx_at_join))];
+    if (s.finish_iter <= decode_iter_) fail("overdue completion");
+    if (s.first_token_ns < 0) fail("decoding before first token");
+  }
+  for (uint32_t slot : prefilling_) blocks += blocks_for(seqs_[slot].target);
+  // A mixed iteration allocates its decode blocks when it starts; a stretch when it ends.
+  if (segment_ == Segment::kMixed && seg_decodes_) blocks += decode_blocks_needed(decode_iter_, 1);
+  if (blocks != used_blocks_) {
+    fail("KV blocks in use " + std::to_string(used_blocks_) + " != held " + std::to_string(blocks));
+  }
+  if (used_blocks_ > cfg_.kv_blocks || used_blocks_ < 0) fail("KV blocks over capacity");
+  if (offset != ctx_offset_sum_) fail("context aggregate drifted");
+  if (phases != phase_count_) fail("block phase counts drifted");
+  if (outstanding_ != static_cast<int64_t>(waiting_.size()) + running()) fail("requests not conserved");
+  if (running() > cfg_.max_num_seqs) fail("more running sequences than max_num_seqs");
+}
+
+}  // namespace fleetsim::serving

@@ -1,0 +1,139 @@
+#include "sim/simulation.h"
+
+#include <chrono>
+
+#include "sim/serving/vllm.h"
+
+namespace fleetsim {
+
+Simulation::Simulation(const scenario::Scenario& sc, RunOptions options)
+    : sc_(sc),
+      options_(std::move(options)),
+      collector_(sc.replicas, sc.slo_ttft_s, sc.slo_tpot_s) {
+  const RngStreams rng(sc.seed);
+  workload_ = sc.make_workload(sc.seed);
+  steps_ = std::make_unique<serving::StepModel>(
+      serving::StepModelConfig{sc.model, sc.gpu, sc.par, sc.prec, sc.eff}, sc.vllm.max_num_seqs);
+  router_ = serving::make_router(sc.router, rng);
+  for (int i = 0; i < sc.replicas; ++i) {
+    replicas_.push_back(std::make_unique<serving::Vllm>(i, engine_, static_cast<serving::ServingObserver&>(*this), *steps_, sc.vllm));
+  }
+}
+
+Simulation::~Simulation() = default;
+
+void Simulation::schedule_arrival(const workload::RequestSpec& r) {
+  uint32_t slot;
+  if (!pending_free_.empty()) {
+    slot = pending_free_.back();
+    pending_free_.pop_back();
+    pending_[slot] = r;
+  } else {
+    slot = static_cast<uint32_t>(pending_.size());
+    pending_.push_back(r);
+  }
+  engine_.schedule(r.arrival_ns, serving::kPhaseArrival, this, 0, slot);
+}
+
+void Simulation::pull_open_loop() {
+  // Open-loop and trace workloads yield requests in arrival order: keep exactly one
+  // scheduled, so memory does not grow with the number of requests.
+  if (auto next = workload_->next_arrival()) schedule_arrival(*next);
+}
+
+void Simulation::on_event(const core::Event& e) {
+  const auto slot = static_cast<uint32_t>(e.data);
+  const workload::RequestSpec r = pending_[slot];
+  pending_free_.push_back(slot);
+  if (r.client < 0) pull_open_loop();
+  const size_t target = router_->route(r, replicas_);
+  replicas_[target]->submit(r);
+}
+
+RunResult Simulation::run() {
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  // Closed-loop workloads yield one first request per user (in any order), then nothing;
+  // open-loop ones yield requests in order, pulled one at a time.
+  while (auto first = workload_->next_arrival()) {
+    schedule_arrival(*first);
+    if (first->client < 0) break;
+  }
+  auto last_report = t0;
+  const bool checking = options_.check_invariants;
+  while (true) {
+    // Check the wall clock only every 64k events: the hot loop stays free of syscalls.
+    for (int i = 0; i < 65536; ++i) {
+      if (!engine_.step()) goto done;
+      if (checking) {
+        for (const auto& rep : replicas_) rep->check_invariants();
+      }
+    }
+    if (options_.progress) {
+      const auto now = Clock::now();
+      const double wall = std::chrono::duration<double>(now - t0).count();
+      if (wall > 2.0 && std::chrono::duration<double>(now - last_report).count() >= 1.0) {
+        last_report = now;
+        options_.progress({ns_to_seconds(engine_.now()), collector_.arrived(), collector_.completed(), wall});
+      }
+    }
+  }
+done:
+  RunResult res;
+  res.summary = collector_.summarize(engine_.now());
+  res.events = engine_.events_dispatched();
+  res.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  return res;
+}
+
+// ---- observer fan-out ------------------------------------------------------------------
+
+void Simulation::on_arrival(const workload::RequestSpec& r, int replica, SimTime t) {
+  collector_.on_arrival(r, replica, t);
+  for (auto* o : options_.observers) o->on_arrival(r, replica, t);
+}
+
+void Simulation::on_reject(const workload::RequestSpec& r, int replica, serving::RejectReason why,
+                           SimTime t) {
+  collector_.on_reject(r, replica, why, t);
+  for (auto* o : options_.observers) o->on_reject(r, replica, why, t);
+  client_done(r);
+}
+
+void Simulation::on_first_token(const workload::RequestSpec& r, int replica, SimTime t) {
+  collector_.on_first_token(r, replica, t);
+  for (auto* o : options_.observers) o->on_first_token(r, replica, t);
+}
+
+void Simulation::on_preemption(const workload::RequestSpec& r, int replica, SimTime t) {
+  collector_.on_preemption(r, replica, t);
+  for (auto* o : options_.observers) o->on_preemption(r, replica, t);
+}
+
+void Simulation::on_completion(const serving::RequestRecord& rec) {
+  collector_.on_completion(rec);
+  for (auto* o : options_.observers) o->on_completion(rec);
+  client_done(*rec.spec);
+}
+
+void Simulation::client_done(const workload::RequestSpec& r) {
+  if (r.client < 0) return;
+  if (auto next = workload_->on_completion(r, engine_.now())) schedule_arrival(*next);
+}
+
+void Simulation::on_token_gaps(SimTime gap_ns, uint64_t count) {
+  collector_.on_token_gaps(gap_ns, count);
+  for (auto* o : options_.observers) o->on_token_gaps(gap_ns, count);
+}
+
+void Simulation::on_token_gap_series(const StepSeries& s, int64_t k, uint64_t per) {
+  collector_.on_token_gap_series(s, k, per);
+  for (auto* o : options_.observers) o->on_token_gap_series(s, k, per);
+}
+
+void Simulation::on_segment(const serving::SegmentRecord& seg) {
+  collector_.on_segment(seg);
+  for (auto* o : options_.observers) o->on_segment(seg);
+}
+
+}  // namespace fleetsim

@@ -1,0 +1,76 @@
+// One simulation run of a scenario: engine, workload, router, replicas, metrics.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "sim/core/engine.h"
+#include "sim/metrics/collector.h"
+#include "sim/scenario/scenario.h"
+#include "sim/serving/registry.h"
+#include "sim/serving/step_model.h"
+
+namespace fleetsim {
+
+struct Progress {
+  double sim_time_s = 0;
+  uint64_t arrived = 0, completed = 0;
+  double wall_s = 0;
+};
+
+struct RunOptions {
+  /// Extra observers (per-request CSV, invariant checks in tests).
+  std::vector<serving::ServingObserver*> observers;
+  /// Checks every replica's invariants after every event (slow; tests only).
+  bool check_invariants = false;
+  /// Called about once per wall-second once a run has taken more than 2 s.
+  std::function<void(const Progress&)> progress;
+};
+
+struct RunResult {
+  metrics::Summary summary;
+  uint64_t events = 0;
+  double wall_s = 0;
+};
+
+class Simulation final : public core::EventTarget, private serving::ServingObserver {
+ public:
+  explicit Simulation(const scenario::Scenario& sc, RunOptions options = {});
+  ~Simulation() override;
+  RunResult run();
+  void on_event(const core::Event& event) override;
+
+  const serving::StepModel& step_model() const { return *steps_; }
+
+ private:
+  // ServingObserver: fan out to the collector and the extra observers; closed-loop users
+  // send their next request when one completes (or is rejected).
+  void on_arrival(const workload::RequestSpec& r, int replica, SimTime t) override;
+  void on_reject(const workload::RequestSpec& r, int replica, serving::RejectReason why, SimTime t) override;
+  void on_first_token(const workload::RequestSpec& r, int replica, SimTime t) override;
+  void on_preemption(const workload::RequestSpec& r, int replica, SimTime t) override;
+  void on_completion(const serving::RequestRecord& rec) override;
+  void on_token_gaps(SimTime gap_ns, uint64_t count) override;
+  void on_token_gap_series(const StepSeries& s, int64_t k, uint64_t per) override;
+  void on_segment(const serving::SegmentRecord& seg) override;
+
+  void schedule_arrival(const workload::RequestSpec& r);
+  void pull_open_loop();
+  void client_done(const workload::RequestSpec& r);
+
+  const scenario::Scenario& sc_;
+  RunOptions options_;
+  core::Engine engine_;
+  std::unique_ptr<workload::Workload> workload_;
+  std::unique_ptr<serving::StepModel> steps_;
+  std::unique_ptr<serving::Router> router_;
+  std::vector<std::unique_ptr<serving::Replica>> replicas_;
+  metrics::Collector collector_;
+  // Requests scheduled to arrive, by slot (open loop: one at a time; closed loop: one per user).
+  std::vector<workload::RequestSpec> pending_;
+  std::vector<uint32_t> pending_free_;
+};
+
+}  // namespace fleetsim

@@ -1,0 +1,339 @@
+#include "sim/workload/workload.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <limits>
+#include <stdexcept>
+
+#include "hw_models/error.h"
+
+namespace fleetsim::workload {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+std::string fmt(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+// When generation stops: after `requests` requests and/or at `duration` (arrivals at
+// t >= duration are not generated: the window is [0, duration)).
+struct Limits {
+  std::optional<uint64_t> requests;
+  std::optional<SimTime> duration_ns;
+
+  bool count_reached(uint64_t generated) const { return requests && generated >= *requests; }
+  bool past_end(SimTime t_ns) const { return duration_ns && t_ns >= *duration_ns; }
+  std::string describe() const {
+    std::string s;
+    if (requests) s += ", " + std::to_string(*requests) + " requests";
+    if (duration_ns) s += ", for " + fmt(ns_to_seconds(*duration_ns)) + " s";
+    return s;
+  }
+};
+
+// Prompt and output lengths drawn from the "lengths" stream, prompt first.
+struct Lengths {
+  std::unique_ptr<Distribution> prompt, output;
+  Rng rng;
+
+  void fill(RequestSpec& r) {
+    r.prompt_tokens = to_tokens(prompt->sample(rng));
+    r.output_tokens = to_tokens(output->sample(rng));
+  }
+  std::string describe() const {
+    return "prompt " + prompt->describe() + ", output " + output->describe();
+  }
+};
+
+// Open loop: gaps between arrivals are i.i.d. with mean 1/λ. Poisson: exponential gaps.
+// Gamma with cv c: shape k = 1/c², scale θ = 1/(λk), so mean kθ = 1/λ and
+// cv = sqrt(kθ²)/(kθ) = 1/sqrt(k) = c.
+class OpenLoop final : public Workload {
+ public:
+  OpenLoop(bool gamma, double rate_per_s, double cv, Lengths lengths, Rng arrivals, Limits limits)
+      : gamma_(gamma),
+        rate_(rate_per_s),
+        cv_(cv),
+        lengths_(std::move(lengths)),
+        arrivals_(arrivals),
+        limits_(limits) {}
+
+  std::optional<RequestSpec> next_arrival() override {
+    if (done_ || limits_.count_reached(next_id_)) return std::nullopt;
+    double gap_s;
+    if (gamma_) {
+      const double k = 1.0 / (cv_ * cv_);
+      gap_s = arrivals_.gamma(k, 1.0 / (rate_ * k));
+    } else {
+      gap_s = arrivals_.exponential(1.0 / rate_);
+    }
+    // Accumulate in integer ns so the arrival times do not drift with float round-off.
+    t_ns_ += seconds_to_ns(gap_s);
+    if (limits_.past_end(t_ns_)) {
+      done_ = true;
+      return std::nullopt;
+    }
+    RequestSpec r;
+    r.id = next_id_++;
+    r.arrival_ns = t_ns_;
+    lengths_.fill(r);
+    return r;
+  }
+  std::optional<RequestSpec> on_completion(const RequestSpec&, SimTime) override {
+    return std::nullopt;
+  }
+  std::string describe() const override {
+    return (gamma_ ? "gamma " + fmt(rate_) + "/s cv=" + fmt(cv_) : "poisson " + fmt(rate_) + "/s") +
+           ", " + lengths_.describe() + limits_.describe();
+  }
+  double nominal_rate_per_s() const override { return rate_; }
+
+ private:
+  bool gamma_;
+  double rate_, cv_;
+  Lengths lengths_;
+  Rng arrivals_;
+  Limits limits_;
+  SimTime t_ns_ = 0;
+  uint64_t next_id_ = 0;
+  bool done_ = false;
+};
+
+// Closed loop: N users, each with at most one request outstanding; a user thinks, sends,
+// waits for the completion, thinks again.
+class ClosedLoop final : public Workload {
+ public:
+  ClosedLoop(int64_t users, std::unique_ptr<Distribution> think, Lengths lengths, Rng clients,
+             Limits limits)
+      : users_(users),
+        think_(std::move(think)),
+        lengths_(std::move(lengths)),
+        clients_(clients),
+        limits_(limits) {}
+
+  // The first requests: every user's think draw from t = 0, drawn in user order and handed
+  // out in time order (stable for ties), so callers see arrivals that never go back.
+  std::optional<RequestSpec> next_arrival() override {
+    if (!started_) {
+      started_ = true;
+      first_.reserve(static_cast<size_t>(users_));
+      for (int64_t u = 0; u < users_; ++u)
+        first_.push_back({think_ns(0), static_cast<int32_t>(u)});
+      std::stable_sort(first_.begin(), first_.end(),
+                       [](const Start& a, const Start& b) { return a.t_ns < b.t_ns; });
+    }
+    while (next_first_ < first_.size()) {
+      const Start s = first_[next_first_++];
+      if (auto r = make(s.user, s.t_ns)) return r;
+    }
+    return std::nullopt;
+  }
+
+  std::optional<RequestSpec> on_completion(const RequestSpec& done, SimTime now_ns) override {
+    if (done.client < 0 || done.client >= users_)
+      throw std::invalid_argument("ClosedLoop::on_completion: request has no client of this workload");
+    return make(done.client, think_ns(now_ns));
+  }
+
+  std::string describe() const override {
+    return "closed loop " + std::to_string(users_) + " users, think " + think_->describe() +
+           " s, " + lengths_.describe() + limits_.describe();
+  }
+  // The rate depends on how fast the replicas answer: unknown here.
+  double nominal_rate_per_s() const override { return 0.0; }
+
+ private:
+  struct Start {
+    SimTime t_ns;
+    int32_t user;
+  };
+  SimTime think_ns(SimTime from_ns) {
+    return from_ns + seconds_to_ns(std::max(0.0, think_->sample(clients_)));
+  }
+  std::optional<RequestSpec> make(int32_t user, SimTime t_ns) {
+    if (limits_.count_reached(next_id_) || limits_.past_end(t_ns)) return std::nullopt;
+    RequestSpec r;
+    r.id = next_id_++;
+    r.arrival_ns = t_ns;
+    r.client = user;
+    lengths_.fill(r);
+    return r;
+  }
+
+  int64_t users_;
+  std::unique_ptr<Distribution> think_;
+  Lengths lengths_;
+  Rng clients_;
+  Limits limits_;
+  bool started_ = false;
+  std::vector<Start> first_;
+  size_t next_first_ = 0;
+  uint64_t next_id_ = 0;
+};
+
+// Trace replay: arrival = record time × time_scale; lengths and prefix hashes from the trace.
+class TraceReplay final : public Workload {
+ public:
+  TraceReplay(Trace trace, double time_scale, Limits limits)
+      : trace_(std::move(trace)), scale_(time_scale), limits_(limits) {}
+
+  std::optional<RequestSpec> next_arrival() override {
+    if (next_ >= trace_.records.size() || limits_.count_reached(next_)) return std::nullopt;
+    const TraceRecord& rec = trace_.records[next_];
+    const SimTime t_ns = seconds_to_ns(rec.time_s * scale_);
+    if (limits_.past_end(t_ns)) {
+      next_ = trace_.records.size();
+      return std::nullopt;
+    }
+    RequestSpec r;
+    r.id = next_++;
+    r.arrival_ns = t_ns;
+    r.prompt_tokens = rec.input_tokens;
+    r.output_tokens = rec.output_tokens;
+    r.hash_begin = rec.hash_begin;
+    r.hash_count = rec.hash_count;
+    return r;
+  }
+  std::optional<RequestSpec> on_completion(const RequestSpec&, SimTime) override {
+    return std::nullopt;
+  }
+  const Trace* trace() const override { return &trace_; }
+  std::string describe() const override {
+    return "trace " + std::filesystem::path(trace_.file).filename().string() + " (" +
+           trace_.format + ", " + std::to_string(trace_.records.size()) +
+           " records), time scale " + fmt(scale_) + limits_.describe();
+  }
+  // Requests replayed over the replayed span: n / (t_last·scale).
+  double nominal_rate_per_s() const override {
+    size_t n = trace_.records.size();
+    if (limits_.requests) n = std::min<size_t>(n, static_cast<size_t>(*limits_.requests));
+    if (n < 2) return 0.0;
+    const double span_s = trace_.records[n - 1].time_s * scale_;
+    return span_s > 0 ? static_cast<double>(n) / span_s : 0.0;
+  }
+
+ private:
+  Trace trace_;
+  double scale_;
+  Limits limits_;
+  size_t next_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Workload> Workload::from_yaml(yaml::Map& section, const RngStreams& rng,
+                                              const std::string& base_dir) {
+  // Exactly one source of requests.
+  std::vector<std::string> given;
+  for (const char* k : {"arrival", "clients", "trace"})
+    if (section.has(k)) given.push_back(k);
+  if (given.empty())
+    section.fail("", "workload needs one of arrival (open loop), clients (closed loop) or "
+                     "trace (replay)",
+                 "e.g. 'arrival: {process: poisson, rate: 20/s}'");
+  if (given.size() > 1)
+    section.fail(given[1], "use only one of arrival, clients and trace (got " + given[0] +
+                               " and " + given[1] + ")");
+  const std::string kind = given[0];
+
+  Limits limits;
+  if (section.has("requests")) {
+    const int64_t n = section.integer("requests", std::numeric_limits<int64_t>::min(),
+                                      std::numeric_limits<int64_t>::max());
+    if (n == 0)
+      section.fail("requests", "workload generates no requests", "set requests to at least 1");
+    if (n < 0) section.fail("requests", "requests must be >= 1, got " + std::to_string(n));
+    limits.requests = static_cast<uint64_t>(n);
+  }
+  if (section.has("duration")) {
+    const double d = section.quantity("duration", units::Dim::kTime, -kInf);
+    if (d <= 0) section.fail("duration", "duration must be > 0, got " + fmt(d) + " s");
+    if (d > 9.0e9) section.fail("duration", "duration must be < 285 years");
+    limits.duration_ns = seconds_to_ns(d);
+  }
+  if (!limits.requests && !limits.duration_ns && kind != "trace")
+    section.fail("", "workload never ends: give requests, duration or both",
+                 "e.g. 'requests: 10000' or 'duration: 10min'");
+
+  if (kind == "trace") {
+    for (const char* k : {"prompt_tokens", "output_tokens"})
+      if (section.has(k))
+        section.fail(k, std::string(k) + " cannot be used with trace: lengths come from the trace",
+                     "remove it, or use arrival/clients with length distributions");
+    std::string file, format = "auto";
+    double scale = 1.0;
+    std::string file_key = "trace";  // where a missing file is reported
+    std::optional<yaml::Map> tm;
+    if (section.node()["trace"].IsMap()) {
+      tm = section.map("trace");
+      file = tm->str("file");
+      format = tm->choice_or("format", {"auto", "azure", "mooncake"}, "auto");
+      scale = tm->number_or("time_scale", -std::numeric_limits<double>::max(),
+                            std::numeric_limits<double>::max(), 1.0);
+      if (scale <= 0)
+        tm->fail("time_scale", "time_scale must be > 0, got " + fmt(scale),
+                 "2.0 replays twice as slow, 0.5 twice as fast");
+      tm->finish();
+    } else {
+      file = section.str("trace");
+    }
+    const std::string path = resolve_path(base_dir, file);
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec)) {
+      const std::string msg = "cannot open trace file '" + path + "'";
+      const std::string hint = "relative paths are relative to the scenario file's folder";
+      if (tm) tm->fail("file", msg, hint);
+      section.fail("trace", msg, hint);
+    }
+    Trace t = load_trace(path, format);
+    section.finish();
+    return std::make_unique<TraceReplay>(std::move(t), scale, limits);
+  }
+
+  Lengths lengths{parse_distribution(section, "prompt_tokens", Quantity::kTokens, base_dir),
+                  parse_distribution(section, "output_tokens", Quantity::kTokens, base_dir),
+                  rng.stream("lengths")};
+
+  if (kind == "arrival") {
+    yaml::Map a = section.map("arrival");
+    const std::string process = a.choice_or("process", {"poisson", "gamma"}, "poisson");
+    const double rate = a.quantity("rate", units::Dim::kRate, -kInf);
+    if (rate <= 0)
+      a.fail("rate", "rate must be > 0, got " + a.node()["rate"].Scalar(), "e.g. '20/s'");
+    double cv = 1.0;
+    if (process == "gamma") {
+      cv = a.number("cv", -std::numeric_limits<double>::max(),
+                    std::numeric_limits<double>::max());
+      if (cv <= 0)
+        a.fail("cv", "cv must be > 0, got " + fmt(cv),
+               "cv is the coefficient of variation of the gaps: 1 is Poisson, > 1 is bursty");
+    } else if (a.has("cv")) {
+      a.fail("cv", "cv applies to process: gamma (Poisson gaps always have cv 1)");
+    }
+    a.finish();
+    section.finish();
+    return std::make_unique<OpenLoop>(process == "gamma", rate, cv, std::move(lengths),
+                                      rng.stream("arrivals"), limits);
+  }
+
+  // clients
+  yaml::Map c = section.map("clients");
+  const int64_t users = c.integer("users", std::numeric_limits<int64_t>::min(),
+                                  std::numeric_limits<int64_t>::max());
+  if (users < 1) c.fail("users", "users must be >= 1, got " + std::to_string(users));
+  if (users > std::numeric_limits<int32_t>::max()) c.fail("users", "too many users");
+  std::unique_ptr<Distribution> think =
+      c.has("think_time") ? parse_distribution(c, "think_time", Quantity::kDuration, base_dir)
+                          : make_fixed(0.0);
+  c.finish();
+  section.finish();
+  return std::make_unique<ClosedLoop>(users, std::move(think), std::move(lengths),
+                                      rng.stream("clients"), limits);
+}
+
+}  // namespace fleetsim::workload

@@ -1,0 +1,58 @@
+// The `workload:` section of a scenario: arrivals, lengths, trace replay, closed-loop users.
+//
+//   workload:
+//     requests: 10000            # stop generating after this many (optional if duration)
+//     duration: 10min            # stop generating arrivals after this time (optional)
+//     arrival:                   # open loop
+//       process: poisson | gamma # gamma takes cv: 2.0 (coefficient of variation of gaps)
+//       rate: 20/s
+//     # or closed loop:
+//     clients: {users: 64, think_time: {dist: exponential, mean: 2s}}
+//     # or trace replay (arrival times and lengths from the trace):
+//     trace: {file: ../shared/traces/mooncake_conversation.jsonl, format: auto,
+//             time_scale: 1.0}   # 2.0 replays twice as slow, 0.5 twice as fast
+//     prompt_tokens: <distribution>   # not with trace
+//     output_tokens: <distribution>   # not with trace
+// Exactly one of arrival / clients / trace. At least one of requests / duration unless a
+// trace bounds the run.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hw_models/yaml_reader.h"
+#include "sim/core/rng.h"
+#include "sim/workload/distribution.h"
+#include "sim/workload/request.h"
+#include "sim/workload/trace.h"
+
+namespace fleetsim::workload {
+
+/// Generates requests lazily: memory does not grow with the number of requests.
+class Workload {
+ public:
+  /// Reads and validates the section (InputError on any problem). `base_dir` resolves
+  /// relative trace paths. Streams used: "arrivals", "lengths", "clients".
+  static std::unique_ptr<Workload> from_yaml(yaml::Map& section, const RngStreams& rng,
+                                             const std::string& base_dir);
+  virtual ~Workload() = default;
+
+  /// Open loop and trace: the next request in arrival order; nullopt when the workload is
+  /// exhausted. Closed loop: each user's first request (at time 0 plus a think time), then
+  /// nullopt; later requests come from on_completion().
+  virtual std::optional<RequestSpec> next_arrival() = 0;
+  /// Closed loop: the user of `done` sends its next request at now + think time (nullopt if
+  /// the request limit or duration is reached). Open loop: nullopt.
+  virtual std::optional<RequestSpec> on_completion(const RequestSpec& done, SimTime now_ns) = 0;
+
+  /// Prefix-block hashes of trace requests (empty unless the trace has them).
+  virtual const Trace* trace() const { return nullptr; }
+  /// One line, e.g. "poisson 20/s, prompt lognormal(median=400, sigma=1), output fixed(128)".
+  virtual std::string describe() const = 0;
+  /// Expected request rate for progress/ETA (0 when unknown).
+  virtual double nominal_rate_per_s() const = 0;
+};
+
+}  // namespace fleetsim::workload

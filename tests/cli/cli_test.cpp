@@ -1,0 +1,238 @@
+// End-to-end tests of the fleetsim binary: bad input, determinism, the golden default
+// scenario, overrides and outputs. Each runs the real executable ($FLEETSIM_BIN, set by
+// CTest) in a temporary folder.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+const std::string kRoot = FLEETSIM_SOURCE_DIR;
+
+struct Result {
+  int code = -1;
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const char* bin = std::getenv("FLEETSIM_BIN");
+    if (!bin) GTEST_SKIP() << "FLEETSIM_BIN is not set (run through ctest)";
+    bin_ = bin;
+    dir_ = fs::temp_directory_path() /
+           ("fleetsim-cli-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+
+  Result run(const std::string& args) {
+    const std::string cmd = "cd '" + kRoot + "' && '" + bin_ + "' " + args + " >'" +
+                            (dir_ / "stdout").string() + "' 2>'" + (dir_ / "stderr").string() + "'";
+    const int status = std::system(cmd.c_str());
+    Result r;
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = slurp(dir_ / "stdout");
+    r.err = slurp(dir_ / "stderr");
+    return r;
+  }
+
+  // The default scenario with one line replaced, written to the temp folder.
+  std::string variant(const std::string& name, const std::string& from, const std::string& to) {
+    std::string text = slurp(kRoot + "/scenarios/default.yaml");
+    const auto at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    if (at != std::string::npos) text.replace(at, from.size(), to);
+    const fs::path p = dir_ / (name + ".yaml");
+    std::ofstream(p) << text;
+    return p.string();
+  }
+
+  // A bad-input run: exit code 1, one line on stderr that contains every `needle`.
+  void expect_error(const std::string& args, std::initializer_list<std::string> needles) {
+    const Result r = run(args);
+    EXPECT_EQ(r.code, 1) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;
+    for (const auto& n : needles) EXPECT_NE(r.err.find(n), std::string::npos) << "missing '" << n << "' in: " << r.err;
+  }
+
+  std::string bin_;
+  fs::path dir_;
+};
+
+TEST_F(Cli, Version) {
+  const Result r = run("--version");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(r.out.rfind("fleetsim ", 0), 0u);
+}
+
+TEST_F(Cli, ListsCatalogAndTables) {
+  EXPECT_NE(run("list gpus").out.find("h100-sxm"), std::string::npos);
+  EXPECT_NE(run("list models").out.find("llama-3.1-70b"), std::string::npos);
+  EXPECT_NE(run("list policies").out.find("vllm"), std::string::npos);
+  EXPECT_NE(run("list routers").out.find("least-outstanding"), std::string::npos);
+  expect_error("list gpu", {"unknown list 'gpu'", "did you mean 'gpus'"});
+}
+
+TEST_F(Cli, HelpOnEachCommand) {
+  for (const char* c : {"run --help", "check --help", "list --help", "--help"}) {
+    const Result r = run(c);
+    EXPECT_EQ(r.code, 0) << c;
+    EXPECT_NE(r.out.find("usage: fleetsim"), std::string::npos) << c;
+  }
+}
+
+TEST_F(Cli, CheckValidatesWithoutRunning) {
+  const Result r = run("check scenarios/default.yaml");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("OK"), std::string::npos);
+  EXPECT_NE(r.out.find("KV cache"), std::string::npos);
+}
+
+// ---- bad input: one clear line, non-zero exit, never a crash or a hang ----------------
+
+TEST_F(Cli, MissingUnit) {
+  const auto f = variant("nounit", "rate: 20/s", "rate: 20");
+  // The rate is on line 36 of scenarios/default.yaml.
+  expect_error("check " + f, {f + ":", "'workload.arrival.rate'", "unit", "20/s"});
+}
+
+TEST_F(Cli, UnknownKeyWithDidYouMean) {
+  const auto f = variant("typo", "max_num_seqs:", "max_num_seq:");
+  expect_error("check " + f, {f + ":", "serving.max_num_seq", "did you mean 'max_num_seqs'"});
+  const auto g = variant("typo2", "serving:", "servng:");
+  expect_error("check " + g, {"'servng'", "did you mean 'serving'"});
+}
+
+TEST_F(Cli, NegativeRate) {
+  const auto f = variant("neg", "rate: 20/s", "rate: -5/s");
+  expect_error("check " + f, {"'workload.arrival.rate'", "> 0"});
+}
+
+TEST_F(Cli, ModelThatDoesNotFit) {
+  // Llama-3.1-70B in BF16 is ~141 GB of weights; one 80 GB A100 cannot hold it.
+  const auto f = variant("nofit", "gpu: h100-sxm", "gpu: a100-80gb-sxm");
+  expect_error("check " + f + " --set model=llama-3.1-70b", {"does not fit", "short by", "tp"});
+}
+
+TEST_F(Cli, MissingTraceFile) {
+  const fs::path p = dir_ / "notrace.yaml";
+  std::ofstream(p) << "model: llama-3.1-8b\nhardware: {gpu: h100-sxm}\nserving: {replicas: 1}\n"
+                      "workload:\n  trace: {file: nope.csv}\n";
+  expect_error("check " + p.string(), {"workload.trace.file", "nope.csv"});
+}
+
+TEST_F(Cli, MalformedTraceLineReportsItsLineNumber) {
+  std::ofstream(dir_ / "bad.csv") << "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+                                     "2023-11-16 18:15:46.6805900,374,44\n"
+                                     "2023-11-16 18:15:50.9951690,abc,109\n";
+  const fs::path p = dir_ / "badtrace.yaml";
+  std::ofstream(p) << "model: llama-3.1-8b\nhardware: {gpu: h100-sxm}\nserving: {replicas: 1}\n"
+                      "workload:\n  trace: {file: bad.csv}\n";
+  // The bad row is line 3 of the CSV (header is line 1).
+  expect_error("run " + p.string() + " --out " + (dir_ / "o").string(), {"bad.csv:3:", "abc"});
+}
+
+TEST_F(Cli, EmptyWorkload) {
+  const auto f = variant("empty", "requests: 6000", "requests: 0");
+  expect_error("check " + f, {"workload", "no requests"});
+}
+
+TEST_F(Cli, BadOverrides) {
+  expect_error("check scenarios/default.yaml --set serving.replica=3", {"--set serving.replica", "did you mean 'replicas'"});
+  expect_error("check scenarios/default.yaml --set hardware.gpu=h100", {"--set hardware.gpu", "unknown GPU 'h100'", "h100-sxm"});
+  expect_error("check scenarios/default.yaml --set serving.replicas", {"malformed override"});
+  expect_error("check nothere.yaml", {"nothere.yaml", "cannot open"});
+}
+
+// ---- runs --------------------------------------------------------------------------------
+
+TEST_F(Cli, DeterministicAcrossRuns) {
+  const std::string a = (dir_ / "a").string(), b = (dir_ / "b").string();
+  ASSERT_EQ(run("run scenarios/default.yaml --quiet --out " + a).code, 0);
+  ASSERT_EQ(run("run scenarios/default.yaml --quiet --out " + b).code, 0);
+  json ja = json::parse(slurp(a + "/summary.json")), jb = json::parse(slurp(b + "/summary.json"));
+  ja.erase("wall_s");
+  jb.erase("wall_s");
+  EXPECT_EQ(ja.dump(), jb.dump());
+  // Another seed gives another run.
+  ASSERT_EQ(run("run scenarios/default.yaml --quiet --seed 2 --out " + b).code, 0);
+  jb = json::parse(slurp(b + "/summary.json"));
+  EXPECT_EQ(jb["seed"], 2);
+  EXPECT_NE(ja["ttft_p99_s"], jb["ttft_p99_s"]);
+}
+
+TEST_F(Cli, DefaultScenarioGoldenSummary) {
+  const std::string o = (dir_ / "o").string();
+  const Result r = run("run scenarios/default.yaml --quiet --out " + o + " --requests-csv " + o + "/req.csv");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json j = json::parse(slurp(o + "/summary.json"));
+  for (const char* k : {"requests_completed", "ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s",
+                        "e2e_p50_s", "e2e_p99_s", "input_tok_per_s", "output_tok_per_s",
+                        "sim_duration_s", "wall_s", "events", "seed", "scenario"}) {
+    EXPECT_TRUE(j.contains(k)) << k;
+  }
+  // Hand-checkable facts. The workload asks for 6,000 requests; none is longer than
+  // Llama-3.1-8B's context or the KV cache, so all complete.
+  EXPECT_EQ(j["requests_completed"], 6000);
+  EXPECT_EQ(j["requests_rejected"], 0);
+  // Poisson at 20/s: 6,000 arrivals take ≈ 300 s (± a few %), plus the tail of the last
+  // requests (seconds).
+  EXPECT_NEAR(j["sim_duration_s"].get<double>(), 300.0, 20.0);
+  // Rates are totals over the simulated time.
+  EXPECT_NEAR(j["input_tok_per_s"].get<double>() * j["sim_duration_s"].get<double>(),
+              j["input_tokens"].get<double>(), 1e-6 * j["input_tokens"].get<double>());
+  // A decode step reads all weights at least once: 8.03e9 params × 2 B / 3.35e12 B/s =
+  // 4.79 ms is a floor for any time per output token.
+  EXPECT_GT(j["tpot_p50_s"].get<double>(), 4.79e-3);
+  EXPECT_LE(j["ttft_p50_s"].get<double>(), j["ttft_p99_s"].get<double>());
+  EXPECT_LE(j["ttft_p99_s"].get<double>(), j["ttft_max_s"].get<double>());
+  // One CSV row per request plus the header.
+  const std::string csv = slurp(o + "/req.csv");
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 6001);
+
+  // Regression baseline: tests/golden/default_summary.json holds the summary of this
+  // scenario at the commit that last changed the model on purpose (regenerate it with
+  // tools/update_golden.sh and say why in the commit). Metrics must match to 1e-9.
+  const json golden = json::parse(slurp(kRoot + "/tests/golden/default_summary.json"));
+  for (const auto& [key, value] : golden.items()) {
+    ASSERT_TRUE(j.contains(key)) << key;
+    if (value.is_number_float()) {
+      EXPECT_NEAR(j[key].get<double>(), value.get<double>(), 1e-9 * std::max(1.0, std::abs(value.get<double>()))) << key;
+    } else {
+      EXPECT_EQ(j[key], value) << key;
+    }
+  }
+}
+
+TEST_F(Cli, OverridesReachTheResolvedScenario) {
+  const std::string o = (dir_ / "o").string();
+  ASSERT_EQ(run("run scenarios/default.yaml --quiet --out " + o +
+                " --set serving.replicas=3 --set workload.requests=300").code, 0);
+  const json j = json::parse(slurp(o + "/summary.json"));
+  EXPECT_EQ(j["scenario"]["serving"]["replicas"], 3);
+  EXPECT_EQ(j["requests_completed"], 300);
+}
+
+}  // namespace

@@ -1,0 +1,55 @@
+#include "sim/serving/step_model.h"
+
+#include <gtest/gtest.h>
+
+#include "sim/core/rng.h"
+
+using fleetsim::SimTime;
+using fleetsim::serving::floor_sum;
+using fleetsim::serving::StepModel;
+using fleetsim::serving::u128;
+
+TEST(FloorSum, MatchesBruteForce) {
+  fleetsim::Rng rng(3);
+  for (int t = 0; t < 2000; ++t) {
+    const uint64_t n = rng.uniform_u64(200), m = 1 + rng.uniform_u64(1u << 20);
+    const uint64_t a = rng.uniform_u64(1ull << 40), b = rng.uniform_u64(1ull << 40);
+    u128 brute = 0;
+    for (uint64_t i = 0; i < n; ++i) brute += (static_cast<u128>(a) * i + b) / m;
+    ASSERT_EQ(floor_sum(n, m, a, b), brute) << "n=" << n << " m=" << m << " a=" << a << " b=" << b;
+  }
+}
+
+TEST(StepModel, ClosedFormRunEqualsSumOfSteps) {
+  // fixed 5 ms for any batch, 0.3 ns per attended token (fixed-point slope).
+  std::vector<SimTime> fixed(9, 5'000'000);
+  fixed[0] = 0;
+  StepModel m(fixed, 0.3, [](const fleetsim::hw::BatchShape&) { return SimTime{1}; });
+  // One step: 5,000,000 + floor(1000 * 0.3) = 5,000,300 ns.
+  EXPECT_EQ(m.decode_step_ns(8, 1000), 5'000'300);
+  for (int64_t n = 1; n <= 8; ++n) {
+    for (int64_t ctx0 : {0, 7, 12345, 999'999}) {
+      SimTime brute = 0;
+      for (int64_t j = 0; j < 777; ++j) brute += m.decode_step_ns(n, ctx0 + n * j);
+      ASSERT_EQ(m.decode_run_ns(n, ctx0, 777), brute);
+    }
+  }
+}
+
+TEST(StepModel, IterationsToReachIsTheFirstBoundaryAtOrAfter) {
+  std::vector<SimTime> fixed(5, 4'000'000);
+  fixed[0] = 0;
+  StepModel m(fixed, 0.77, [](const fleetsim::hw::BatchShape&) { return SimTime{1}; });
+  for (int64_t n = 1; n <= 4; ++n) {
+    for (SimTime delta : {SimTime{1}, SimTime{3'999'999}, SimTime{4'000'000}, SimTime{123'456'789}}) {
+      const int64_t k = m.decode_iterations_to_reach(n, 5000, 1000, delta);
+      // Definition: T(k) >= delta and (k == 1 or T(k-1) < delta).
+      EXPECT_GE(m.decode_run_ns(n, 5000, k), delta);
+      if (k > 1) {
+        EXPECT_LT(m.decode_run_ns(n, 5000, k - 1), delta);
+      }
+    }
+  }
+  // Past the end of the stretch: k_max.
+  EXPECT_EQ(m.decode_iterations_to_reach(1, 0, 10, 1'000'000'000), 10);
+}

@@ -1,0 +1,250 @@
+// Batching behaviour of the vLLM-style replica on tiny hand-checked cases, and the fast
+// path (closed-form decode stretches) against one-iteration-per-event stepping on random
+// small scenarios, with the replica's invariants checked before every event.
+#include "sim/serving/vllm.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <vector>
+
+#include "sim/core/rng.h"
+
+using namespace fleetsim;
+using namespace fleetsim::serving;
+using workload::RequestSpec;
+
+namespace {
+
+constexpr SimTime kMs = 1'000'000;
+
+struct Outcome {
+  SimTime scheduled = -1, first = -1, done = -1;
+  int preemptions = 0;
+  bool operator==(const Outcome& o) const {
+    return scheduled == o.scheduled && first == o.first && done == o.done && preemptions == o.preemptions;
+  }
+};
+
+struct Log final : ServingObserver {
+  std::map<uint64_t, Outcome> out;
+  std::vector<SimTime> gaps;  // every inter-token gap, expanded
+  int rejected = 0;
+  int preemptions = 0;
+  void on_preemption(const RequestSpec&, int, SimTime) override { ++preemptions; }
+  void on_completion(const RequestRecord& r) override {
+    out[r.spec->id] = {r.scheduled_ns, r.first_token_ns, r.done_ns, r.preemptions};
+  }
+  void on_reject(const RequestSpec&, int, RejectReason, SimTime) override { ++rejected; }
+  void on_token_gaps(SimTime g, uint64_t c) override { gaps.insert(gaps.end(), c, g); }
+  void on_token_gap_series(const StepSeries& s, int64_t k, uint64_t per) override {
+    for (int64_t j = 1; j < k; ++j) gaps.insert(gaps.end(), per, s.step_ns(j));
+  }
+};
+
+struct Checker final : core::EngineObserver {
+  const Replica* rep = nullptr;
+  SimTime last = 0;
+  void on_dispatch(const core::Event& e) override {
+    ASSERT_GE(e.time, last) << "time went back";
+    last = e.time;
+    rep->check_invariants();
+  }
+};
+
+// Submits requests to the replica at their arrival times.
+struct Driver final : core::EventTarget {
+  Replica* rep = nullptr;
+  std::vector<RequestSpec> reqs;
+  void start(core::Engine& eng) {
+    for (size_t i = 0; i < reqs.size(); ++i) eng.schedule(reqs[i].arrival_ns, kPhaseArrival, this, 0, i);
+  }
+  void on_event(const core::Event& e) override { rep->submit(reqs[e.data]); }
+};
+
+RequestSpec req(uint64_t id, SimTime arrival, int32_t prompt, int32_t output) {
+  RequestSpec r;
+  r.id = id;
+  r.arrival_ns = arrival;
+  r.prompt_tokens = prompt;
+  r.output_tokens = output;
+  return r;
+}
+
+// Decode: `decode_ms` per iteration for any batch size, no per-context cost. Any iteration
+// with prefill: 1 ms per prompt token, plus `decode_ms` when it also runs decodes.
+StepModel simple_steps(int64_t max_seqs, SimTime decode_ms) {
+  std::vector<SimTime> fixed(static_cast<size_t>(max_seqs) + 1, decode_ms * kMs);
+  fixed[0] = 0;
+  return StepModel(fixed, 0.0, [decode_ms](const hw::BatchShape& b) {
+    return b.prefill_tokens * kMs + (b.decode_seqs > 0 ? decode_ms * kMs : 0);
+  });
+}
+
+struct RunLog {
+  Log log;
+  int64_t iterations = 0;
+  uint64_t events = 0;
+};
+
+RunLog simulate(const StepModel& steps, VllmConfig cfg, std::vector<RequestSpec> reqs) {
+  core::Engine eng;
+  RunLog run;
+  Vllm rep(0, eng, run.log, steps, cfg);
+  Checker check;
+  check.rep = &rep;
+  eng.add_observer(&check);
+  Driver d;
+  d.rep = &rep;
+  d.reqs = std::move(reqs);
+  d.start(eng);
+  eng.run();
+  rep.check_invariants();
+  EXPECT_EQ(rep.outstanding(), 0);
+  EXPECT_EQ(rep.kv_blocks_used(), 0);
+  run.iterations = rep.iterations();
+  run.events = eng.events_dispatched();
+  return run;
+}
+
+VllmConfig config(bool chunked, int64_t budget, int64_t kv_blocks, int block_tokens = 16) {
+  VllmConfig c;
+  c.block_tokens = block_tokens;
+  c.kv_blocks = kv_blocks;
+  c.max_num_seqs = 8;
+  c.max_batched_tokens = budget;
+  c.chunked_prefill = chunked;
+  return c;
+}
+
+TEST(Vllm, PrefillFirstTwoRequests) {
+  const StepModel steps = simple_steps(8, 10);
+  // A (t=0, 100 prompt, 3 output): prefill-only iteration 0..100 ms → first token at 100.
+  // B (t=50, 200 prompt, 2 output) waits; at 100 it is admitted: prefill 100..300 ms (the
+  //   running decode of A waits: prefill-first). B's first token at 300: TTFT 250 ms.
+  // 300..310: decode A and B → B's 2nd token: B done at 310 (e2e 260 ms); A has 2 tokens.
+  // 310..320: decode A → A done at 320 (TTFT 100, e2e 320, TPOT (320-100)/2 = 110 ms).
+  // Gaps: A 100→310 = 210 ms, 310→320 = 10 ms; B 300→310 = 10 ms.
+  for (bool ff : {true, false}) {
+    VllmConfig cfg = config(false, 4096, 1000);
+    cfg.fast_forward = ff;
+    RunLog r = simulate(steps, cfg, {req(0, 0, 100, 3), req(1, 50 * kMs, 200, 2)});
+    EXPECT_EQ(r.log.out[0], (Outcome{0, 100 * kMs, 320 * kMs, 0}));
+    EXPECT_EQ(r.log.out[1], (Outcome{100 * kMs, 300 * kMs, 310 * kMs, 0}));
+    std::vector<SimTime> gaps = r.log.gaps;
+    std::sort(gaps.begin(), gaps.end());
+    EXPECT_EQ(gaps, (std::vector<SimTime>{10 * kMs, 10 * kMs, 210 * kMs}));
+  }
+}
+
+TEST(Vllm, ChunkedPrefillSharesIterationsWithDecodes) {
+  const StepModel steps = simple_steps(8, 10);
+  // Budget 64 tokens. A (t=0, 100 prompt, 2 output): chunk 64 (0..64 ms), chunk 36
+  //   (64..100 ms) → A's first token at 100.
+  // B (t=70, 30 prompt, 1 output) arrives during A's second chunk; at 100 the iteration
+  //   holds A's decode (1 token) and B's whole prompt (30 ≤ 64 - 1): 30 ms + 10 ms = 40 ms.
+  // At 140: A's 2nd token (A done, e2e 140) and B's first and only token (B done, TTFT 70).
+  for (bool ff : {true, false}) {
+    VllmConfig cfg = config(true, 64, 1000);
+    cfg.fast_forward = ff;
+    RunLog r = simulate(steps, cfg, {req(0, 0, 100, 2), req(1, 70 * kMs, 30, 1)});
+    EXPECT_EQ(r.log.out[0], (Outcome{0, 100 * kMs, 140 * kMs, 0}));
+    EXPECT_EQ(r.log.out[1], (Outcome{100 * kMs, 140 * kMs, 140 * kMs, 0}));
+    EXPECT_EQ(r.iterations, 3);
+  }
+}
+
+TEST(Vllm, PreemptionByRecompute) {
+  const StepModel steps = simple_steps(8, 10);
+  // 3 KV blocks of 4 tokens. A and B (t=0, 4 prompt, 5 output each) are admitted together
+  //   (1 block each) and prefilled 0..8 ms: both first tokens at 8 (context 4 each).
+  // At 8 each needs a 2nd block to write position 4, but only 1 is free: B (the later
+  //   arrival) is preempted, freeing its block; B waits with 1 token generated.
+  // A decodes alone 8..48 ms (4 iterations, tokens 2..5; it takes its 2nd block) and
+  //   completes at 48. B's readmission needs blocks for 4 + 1 = 5 tokens = 2 blocks, which
+  //   only fit once A is gone.
+  // 48..53: B recomputes 5 tokens (5 ms) and samples its 2nd token; 53..83: 3 decodes.
+  for (bool ff : {true, false}) {
+    VllmConfig cfg = config(false, 4096, 3, 4);
+    cfg.fast_forward = ff;
+    RunLog r = simulate(steps, cfg, {req(0, 0, 4, 5), req(1, 0, 4, 5)});
+    EXPECT_EQ(r.log.out[0], (Outcome{0, 8 * kMs, 48 * kMs, 0}));
+    EXPECT_EQ(r.log.out[1], (Outcome{0, 8 * kMs, 83 * kMs, 1}));
+  }
+}
+
+TEST(Vllm, RejectsRequestsThatCanNeverRun) {
+  const StepModel steps = simple_steps(8, 10);
+  VllmConfig cfg = config(false, 256, 4, 4);  // 16 KV tokens, 256-token batches
+  cfg.max_context_tokens = 1000;
+  // 10 + 8 - 1 = 17 KV tokens > 16: never fits the cache.
+  // 300-token prompt > 256 batched tokens without chunked prefill.
+  // 900 + 200 > 1000 context.
+  RunLog r = simulate(steps, cfg, {req(0, 0, 10, 8), req(1, 0, 300, 1), req(2, 0, 900, 200), req(3, 0, 8, 8)});
+  EXPECT_EQ(r.log.rejected, 3);
+  EXPECT_EQ(r.log.out.size(), 1u);  // 8 + 8 - 1 = 15 tokens fit
+}
+
+// The fast path must give the same per-request results as one iteration per event.
+TEST(Vllm, FastPathMatchesSteppingOnRandomScenarios) {
+  Rng rng(2024);
+  int preemptions = 0, chunked_trials = 0;
+  uint64_t fast_events = 0, slow_events = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    const int bs = 1 + static_cast<int>(rng.uniform_u64(16));
+    const bool chunked = rng.uniform_u64(2) == 1;
+    const int64_t max_seqs = 1 + static_cast<int64_t>(rng.uniform_u64(12));
+    const int64_t budget = chunked ? max_seqs + static_cast<int64_t>(rng.uniform_u64(200)) : 400;
+    const int64_t kv_blocks = 8 + static_cast<int64_t>(rng.uniform_u64(80));
+    // Affine decode cost with a real per-context slope, so stretch times are non-trivial.
+    std::vector<SimTime> fixed(static_cast<size_t>(max_seqs) + 1);
+    for (size_t n = 1; n < fixed.size(); ++n) fixed[n] = 3 * kMs + static_cast<SimTime>(n) * 100'000;
+    const StepModel steps(fixed, 1234.5, [](const hw::BatchShape& b) {
+      return 2 * kMs + b.prefill_tokens * 50'000 + b.decode_seqs * 100'000 +
+             static_cast<SimTime>(b.prefill_attn_pairs * 10.0) + b.decode_ctx_tokens * 1234;
+    });
+    std::vector<RequestSpec> reqs;
+    SimTime t = 0;
+    for (uint64_t id = 0; id < 120; ++id) {
+      t += static_cast<SimTime>(rng.exponential(20.0 * kMs));
+      reqs.push_back(req(id, t, 1 + static_cast<int32_t>(rng.uniform_u64(150)),
+                         1 + static_cast<int32_t>(rng.uniform_u64(60))));
+    }
+    VllmConfig cfg;
+    cfg.block_tokens = bs;
+    cfg.kv_blocks = kv_blocks;
+    cfg.max_num_seqs = max_seqs;
+    cfg.max_batched_tokens = budget;
+    cfg.chunked_prefill = chunked;
+    cfg.fast_forward = true;
+    RunLog fast = simulate(steps, cfg, reqs);
+    cfg.fast_forward = false;
+    RunLog slow = simulate(steps, cfg, reqs);
+    SCOPED_TRACE("trial " + std::to_string(trial));
+    ASSERT_EQ(fast.log.out.size() + static_cast<size_t>(fast.log.rejected), reqs.size());
+    ASSERT_EQ(fast.log.out, slow.log.out);
+    ASSERT_EQ(fast.log.rejected, slow.log.rejected);
+    std::sort(fast.log.gaps.begin(), fast.log.gaps.end());
+    std::sort(slow.log.gaps.begin(), slow.log.gaps.end());
+    ASSERT_EQ(fast.log.gaps, slow.log.gaps);
+    ASSERT_EQ(fast.iterations, slow.iterations);
+    ASSERT_EQ(fast.log.preemptions, slow.log.preemptions);
+    preemptions += fast.log.preemptions;
+    chunked_trials += chunked;
+    fast_events += fast.events;
+    slow_events += slow.events;
+    // First token before completion, completion after arrival.
+    for (const auto& [id, o] : fast.log.out) {
+      ASSERT_LE(reqs[id].arrival_ns, o.scheduled);
+      ASSERT_LT(o.scheduled, o.first);
+      ASSERT_LE(o.first, o.done);
+    }
+  }
+  // The trials must exercise what they are meant to: preemptions, both scheduling modes,
+  // and stretches of several iterations (fewer events than stepping).
+  EXPECT_GT(preemptions, 0);
+  EXPECT_GT(chunked_trials, 10);
+  EXPECT_LT(fast_events * 2, slow_events);
+}
+
+}  // namespace

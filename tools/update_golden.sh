@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Regenerates tests/golden/default_summary.json from a run of scenarios/default.yaml. Only
+# for deliberate model changes: say in the commit why the numbers moved.
+set -euo pipefail
+source "$(dirname "$0")/setup.sh"
+fleetsim_build "$FLEETSIM_BUILD"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+"$FLEETSIM_BUILD/fleetsim" run "$FLEETSIM_ROOT/scenarios/default.yaml" --quiet --out "$tmp" >/dev/null
+python3 - "$tmp/summary.json" "$FLEETSIM_ROOT/tests/golden/default_summary.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+# Metrics only: wall-clock and the resolved scenario (checked elsewhere) are left out.
+keep = {k: v for k, v in j.items() if k not in ("wall_s", "scenario", "fleetsim_version")}
+json.dump(keep, open(sys.argv[2], "w"), indent=2, sort_keys=True)
+open(sys.argv[2], "a").write("\n")
+PY
+echo "wrote tests/golden/default_summary.json"
