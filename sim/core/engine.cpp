@@ -10,7 +10,9 @@ void Engine::schedule(SimTime time, uint32_t phase, EventTarget* target, uint32_
     throw std::logic_error("event scheduled in the past: t=" + std::to_string(time) +
                            " ns < now=" + std::to_string(now_) + " ns");
   }
-  queue_.push(Event{time, phase, next_seq_++, target, kind, data});
+  if (phase > 0xff || kind > 0xff) throw std::logic_error("event phase or kind out of range");
+  const uint64_t order = (uint64_t{phase} << 56) | ((next_seq_++ & ((uint64_t{1} << 48) - 1)) << 8) | kind;
+  queue_.push(Event{time, order, target, data});
 }
 
 bool Engine::step() {

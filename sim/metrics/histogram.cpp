@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <stdexcept>
 
 namespace fleetsim::metrics {
@@ -28,14 +29,38 @@ Histogram::Histogram(double rel_error, double min_value)
   }
 }
 
+namespace {
+// log2(x) for normal positive x with absolute error below 2e-5: the exponent from the bits,
+// and log2 of the mantissa m ∈ [1, 2) from the series 2/ln2 · (t + t³/3 + t⁵/5 + t⁷/7) with
+// t = (m-1)/(m+1) ≤ 1/3 (the first omitted term, 2/ln2 · t⁹/9, is below 1.7e-5). The
+// caller corrects the bucket against exact edges, so the approximation only has to land
+// within one bucket, and saves the libm log on the hot path.
+double approx_log2(double x) {
+  uint64_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  const int exponent = static_cast<int>((bits >> 52) & 0x7ff) - 1023;
+  bits = (bits & 0x000fffffffffffffull) | 0x3ff0000000000000ull;
+  double m;
+  std::memcpy(&m, &bits, sizeof m);
+  const double t = (m - 1.0) / (m + 1.0), t2 = t * t;
+  constexpr double k2OverLn2 = 2.8853900817779268;  // 2 / ln 2
+  return exponent + k2OverLn2 * t * (1.0 + t2 * (1.0 / 3 + t2 * (1.0 / 5 + t2 * (1.0 / 7))));
+}
+}  // namespace
+
 int64_t Histogram::bucket_of(double value) const {
+  if (value >= last_lo_ && value < last_hi_) return last_bucket_;
   if (!(value >= min_value_)) return -1;
-  // b = floor(log_γ(value / m)); the log can land one bucket off when value sits on an edge
-  // (rounding), so nudge b until bucket_lower(b) <= value < bucket_lower(b + 1).
-  auto b = static_cast<int64_t>(std::floor(std::log(value / min_value_) * log_base_inv_));
+  // b = floor(log_γ(value / m)), computed approximately, then nudged until
+  // bucket_lower(b) <= value < bucket_lower(b + 1) holds exactly.
+  const double ln2 = 0.6931471805599453;
+  auto b = static_cast<int64_t>((approx_log2(value) - approx_log2(min_value_)) * ln2 * log_base_inv_);
   if (b < 0) b = 0;
   while (b > 0 && value < bucket_lower(b)) --b;
   while (value >= bucket_lower(b + 1)) ++b;
+  last_bucket_ = b;
+  last_lo_ = bucket_lower(b);
+  last_hi_ = bucket_lower(b + 1);
   return b;
 }
 

@@ -55,6 +55,10 @@ class Histogram {
   // bucket_lower(b) for the buckets up to 1e5 (27 hours in seconds), precomputed with the
   // same formula: bucket_of() on the hot path then costs one log, not one log and two exps.
   std::vector<double> edges_;
+  // The last bucket looked up and its edges: serving produces runs of equal or nearby
+  // values (inter-token gaps of one step time), so most look-ups hit it.
+  mutable int64_t last_bucket_ = -2;
+  mutable double last_lo_ = 0, last_hi_ = -1;
   std::vector<uint64_t> buckets_;  // grows to the largest bucket used
   uint64_t underflow_ = 0, count_ = 0;
   double sum_ = 0, min_ = 0, max_ = 0;

@@ -10,15 +10,18 @@ namespace {
 // Gaps step(j) of a decode stretch: step(j) = fixed + floor((ctx0 + n·j)·slope / 2^32).
 class StretchSeries final : public ServingObserver::StepSeries {
  public:
-  StretchSeries(const StepModel& m, int64_t n, int64_t ctx0) : m_(m), n_(n), ctx0_(ctx0) {}
+  StretchSeries(const StepModel& m, int64_t n, int64_t ctx0, int64_t k, SimTime total_ns)
+      : m_(m), n_(n), ctx0_(ctx0), k_(k), total_ns_(total_ns) {}
   SimTime step_ns(int64_t j) const override { return m_.decode_step_ns(n_, ctx0_ + n_ * j); }
   SimTime sum_ns(int64_t b, int64_t e) const override {
+    if (b == 1 && e == k_) return total_ns_ - step_ns(0);  // the whole run but the first
     return m_.decode_run_ns(n_, ctx0_ + n_ * b, e - b);
   }
 
  private:
   const StepModel& m_;
-  int64_t n_, ctx0_;
+  int64_t n_, ctx0_, k_;
+  SimTime total_ns_;
 };
 }  // namespace
 
@@ -319,7 +322,7 @@ void Vllm::record_first_decode_gaps(SimTime end, SimTime step_ns) {
 
 void Vllm::finish_stretch(SimTime now) {
   const int64_t k = seg_k_;
-  const StretchSeries series(steps_, seg_n_, seg_ctx0_);
+  const StretchSeries series(steps_, seg_n_, seg_ctx0_, k, now - seg_start_ns_);
   record_first_decode_gaps(seg_start_ns_ + series.step_ns(0), series.step_ns(0));
   if (k > 1) observer_.on_token_gap_series(series, k, static_cast<uint64_t>(seg_n_));
   used_blocks_ += decode_blocks_needed(decode_iter_, k);

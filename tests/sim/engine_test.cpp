@@ -16,7 +16,7 @@ namespace {
 
 struct Recorder final : EventTarget {
   std::vector<std::tuple<SimTime, uint32_t, uint64_t>> seen;  // time, phase, data
-  void on_event(const Event& e) override { seen.emplace_back(e.time, e.phase, e.data); }
+  void on_event(const Event& e) override { seen.emplace_back(e.time, e.phase(), e.data); }
 };
 
 TEST(Engine, OrdersByTimeThenPhaseThenInsertion) {
@@ -66,7 +66,7 @@ struct Rescheduler final : EventTarget {
   int left = 20000;
   std::vector<std::tuple<SimTime, uint32_t, uint64_t>> seen;
   void on_event(const Event& e) override {
-    seen.emplace_back(e.time, e.phase, e.seq);
+    seen.emplace_back(e.time, e.phase(), e.seq());
     if (left-- > 0) {
       for (int i = 0; i < 2; ++i) {
         eng->schedule(e.time + static_cast<SimTime>(rng.uniform_u64(3)),
