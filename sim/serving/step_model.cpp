@@ -91,7 +91,7 @@ SimTime StepModel::decode_run_ns(int64_t n, int64_t ctx0, int64_t k) const {
 }
 
 int64_t StepModel::decode_iterations_to_reach(int64_t n, int64_t ctx0, int64_t k_max,
-                                              SimTime delta_ns) const {
+                                              SimTime delta_ns, SimTime* run_ns) const {
   // T(k) ≈ k·F + σ·(k·ctx0 + n·k(k-1)/2) with σ = slope in ns; the floors make the exact
   // T(k) smaller by less than k ns, so the real-valued root is within a step or two of the
   // answer. Solve the quadratic, then settle with exact evaluations.
@@ -102,8 +102,15 @@ int64_t StepModel::decode_iterations_to_reach(int64_t n, int64_t ctx0, int64_t k
   const double d = static_cast<double>(delta_ns);
   double guess = qa > 0 ? (-qb + std::sqrt(qb * qb + 4 * qa * d)) / (2 * qa) : d / qb;
   int64_t k = std::clamp<int64_t>(static_cast<int64_t>(std::ceil(guess)), 1, k_max);
-  while (k < k_max && decode_run_ns(n, ctx0, k) < delta_ns) ++k;
-  while (k > 1 && decode_run_ns(n, ctx0, k - 1) >= delta_ns) --k;
+  SimTime t = decode_run_ns(n, ctx0, k);
+  while (k < k_max && t < delta_ns) t = decode_run_ns(n, ctx0, ++k);
+  while (k > 1) {
+    const SimTime before = decode_run_ns(n, ctx0, k - 1);
+    if (before < delta_ns) break;
+    --k;
+    t = before;
+  }
+  *run_ns = t;
   return k;
 }
 

@@ -50,8 +50,10 @@ class StepModel {
   SimTime decode_run_ns(int64_t n, int64_t ctx0, int64_t k) const;
 
   /// The smallest k in [1, k_max] with decode_run_ns(n, ctx0, k) >= delta_ns (k_max when
-  /// none): the first iteration boundary at or after delta_ns into a stretch.
-  int64_t decode_iterations_to_reach(int64_t n, int64_t ctx0, int64_t k_max, SimTime delta_ns) const;
+  /// none): the first iteration boundary at or after delta_ns into a stretch. Stores
+  /// decode_run_ns(n, ctx0, k) in *run_ns.
+  int64_t decode_iterations_to_reach(int64_t n, int64_t ctx0, int64_t k_max, SimTime delta_ns,
+                                     SimTime* run_ns) const;
 
   /// Any iteration with prefill work.
   SimTime mixed_step_ns(const hw::BatchShape& shape) const;

@@ -101,10 +101,12 @@ void Vllm::submit(const workload::RequestSpec& r) {
       // A request behind a blocked queue head cannot be admitted before the head: nothing
       // changes. Otherwise end the stretch at the first boundary at or after now.
       if (!queue_was_empty || seg_k_ <= 1) break;
-      const int64_t lo = steps_.decode_iterations_to_reach(seg_n_, seg_ctx0_, seg_k_, now - seg_start_ns_);
-      if (lo < seg_k_) {
-        seg_k_ = lo;
-        schedule_end(seg_start_ns_ + steps_.decode_run_ns(seg_n_, seg_ctx0_, lo));
+      SimTime run_ns = 0;
+      const int64_t k = steps_.decode_iterations_to_reach(seg_n_, seg_ctx0_, seg_k_,
+                                                          now - seg_start_ns_, &run_ns);
+      if (k < seg_k_) {
+        seg_k_ = k;
+        schedule_end(seg_start_ns_ + run_ns);
       }
       break;
     }

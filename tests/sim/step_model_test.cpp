@@ -42,7 +42,9 @@ TEST(StepModel, IterationsToReachIsTheFirstBoundaryAtOrAfter) {
   StepModel m(fixed, 0.77, [](const fleetsim::hw::BatchShape&) { return SimTime{1}; });
   for (int64_t n = 1; n <= 4; ++n) {
     for (SimTime delta : {SimTime{1}, SimTime{3'999'999}, SimTime{4'000'000}, SimTime{123'456'789}}) {
-      const int64_t k = m.decode_iterations_to_reach(n, 5000, 1000, delta);
+      SimTime t = 0;
+      const int64_t k = m.decode_iterations_to_reach(n, 5000, 1000, delta, &t);
+      EXPECT_EQ(t, m.decode_run_ns(n, 5000, k));
       // Definition: T(k) >= delta and (k == 1 or T(k-1) < delta).
       EXPECT_GE(m.decode_run_ns(n, 5000, k), delta);
       if (k > 1) {
@@ -51,5 +53,6 @@ TEST(StepModel, IterationsToReachIsTheFirstBoundaryAtOrAfter) {
     }
   }
   // Past the end of the stretch: k_max.
-  EXPECT_EQ(m.decode_iterations_to_reach(1, 0, 10, 1'000'000'000), 10);
+  SimTime t = 0;
+  EXPECT_EQ(m.decode_iterations_to_reach(1, 0, 10, 1'000'000'000, &t), 10);
 }
