@@ -129,13 +129,11 @@ Scenario load(const std::string& file, const std::vector<std::string>& overrides
     slo->finish();
   }
 
-  // Workload: validated now (a first generator), rebuilt per run.
+  // Workload: validated now (one generator, strict about unknown keys), rebuilt per run.
   sc.workload_section = root.map("workload");
-  sc.workload_description = sc.make_workload(sc.seed)->describe();
   {
-    // Strictness: run the reader once on a copy and check for unknown keys.
     yaml::Map copy = *sc.workload_section;
-    workload::Workload::from_yaml(copy, RngStreams(sc.seed), sc.base_dir);
+    sc.workload_description = workload::Workload::from_yaml(copy, RngStreams(sc.seed), sc.base_dir)->describe();
     copy.finish();
   }
   root.finish();

@@ -17,7 +17,7 @@
 //     max_num_seqs: 256
 //     max_batched_tokens: 8192
 //     gpu_memory_utilization: 0.9
-//     runtime_reserve: 2GiB
+//     runtime_reserve: 1GiB
 //     fast_forward: true
 //   workload: ...                   # see sim/workload/workload.h
 //   slo: {ttft: 2s, tpot: 100ms}     # optional; goodput counts requests meeting both

@@ -9,7 +9,7 @@
 //     # or closed loop:
 //     clients: {users: 64, think_time: {dist: exponential, mean: 2s}}
 //     # or trace replay (arrival times and lengths from the trace):
-//     trace: {file: ../shared/traces/mooncake_conversation.jsonl, format: auto,
+//     trace: {file: ../../shared/traces/mooncake_conversation.jsonl, format: auto,
 //             time_scale: 1.0}   # 2.0 replays twice as slow, 0.5 twice as fast
 //     prompt_tokens: <distribution>   # not with trace
 //     output_tokens: <distribution>   # not with trace
