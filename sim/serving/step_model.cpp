@@ -6,11 +6,14 @@
 
 namespace fleetsim::serving {
 
-u128 floor_sum(u128 n, u128 m, u128 a,
-                            u128 b) {
-  // Reduce a, b below m, then swap the roles of the axes (the lattice-point count under
-  // the line y = (a·x + b)/m is the same counted by rows or by columns).
-  u128 ans = 0;
+namespace {
+// Σ_{i=0}^{n-1} floor((a·i + b) / m): reduce a, b below m, then swap the roles of the axes
+// (the lattice points under the line y = (a·x + b)/m counted by rows instead of columns).
+// Instantiated for 128 bits (general) and 64 bits (operands below 2^32 and n below 2^31,
+// where every intermediate fits and division is native rather than a library call).
+template <class U>
+U floor_sum_impl(U n, U m, U a, U b) {
+  U ans = 0;
   while (true) {
     if (a >= m) {
       ans += (n * (n - 1) / 2) * (a / m);
@@ -20,7 +23,7 @@ u128 floor_sum(u128 n, u128 m, u128 a,
       ans += n * (b / m);
       b %= m;
     }
-    const u128 y_max = a * n + b;
+    const U y_max = a * n + b;
     if (y_max < m) break;
     n = y_max / m;
     b = y_max % m;
@@ -28,6 +31,9 @@ u128 floor_sum(u128 n, u128 m, u128 a,
   }
   return ans;
 }
+}  // namespace
+
+u128 floor_sum(u128 n, u128 m, u128 a, u128 b) { return floor_sum_impl<u128>(n, m, a, b); }
 
 StepModel::StepModel(StepModelConfig cfg, int64_t max_seqs) : cfg_(std::move(cfg)) {
   fixed_ns_.resize(static_cast<size_t>(max_seqs) + 1);
@@ -47,30 +53,6 @@ StepModel::StepModel(std::vector<SimTime> decode_fixed_ns, double per_ctx_token_
   slope_q32_ = static_cast<uint64_t>(std::llround(per_ctx_token_ns * 4294967296.0));
 }
 
-namespace {
-// floor_sum for operands below 2^32 with n below 2^31: every intermediate fits 64 bits,
-// so the loop uses native division (the 128-bit one is a library call).
-uint64_t floor_sum_small(uint64_t n, uint64_t m, uint64_t a, uint64_t b) {
-  uint64_t ans = 0;
-  while (true) {
-    if (a >= m) {
-      ans += (n * (n - 1) / 2) * (a / m);
-      a %= m;
-    }
-    if (b >= m) {
-      ans += n * (b / m);
-      b %= m;
-    }
-    const uint64_t y_max = a * n + b;
-    if (y_max < m) break;
-    n = y_max / m;
-    b = y_max % m;
-    std::swap(m, a);
-  }
-  return ans;
-}
-}  // namespace
-
 SimTime StepModel::decode_run_ns(int64_t n, int64_t ctx0, int64_t k) const {
   if (k <= 0) return 0;
   // Σ_{j<k} floor((ctx0 + n·j)·s / 2^32) = floor_sum(k, 2^32, n·s, ctx0·s). The first
@@ -82,7 +64,7 @@ SimTime StepModel::decode_run_ns(int64_t n, int64_t ctx0, int64_t k) const {
   constexpr uint64_t kMask = 0xffffffffull;
   uint64_t frac;
   if (k < (int64_t{1} << 31)) {
-    frac = floor_sum_small(static_cast<uint64_t>(k), uint64_t{1} << 32,
+    frac = floor_sum_impl<uint64_t>(static_cast<uint64_t>(k), uint64_t{1} << 32,
                            static_cast<uint64_t>(a) & kMask, static_cast<uint64_t>(b) & kMask);
   } else {
     frac = static_cast<uint64_t>(floor_sum(kk, static_cast<u128>(1) << 32, a & kMask, b & kMask));
