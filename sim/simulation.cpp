@@ -61,15 +61,15 @@ RunResult Simulation::run() {
   }
   auto last_report = t0;
   const bool checking = options_.check_invariants;
-  while (true) {
+  bool more = true;
+  while (more) {
     // Check the wall clock only every 64k events: the hot loop stays free of syscalls.
-    for (int i = 0; i < 65536; ++i) {
-      if (!engine_.step()) goto done;
+    for (int i = 0; i < 65536 && (more = engine_.step()); ++i) {
       if (checking) {
         for (const auto& rep : replicas_) rep->check_invariants();
       }
     }
-    if (options_.progress) {
+    if (more && options_.progress) {
       const auto now = Clock::now();
       const double wall = std::chrono::duration<double>(now - t0).count();
       if (wall > 2.0 && std::chrono::duration<double>(now - last_report).count() >= 1.0) {
@@ -78,7 +78,6 @@ RunResult Simulation::run() {
       }
     }
   }
-done:
   RunResult res;
   res.summary = collector_.summarize(engine_.now());
   res.events = engine_.events_dispatched();

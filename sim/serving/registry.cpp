@@ -44,14 +44,3 @@ std::unique_ptr<Router> make_router(const std::string& name, const RngStreams& r
 }
 
 }  // namespace fleetsim::serving
-
-namespace fleetsim::serving {
-const char* reject_reason_name(RejectReason r) {
-  switch (r) {
-    case RejectReason::kTooLongForModel: return "too_long_for_model";
-    case RejectReason::kTooLongForKvCache: return "too_long_for_kv_cache";
-    case RejectReason::kTooLongForBatch: return "too_long_for_batch";
-  }
-  return "unknown";
-}
-}  // namespace fleetsim::serving

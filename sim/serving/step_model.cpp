@@ -44,21 +44,21 @@ StepModel::StepModel(StepModelConfig cfg, int64_t max_seqs) : cfg_(std::move(cfg
     fixed_ns_[static_cast<size_t>(n)] = n == 0 ? 0 : std::max<SimTime>(1, seconds_to_ns(a.fixed_s));
     slope_s = a.per_ctx_token_s;  // independent of n by construction
   }
-  slope_q32_ = static_cast<uint64_t>(std::llround(slope_s * 1e9 * 4294967296.0));
+  slope_ns_q32_ = static_cast<uint64_t>(std::llround(slope_s * 1e9 * 4294967296.0));
 }
 
 StepModel::StepModel(std::vector<SimTime> decode_fixed_ns, double per_ctx_token_ns,
                      std::function<SimTime(const hw::BatchShape&)> mixed_ns)
     : mixed_fn_(std::move(mixed_ns)), fixed_ns_(std::move(decode_fixed_ns)) {
-  slope_q32_ = static_cast<uint64_t>(std::llround(per_ctx_token_ns * 4294967296.0));
+  slope_ns_q32_ = static_cast<uint64_t>(std::llround(per_ctx_token_ns * 4294967296.0));
 }
 
 SimTime StepModel::decode_run_ns(int64_t n, int64_t ctx0, int64_t k) const {
   if (k <= 0) return 0;
   // Σ_{j<k} floor((ctx0 + n·j)·s / 2^32) = floor_sum(k, 2^32, n·s, ctx0·s). The first
   // reduction step of floor_sum (a, b ≥ m = 2^32) is a shift here; the rest is small.
-  const u128 a = static_cast<u128>(n) * slope_q32_;
-  const u128 b = static_cast<u128>(ctx0) * slope_q32_;
+  const u128 a = static_cast<u128>(n) * slope_ns_q32_;
+  const u128 b = static_cast<u128>(ctx0) * slope_ns_q32_;
   const u128 kk = static_cast<u128>(k);
   const u128 whole = (kk * (kk - 1) / 2) * (a >> 32) + kk * (b >> 32);
   constexpr uint64_t kMask = 0xffffffffull;
@@ -78,7 +78,7 @@ int64_t StepModel::decode_iterations_to_reach(int64_t n, int64_t ctx0, int64_t k
   // T(k) smaller by less than k ns, so the real-valued root is within a step or two of the
   // answer. Solve the quadratic, then settle with exact evaluations.
   const double F = static_cast<double>(fixed_ns_[static_cast<size_t>(n)]);
-  const double sigma = static_cast<double>(slope_q32_) / 4294967296.0;
+  const double sigma = static_cast<double>(slope_ns_q32_) / 4294967296.0;
   const double qa = 0.5 * sigma * static_cast<double>(n);
   const double qb = F + sigma * static_cast<double>(ctx0) - qa;
   const double d = static_cast<double>(delta_ns);

@@ -2,8 +2,8 @@
 // converted to integer nanoseconds once, with a cache so the hot loop does no roofline work.
 //
 // Decode-only iterations use an integer form that is exact to sum in closed form:
-//     step_ns(n, ctx) = fixed_ns[n] + floor(ctx * slope_q32 / 2^32)
-// where fixed_ns[n] = round(decode_affine(n).fixed_s · 1e9) and slope_q32 =
+//     step_ns(n, ctx) = fixed_ns[n] + floor(ctx * slope_ns_q32 / 2^32)
+// where fixed_ns[n] = round(decode_affine(n).fixed_s · 1e9) and slope_ns_q32 =
 // round(per_ctx_token_s · 1e9 · 2^32). Both the one-iteration path and the closed-form
 // fast path use this same formula, so they agree to the nanosecond. (The quantisation error
 // is below 1 ns per iteration.)
@@ -43,7 +43,7 @@ class StepModel {
   /// One decode-only iteration of n sequences attending `ctx_tokens` in total.
   SimTime decode_step_ns(int64_t n, int64_t ctx_tokens) const {
     return fixed_ns_[static_cast<size_t>(n)] +
-           static_cast<SimTime>((static_cast<u128>(ctx_tokens) * slope_q32_) >> 32);
+           static_cast<SimTime>((static_cast<u128>(ctx_tokens) * slope_ns_q32_) >> 32);
   }
   /// Σ_{j<k} decode_step_ns(n, ctx0 + n·j): k decode iterations of an unchanging batch
   /// whose attended context grows by n tokens per iteration. O(log) time.
@@ -66,7 +66,7 @@ class StepModel {
   StepModelConfig cfg_;
   std::function<SimTime(const hw::BatchShape&)> mixed_fn_;  // set: replaces the roofline
   std::vector<SimTime> fixed_ns_;
-  uint64_t slope_q32_ = 0;
+  uint64_t slope_ns_q32_ = 0;  // ns per attended context token, 32.32 fixed point
 };
 
 /// Σ_{i=0}^{n-1} floor((a·i + b) / m), the classic floor-sum in O(log m) steps.

@@ -149,8 +149,12 @@ void Vllm::admit(uint32_t slot, SimTime now) {
   Seq& s = seqs_[slot];
   s.state = State::kPrefilling;
   s.prefilled = 0;
-  s.pos = static_cast<uint32_t>(prefilling_.size());
-  prefilling_.push_back(slot);
+  // prefilling_ stays in arrival order (a readmitted preempted request goes back to its
+  // place), so chunks are handed out first come, first served. It is short: at most the
+  // prompts in flight within one token budget.
+  const auto at = std::upper_bound(prefilling_.begin(), prefilling_.end(), s.spec.id,
+                                   [&](uint64_t id, uint32_t other) { return id < seqs_[other].spec.id; });
+  prefilling_.insert(at, slot);
   used_blocks_ += blocks_for(s.target);
   if (s.scheduled_ns < 0) s.scheduled_ns = now;
 }
@@ -232,13 +236,7 @@ void Vllm::preempt_one(SimTime now) {
     leave_decode(victim);
   } else {
     used_blocks_ -= blocks_for(s.target);
-    prefilling_[s.pos] = prefilling_.back();
-    seqs_[prefilling_[s.pos]].pos = s.pos;
-    prefilling_.pop_back();
-    // Keep prefilling_ in FCFS order: swap-remove broke it, so restore by id.
-    std::sort(prefilling_.begin(), prefilling_.end(),
-              [&](uint32_t a, uint32_t b) { return seqs_[a].spec.id < seqs_[b].spec.id; });
-    for (uint32_t i = 0; i < prefilling_.size(); ++i) seqs_[prefilling_[i]].pos = i;
+    remove_prefilling(victim);
   }
   // Recompute: the prompt plus every token generated so far is prefilled again.
   s.state = State::kWaiting;
@@ -358,9 +356,7 @@ void Vllm::finish_mixed(SimTime now) {
   for (const Chunk& c : seg_chunks_) {
     Seq& s = seqs_[c.slot];
     if (s.prefilled < s.target) continue;
-    prefilling_[s.pos] = prefilling_.back();
-    seqs_[prefilling_[s.pos]].pos = s.pos;
-    prefilling_.pop_back();
+    remove_prefilling(c.slot);
     ++s.generated;
     if (s.first_token_ns < 0) {
       s.first_token_ns = now;
@@ -373,20 +369,18 @@ void Vllm::finish_mixed(SimTime now) {
       used_blocks_ -= blocks_for(s.target);
       complete(c.slot, now);
     } else {
-      join_decode(c.slot, now);
+      join_decode(c.slot);
     }
-  }
-  // Removing finished prompts by swapping may have reordered the in-progress ones.
-  if (prefilling_.size() > 1) {
-    std::sort(prefilling_.begin(), prefilling_.end(),
-              [&](uint32_t a, uint32_t b) { return seqs_[a].spec.id < seqs_[b].spec.id; });
-    for (uint32_t i = 0; i < prefilling_.size(); ++i) seqs_[prefilling_[i]].pos = i;
   }
 }
 
 // ---- decode set ----------------------------------------------------------------------
 
-void Vllm::join_decode(uint32_t slot, SimTime now) {
+void Vllm::remove_prefilling(uint32_t slot) {
+  prefilling_.erase(std::find(prefilling_.begin(), prefilling_.end(), slot));
+}
+
+void Vllm::join_decode(uint32_t slot) {
   Seq& s = seqs_[slot];
   s.state = State::kDecoding;
   s.join_iter = decode_iter_;
@@ -400,7 +394,6 @@ void Vllm::join_decode(uint32_t slot, SimTime now) {
   std::push_heap(finish_heap_.begin(), finish_heap_.end());
   s.in_joined = true;
   joined_.push_back(slot);
-  (void)now;
 }
 
 void Vllm::leave_decode(uint32_t slot) {

@@ -75,7 +75,7 @@ class Vllm final : public Replica {
     int64_t join_iter = 0;       // decode_iter_ when it joined decode
     int32_t ctx_at_join = 0;     // KV tokens when it joined decode
     int64_t finish_iter = 0;     // decode_iter_ value at which it is complete
-    uint32_t pos = 0;            // index in decoding_ or prefilling_
+    uint32_t pos = 0;            // index in decoding_ (while decoding)
     bool in_joined = false;      // in joined_ (joined decode since the last decode iteration)
     int32_t preemptions = 0;
     SimTime scheduled_ns = -1, first_token_ns = -1, last_token_ns = -1;
@@ -107,7 +107,8 @@ class Vllm final : public Replica {
   void schedule_end(SimTime end);
 
   // Decode-set bookkeeping.
-  void join_decode(uint32_t slot, SimTime now);
+  void join_decode(uint32_t slot);
+  void remove_prefilling(uint32_t slot);
   void leave_decode(uint32_t slot);
   void complete(uint32_t slot, SimTime now);
   void complete_due(SimTime now);
@@ -128,7 +129,7 @@ class Vllm final : public Replica {
   std::vector<Seq> seqs_;
   std::vector<uint32_t> free_slots_;
   std::deque<uint32_t> waiting_;
-  std::vector<uint32_t> prefilling_;   // admitted, prompt not yet fully computed (FCFS)
+  std::vector<uint32_t> prefilling_;   // admitted, prompt not yet fully computed; arrival order
   std::vector<uint32_t> decoding_;
   std::vector<Finish> finish_heap_;
   std::vector<int64_t> phase_count_;   // decoding seqs needing a block when d % bs == phase
