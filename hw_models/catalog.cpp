@@ -20,27 +20,78 @@ using units::Dim;
 
 // ---- ModelSpec ----------------------------------------------------------------------------
 
-double ModelSpec::gemm_params_per_layer() const {
-  const double h = hidden, q = static_cast<double>(heads) * head_dim,
-               kv = static_cast<double>(kv_heads) * head_dim, f = ffn;
-  // Q and O: h·(H·d) each; K and V: h·(K·d) each; MLP: gate, up, down = 3·h·f (2·h·f ungated).
-  const double attention = 2.0 * h * q + 2.0 * h * kv;
-  const double mlp = (gated_mlp ? 3.0 : 2.0) * h * f;
-  return attention + mlp;
+double ModelSpec::attention_params_per_layer() const {
+  const double h = hidden;
+  if (mla) {
+    // Q: with compression h→q_lora (+ its RMSNorm) → heads·(nope+rope); without, h→heads·(nope+rope).
+    // KV: h→(kv_lora + rope) (the latent and the shared RoPE key), the latent's RMSNorm,
+    // then kv_lora→heads·(nope + v). O: heads·v→h.
+    const MlaSpec& a = *mla;
+    const double qk = static_cast<double>(a.qk_nope_head_dim) + a.qk_rope_head_dim;
+    const double q = a.q_lora_rank > 0
+                         ? h * a.q_lora_rank + a.q_lora_rank + a.q_lora_rank * heads * qk
+                         : h * heads * qk;
+    const double kv = h * (a.kv_lora_rank + a.qk_rope_head_dim) + a.kv_lora_rank +
+                      static_cast<double>(a.kv_lora_rank) * heads *
+                          (a.qk_nope_head_dim + a.v_head_dim);
+    const double o = static_cast<double>(heads) * a.v_head_dim * h;
+    return q + kv + o;
+  }
+  const double qd = static_cast<double>(heads) * head_dim,
+               kvd = static_cast<double>(kv_heads) * head_dim;
+  // Q and O: h·(H·d) each; K and V: h·(K·d) each; biases on Q, K, V (H·d + 2·K·d) and O (h).
+  return 2.0 * h * qd + 2.0 * h * kvd + (attention_bias ? qd + 2.0 * kvd + h : 0.0);
 }
 
-double ModelSpec::derived_params() const {
-  const double h = hidden, v = vocab;
-  // Per layer: the GEMM weights plus two RMSNorm scale vectors (before attention, before MLP).
-  const double per_layer = gemm_params_per_layer() + 2.0 * h;
-  // Embedding table v·h, layers, final RMSNorm h, and an LM head v·h unless it is tied to
-  // the embedding table.
-  return v * h + layers * per_layer + h + (tied_embeddings ? 0.0 : v * h);
+double ModelSpec::dense_mlp_params() const {
+  return (gated_mlp ? 3.0 : 2.0) * static_cast<double>(hidden) * ffn;
+}
+
+double ModelSpec::expert_params() const {
+  return moe ? 3.0 * static_cast<double>(hidden) * moe->expert_ffn : 0.0;
+}
+
+double ModelSpec::embedding_params() const {
+  return static_cast<double>(vocab) * hidden * (tied_embeddings ? 1.0 : 2.0);
+}
+
+namespace {
+// Σ over layers of attention + MLP + two RMSNorm vectors, plus embeddings and the final norm;
+// `experts_per_moe_layer` routed experts counted in each MoE layer (all, or top_k).
+double params_with(const ModelSpec& s, double experts_per_moe_layer) {
+  const double h = s.hidden;
+  const double common = s.attention_params_per_layer() + 2.0 * h;
+  double total = s.embedding_params() + h + s.layers * common +
+                 s.dense_mlp_layers() * s.dense_mlp_params();
+  if (s.moe) {
+    const double router = h * s.moe->experts;
+    total += s.moe_layers() *
+             (router + (experts_per_moe_layer + s.moe->shared_experts) * s.expert_params());
+  }
+  return total;
+}
+}  // namespace
+
+double ModelSpec::derived_params() const { return params_with(*this, moe ? moe->experts : 0); }
+
+double ModelSpec::derived_active_params() const {
+  return params_with(*this, moe ? moe->top_k : 0) -
+         (active_excludes_input_embedding ? static_cast<double>(vocab) * hidden : 0.0);
+}
+
+double ModelSpec::gemm_params_per_layer() const {
+  return attention_params_per_layer() + dense_mlp_params();
+}
+
+double ModelSpec::kv_elements_per_token_per_layer() const {
+  if (mla) return mla->latent_dim();
+  return 2.0 * kv_heads * head_dim;  // K and V
 }
 
 double ModelSpec::kv_bytes_per_token(double bytes_per_element) const {
-  // K and V, each kv_heads·head_dim elements per layer.
-  return 2.0 * layers * kv_heads * head_dim * bytes_per_element;
+  // Sliding-window layers keep only their window per sequence; they are left out here
+  // (hw_models/perf_model.h explains the approximation).
+  return (layers - sliding_window_layers) * kv_elements_per_token_per_layer() * bytes_per_element;
 }
 
 // ---- file loading --------------------------------------------------------------------------
@@ -50,6 +101,12 @@ namespace {
 std::string stem_of(const std::string& path) { return fs::path(path).stem().string(); }
 
 int to_int(int64_t v) { return static_cast<int>(v); }
+
+std::vector<std::string> required_sources(yaml::Map& m, const std::string& hint) {
+  std::vector<std::string> s = m.str_list_or("sources", {});
+  if (s.empty()) m.fail("sources", "missing required field", hint);
+  return s;
+}
 
 }  // namespace
 
@@ -64,34 +121,55 @@ GpuSpec load_gpu_file(const std::string& path) {
   g.memory_bw_bytes_per_s = m.quantity("memory_bandwidth", Dim::kBandwidth, 1.0);
   g.bf16_flops_per_s = m.quantity("bf16_dense", Dim::kFlopRate, 1.0);
   g.fp8_flops_per_s = m.quantity_or("fp8_dense", Dim::kFlopRate, 0.0, 1.0);
-  g.scaleup_bw_bytes_per_s = m.quantity("scaleup_bandwidth", Dim::kBandwidth, 1.0);
+  g.int8_ops_per_s = m.quantity_or("int8_dense", Dim::kFlopRate, 0.0, 1.0);
+  g.fp4_flops_per_s = m.quantity_or("fp4_dense", Dim::kFlopRate, 0.0, 1.0);
+  g.scaleup = m.str_or("scaleup", "");
+  if (!g.scaleup.empty())
+    g.scaleup_bw_bytes_per_s = m.quantity("scaleup_bandwidth", Dim::kBandwidth, 1.0);
+  else if (m.has("scaleup_bandwidth"))
+    m.fail("scaleup_bandwidth", "scaleup_bandwidth without scaleup",
+           "name the fabric, e.g. 'scaleup: nvlink4', or drop the bandwidth");
+  g.host_link = m.str("host_link");
   g.tdp_w = m.quantity("tdp", Dim::kPower, 1.0);
-  g.sources = m.str_list_or("sources", {});
-  if (g.sources.empty())
-    m.fail("sources", "missing required field",
-           "cite the datasheet the numbers come from: 'sources: [\"...\"]'");
+  g.idle_power_w = m.quantity_or("idle_power", Dim::kPower, 0.0, 1.0);
+  g.price_usd = m.number_or("price_usd", 0.0, 1e9, 0.0);
+  g.cloud_usd_per_gpu_hour = m.number_or("cloud_usd_per_gpu_hour", 0.0, 1e4, 0.0);
+  g.sources = required_sources(m, "cite the datasheet the numbers come from: 'sources: [\"...\"]'");
 
   // Measured figures, kept apart from the datasheet: efficiency = achieved / datasheet peak.
-  yaml::Map e = m.map("empirical");
-  const double gemm = e.quantity("dense_gemm_achieved", Dim::kFlopRate, 1.0);
-  const double bw = e.quantity("memory_bandwidth_achieved", Dim::kBandwidth, 1.0);
-  g.scaleup_latency_s = e.quantity("scaleup_latency", Dim::kTime, 0.0);
-  g.efficiency_sources = e.str_list_or("sources", {});
-  if (g.efficiency_sources.empty())
-    e.fail("sources", "missing required field", "cite where the measured figures come from");
-  if (gemm > g.bf16_flops_per_s)
-    e.fail("dense_gemm_achieved",
-           "achieved " + units::format(gemm, Dim::kFlopRate) + " exceeds the datasheet peak " +
-               units::format(g.bf16_flops_per_s, Dim::kFlopRate),
-           "give the measured dense BF16 GEMM rate (no 2:4 sparsity)");
-  if (bw > g.memory_bw_bytes_per_s)
-    e.fail("memory_bandwidth_achieved",
-           "achieved " + units::format(bw, Dim::kBandwidth) + " exceeds the datasheet peak " +
-               units::format(g.memory_bw_bytes_per_s, Dim::kBandwidth),
-           "give the measured streaming bandwidth (e.g. STREAM triad)");
-  g.compute_efficiency = gemm / g.bf16_flops_per_s;
-  g.memory_efficiency = bw / g.memory_bw_bytes_per_s;
-  e.finish();
+  g.compute_efficiency = GpuSpec::kAssumedComputeEfficiency;
+  g.memory_efficiency = GpuSpec::kAssumedMemoryEfficiency;
+  bool measured_compute = false, measured_memory = false;
+  if (auto e = m.map_opt("empirical")) {
+    g.efficiency_sources =
+        required_sources(*e, "cite where the measured figures come from");
+    if (e->has("dense_gemm_achieved")) {
+      const double gemm = e->quantity("dense_gemm_achieved", Dim::kFlopRate, 1.0);
+      if (gemm > g.bf16_flops_per_s)
+        e->fail("dense_gemm_achieved",
+                "achieved " + units::format(gemm, Dim::kFlopRate) + " exceeds the datasheet peak " +
+                    units::format(g.bf16_flops_per_s, Dim::kFlopRate),
+                "give the measured dense BF16 GEMM rate (no 2:4 sparsity)");
+      g.compute_efficiency = gemm / g.bf16_flops_per_s;
+      measured_compute = true;
+    }
+    if (e->has("memory_bandwidth_achieved")) {
+      const double bw = e->quantity("memory_bandwidth_achieved", Dim::kBandwidth, 1.0);
+      if (bw > g.memory_bw_bytes_per_s)
+        e->fail("memory_bandwidth_achieved",
+                "achieved " + units::format(bw, Dim::kBandwidth) + " exceeds the datasheet peak " +
+                    units::format(g.memory_bw_bytes_per_s, Dim::kBandwidth),
+                "give the measured streaming bandwidth (e.g. STREAM triad)");
+      g.memory_efficiency = bw / g.memory_bw_bytes_per_s;
+      measured_memory = true;
+    }
+    g.scaleup_latency_s = e->quantity_or("scaleup_latency", Dim::kTime, 0.0, 0.0);
+    e->finish();
+  }
+  g.efficiency_basis = measured_compute && measured_memory ? "measured"
+                       : measured_compute                  ? "measured compute, assumed memory"
+                       : measured_memory                   ? "assumed compute, measured memory"
+                                                           : "assumed";
   m.finish();
   return g;
 }
@@ -106,30 +184,103 @@ ModelSpec load_model_file(const std::string& path) {
   s.heads = to_int(m.integer("heads", 1, 4096));
   s.kv_heads = to_int(m.integer("kv_heads", 1, 4096));
   s.head_dim = to_int(m.integer("head_dim", 1, 4096));
-  s.ffn = to_int(m.integer("ffn", 1, 1 << 22));
+  s.ffn = to_int(m.integer("ffn", 0, 1 << 22));
   s.vocab = to_int(m.integer("vocab", 1, 1 << 24));
   s.gated_mlp = m.boolean_or("gated_mlp", true);
   s.tied_embeddings = m.boolean_or("tied_embeddings", false);
+  s.attention_bias = m.boolean_or("attention_bias", false);
   s.max_context_tokens = to_int(m.integer("max_context_tokens", 1, 1 << 30));
+  if (auto a = m.map_opt("mla")) {
+    MlaSpec x;
+    x.q_lora_rank = to_int(a->integer("q_lora_rank", 0, 1 << 20));
+    x.kv_lora_rank = to_int(a->integer("kv_lora_rank", 1, 1 << 20));
+    x.qk_nope_head_dim = to_int(a->integer("qk_nope_head_dim", 1, 4096));
+    x.qk_rope_head_dim = to_int(a->integer("qk_rope_head_dim", 0, 4096));
+    x.v_head_dim = to_int(a->integer("v_head_dim", 1, 4096));
+    a->finish();
+    s.mla = x;
+  }
+  if (auto e = m.map_opt("moe")) {
+    MoeSpec x;
+    x.experts = to_int(e->integer("experts", 1, 1 << 16));
+    x.top_k = to_int(e->integer("top_k", 1, x.experts));
+    x.shared_experts = to_int(e->integer_or("shared_experts", 0, 1 << 10, 0));
+    x.expert_ffn = to_int(e->integer("expert_ffn", 1, 1 << 22));
+    x.dense_layers = to_int(e->integer_or("dense_layers", 0, s.layers, 0));
+    e->finish();
+    s.moe = x;
+  }
+  if (auto w = m.map_opt("sliding_window")) {
+    s.sliding_window_tokens = to_int(w->integer("tokens", 1, 1 << 30));
+    s.sliding_window_layers = to_int(w->integer("layers", 1, s.layers));
+    w->finish();
+  }
+  s.mtp_layers = to_int(m.integer_or("mtp_layers", 0, 64, 0));
   s.published_params = m.number("published_params", 1.0, 1e15);
-  s.sources = m.str_list_or("sources", {});
-  if (s.sources.empty())
-    m.fail("sources", "missing required field",
-           "cite the config.json / model card / paper the shape comes from");
+  s.published_rounding = m.number_or("published_rounding", 0.0, 1e15, 0.0);
+  s.active_excludes_input_embedding = m.boolean_or("active_excludes_input_embedding", false);
+  if (s.moe) s.published_active_params = m.number("published_active_params", 1.0, 1e15);
+  else if (m.has("published_active_params"))
+    m.fail("published_active_params", "a dense model has no separate active count",
+           "drop the field, or add a 'moe:' section");
+  s.sources = required_sources(m, "cite the config.json / model card / paper the shape comes from");
   if (s.heads % s.kv_heads != 0)
     m.fail("kv_heads",
            "heads (" + std::to_string(s.heads) + ") must be a multiple of kv_heads (" +
                std::to_string(s.kv_heads) + ")");
+  if (s.dense_mlp_layers() > 0 && s.ffn == 0)
+    m.fail("ffn", "ffn is 0 but " + std::to_string(s.dense_mlp_layers()) + " layers have a dense MLP",
+           "give the dense intermediate size, or set moe.dense_layers: 0");
   // A typo in a shape field shows up as a parameter count far from the published one.
-  const double derived = s.derived_params();
-  if (std::fabs(derived - s.published_params) > 0.10 * s.published_params)
-    m.fail("published_params",
-           "the shape gives " + units::format_count(derived) +
-               " parameters but published_params is " + units::format_count(s.published_params) +
-               " (more than 10% apart)",
-           "check layers, hidden, heads, kv_heads, head_dim, ffn and vocab against config.json");
+  auto check = [&](const char* key, double derived, double published) {
+    if (std::fabs(derived - published) > 0.10 * published)
+      m.fail(key,
+             "the shape gives " + units::format_count(derived) + " parameters but " + key +
+                 " is " + units::format_count(published) + " (more than 10% apart)",
+             "check layers, hidden, heads, kv_heads, head_dim, ffn, vocab and the moe/mla "
+             "sections against config.json");
+  };
+  check("published_params", s.derived_params(), s.published_params);
+  if (s.moe) check("published_active_params", s.derived_active_params(), s.published_active_params);
   m.finish();
   return s;
+}
+
+InterconnectSpec load_interconnect_file(const std::string& path) {
+  yaml::Map m = yaml::load_file(path);
+  InterconnectSpec l;
+  l.id = stem_of(path);
+  l.name = m.str("name");
+  l.kind = m.choice("kind", {"scaleup", "host", "scaleout", "wan"});
+  l.bw_bytes_per_s = m.quantity("bandwidth", Dim::kBandwidth, 1.0);
+  l.latency_s = m.quantity("latency", Dim::kTime, 0.0);
+  l.sources = required_sources(m, "cite the specification or measurement");
+  m.finish();
+  return l;
+}
+
+NodeSpec load_node_file(const std::string& path) {
+  yaml::Map m = yaml::load_file(path);
+  NodeSpec n;
+  n.id = stem_of(path);
+  n.name = m.str("name");
+  n.gpu = m.str("gpu");
+  n.gpus_per_node = to_int(m.integer("gpus_per_node", 1, 1024));
+  n.scaleup_domain_gpus =
+      to_int(m.integer_or("scaleup_domain_gpus", 1, 1 << 20, n.gpus_per_node));
+  n.nics_per_node = to_int(m.integer("nics_per_node", 0, 1024));
+  if (n.nics_per_node > 0) n.nic = m.str("nic");
+  else n.nic = m.str_or("nic", "");
+  n.host_memory_bytes = m.quantity("host_memory", Dim::kBytes, 1.0);
+  n.host_memory_bw_bytes_per_s = m.quantity_or("host_memory_bandwidth", Dim::kBandwidth, 0.0, 1.0);
+  n.host_flops_per_s = m.quantity_or("host_compute", Dim::kFlopRate, 0.0, 1.0);
+  n.node_power_w = m.quantity("node_power", Dim::kPower, 1.0);
+  n.nodes_per_rack = to_int(m.integer("nodes_per_rack", 1, 1024));
+  n.rack_power_w = m.quantity_or("rack_power", Dim::kPower, 0.0, 1.0);
+  n.price_usd = m.number_or("price_usd", 0.0, 1e10, 0.0);
+  n.sources = required_sources(m, "cite the system datasheet");
+  m.finish();
+  return n;
 }
 
 // ---- Catalog -------------------------------------------------------------------------------
@@ -158,18 +309,20 @@ const T& find_or_fail(const std::map<std::string, T>& items, const std::string& 
     ids.push_back(k);
     list += (list.empty() ? "" : ", ") + k;
   }
-  std::string suggestion = closest_match(id, ids);
-  // "h100" is far from "h100-sxm" by edit distance but plainly a prefix of it.
-  if (suggestion.empty() && !id.empty()) {
-    for (const auto& k : ids)
-      if (k.rfind(id, 0) == 0) {
-        suggestion = k;
-        break;
-      }
+  // "h100" is far from "h100-sxm" by edit distance but plainly a prefix of it (and of
+  // "h100-pcie"): prefix matches come first, then the closest by edit distance.
+  std::string suggestion;
+  for (const auto& k : ids)
+    if (!id.empty() && k.rfind(id, 0) == 0)
+      suggestion += (suggestion.empty() ? "'" : "' or '") + k;
+  if (suggestion.empty()) {
+    const std::string close = closest_match(id, ids);
+    if (!close.empty()) suggestion = "'" + close;
   }
+  if (!suggestion.empty()) suggestion += "'";
   throw InputError(
       "unknown " + what + " '" + id + "'" +
-          (suggestion.empty() ? std::string() : " (did you mean '" + suggestion + "'?)"),
+          (suggestion.empty() ? std::string() : " (did you mean " + suggestion + "?)"),
       "known " + what + "s: " + (list.empty() ? "(none)" : list) +
           "; add a file to the catalog to define another");
 }
@@ -181,15 +334,62 @@ Catalog Catalog::load(const std::string& dir) {
     throw InputError("catalog directory not found",
                      "set FLEETSIM_CATALOG to the folder holding gpus/ and models/", dir);
   Catalog c;
+  c.dir_ = dir;
+  for (const auto& f : yaml_files(fs::path(dir) / "interconnects")) {
+    InterconnectSpec l = load_interconnect_file(f);
+    c.links_.emplace(l.id, std::move(l));
+  }
+  // A reference to another catalog item, checked where it is written.
+  auto check_ref = [&](const std::string& file, const std::string& key, const std::string& id,
+                       const char* what, auto lookup) {
+    try {
+      lookup(id);
+    } catch (const InputError& e) {
+      yaml::Map m = yaml::load_file(file);
+      (void)m.str(key);
+      throw m.locate(key, InputError(e.message() + " in field " + what, e.hint()));
+    }
+  };
+  auto link = [&](const std::string& id) { return c.interconnect(id); };
   for (const auto& f : yaml_files(fs::path(dir) / "gpus")) {
     GpuSpec g = load_gpu_file(f);
+    check_ref(f, "host_link", g.host_link, "host_link", link);
+    const InterconnectSpec& host = c.interconnect(g.host_link);
+    if (!g.scaleup.empty()) {
+      check_ref(f, "scaleup", g.scaleup, "scaleup", link);
+      if (g.scaleup_latency_s == 0) g.scaleup_latency_s = c.interconnect(g.scaleup).latency_s;
+    } else {
+      // No GPU fabric: peer-to-peer traffic crosses the host link (PCIe).
+      g.scaleup_bw_bytes_per_s = host.bw_bytes_per_s;
+      if (g.scaleup_latency_s == 0) g.scaleup_latency_s = host.latency_s;
+    }
     c.gpus_.emplace(g.id, std::move(g));
   }
   for (const auto& f : yaml_files(fs::path(dir) / "models")) {
     ModelSpec s = load_model_file(f);
     c.models_.emplace(s.id, std::move(s));
   }
+  for (const auto& f : yaml_files(fs::path(dir) / "nodes")) {
+    NodeSpec n = load_node_file(f);
+    check_ref(f, "gpu", n.gpu, "gpu", [&](const std::string& id) { return c.gpu(id); });
+    if (!n.nic.empty()) check_ref(f, "nic", n.nic, "nic", link);
+    c.nodes_.emplace(n.id, std::move(n));
+  }
   return c;
+}
+
+const NodeSpec* Catalog::default_node_for(const std::string& gpu_id) const {
+  for (const auto& [id, n] : nodes_)
+    if (n.gpu == gpu_id) return &n;
+  return nullptr;
+}
+
+const NodeSpec& Catalog::node(const std::string& id) const {
+  return find_or_fail(nodes_, id, "node");
+}
+
+const InterconnectSpec& Catalog::interconnect(const std::string& id) const {
+  return find_or_fail(links_, id, "interconnect");
 }
 
 std::string Catalog::default_dir() {

@@ -1,21 +1,14 @@
 // The hardware and model catalog: data files, one per item, each citing its sources.
 //
-// Layout: <catalog>/gpus/<id>.yaml and <catalog>/models/<id>.yaml, where <id> is the
-// file name without extension ("h100-sxm", "llama-3.1-8b"). Dimensioned fields carry units
-// in strings. Datasheet figures and empirical corrections (efficiency factors) are stored
-// apart, each with its own source, so a report can say which is which.
-//
-// GPU file fields: name, vendor, memory (bytes), memory_bandwidth, bf16_dense, fp8_dense
-// (optional; absent = no FP8), scaleup_bandwidth (per GPU, per direction), tdp, sources
-// (list), and a required `empirical:` section with dense_gemm_achieved (FLOP/s),
-// memory_bandwidth_achieved (bytes/s), scaleup_latency (time) and its own sources.
-// Model file fields: name, layers, hidden, heads, kv_heads, head_dim, ffn, vocab,
-// gated_mlp (default true), tied_embeddings (default false), max_context_tokens,
-// published_params (a plain number, e.g. 8.03e9; the shape must derive it within 10%),
-// sources (list). Unknown fields are errors.
+// Layout: <catalog>/{gpus,models,nodes,interconnects}/<id>.yaml, where <id> is the file
+// name without extension ("h100-sxm", "llama-3.1-8b"). The schema of each kind of file is
+// in hw_models/catalog/README.md. Dimensioned fields carry units in strings. Datasheet
+// figures and measured figures (the `empirical:` section) are stored apart, each with its
+// own sources, so a report can say which is which. Unknown fields are errors.
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,56 +19,143 @@ struct GpuSpec {
   std::string id;    ///< file stem, e.g. "h100-sxm"
   std::string name;  ///< display name, e.g. "NVIDIA H100 SXM5 80GB"
   std::string vendor;
-  double memory_bytes = 0;              ///< HBM capacity
-  double memory_bw_bytes_per_s = 0;     ///< peak HBM bandwidth
-  double bf16_flops_per_s = 0;          ///< dense BF16 tensor rate
+  double memory_bytes = 0;              ///< device memory capacity
+  double memory_bw_bytes_per_s = 0;     ///< peak device memory bandwidth
+  double bf16_flops_per_s = 0;          ///< dense BF16 tensor rate (Apple: FP16 GPU rate)
   double fp8_flops_per_s = 0;           ///< dense FP8 tensor rate; 0 when the part has none
+  double int8_ops_per_s = 0;            ///< dense INT8 tensor rate; 0 when not published
+  double fp4_flops_per_s = 0;           ///< dense FP4 tensor rate; 0 when the part has none
+  std::string scaleup;                  ///< interconnect id of the GPU fabric ("" = none)
   double scaleup_bw_bytes_per_s = 0;    ///< per-GPU, per-direction NVLink/xGMI bandwidth
-  double scaleup_latency_s = 0;         ///< α of one scale-up hop (collective step latency);
-                                        ///< measured, read from the `empirical:` section
+  double scaleup_latency_s = 0;         ///< α of one collective step: measured (empirical)
+                                        ///< or else the interconnect's latency
+  std::string host_link;                ///< interconnect id of the GPU-host link
   double tdp_w = 0;
+  double idle_power_w = 0;              ///< 0 = not published
+  double price_usd = 0;                 ///< purchase price; 0 = not published
+  double cloud_usd_per_gpu_hour = 0;    ///< 0 = not published
   std::vector<std::string> sources;     ///< datasheet citations
 
-  /// Empirical corrections: achieved / peak, measured by someone and cited separately.
-  /// The file stores the measured figures (`empirical: dense_gemm_achieved`,
-  /// `memory_bandwidth_achieved`); the loader divides them by the datasheet peaks.
-  double compute_efficiency = 0;        ///< achieved dense GEMM rate / bf16 peak, in (0, 1]
-  double memory_efficiency = 0;         ///< achieved streaming bandwidth / peak, in (0, 1]
+  /// Achieved / peak. From the `empirical:` section when it has the measured figure
+  /// (dense_gemm_achieved, memory_bandwidth_achieved); otherwise the assumed defaults
+  /// below, and `efficiency_basis` says "assumed".
+  double compute_efficiency = 0;
+  double memory_efficiency = 0;
+  std::string efficiency_basis;         ///< "measured" | "assumed" | "measured compute, assumed memory" ...
   std::vector<std::string> efficiency_sources;
+
+  static constexpr double kAssumedComputeEfficiency = 0.7;
+  static constexpr double kAssumedMemoryEfficiency = 0.8;
 };
 
-/// A dense decoder-only transformer (Llama family shape). MoE/MLA come with the full catalog.
+/// Multi-head latent attention (DeepSeek-V2/V3).
+struct MlaSpec {
+  int q_lora_rank = 0;  ///< 0 = queries are not compressed
+  int kv_lora_rank = 0;
+  int qk_nope_head_dim = 0;
+  int qk_rope_head_dim = 0;
+  int v_head_dim = 0;
+  /// Elements cached per token per layer: the compressed latent plus the shared RoPE key.
+  int latent_dim() const { return kv_lora_rank + qk_rope_head_dim; }
+};
+
+/// Mixture-of-experts MLP.
+struct MoeSpec {
+  int experts = 0;         ///< routed experts per MoE layer
+  int top_k = 0;           ///< routed experts per token
+  int shared_experts = 0;  ///< experts every token goes through
+  int expert_ffn = 0;      ///< intermediate size of one expert
+  int dense_layers = 0;    ///< the first N layers use a dense MLP of size `ffn`
+};
+
+/// A decoder-only transformer: dense or MoE MLP, MHA/GQA/MQA or MLA attention.
 struct ModelSpec {
   std::string id;    ///< file stem, e.g. "llama-3.1-8b"
   std::string name;
   int layers = 0;
   int hidden = 0;       ///< d_model
   int heads = 0;        ///< query heads
-  int kv_heads = 0;     ///< key/value heads (GQA when < heads)
+  int kv_heads = 0;     ///< key/value heads (GQA when < heads, MQA when 1)
   int head_dim = 0;
-  int ffn = 0;          ///< MLP intermediate size
+  int ffn = 0;          ///< dense MLP intermediate size (0 when every layer is MoE)
   int vocab = 0;
-  bool gated_mlp = true;        ///< SwiGLU: gate, up and down projections (3 matrices)
-  bool tied_embeddings = false; ///< LM head shares the embedding matrix
+  bool gated_mlp = true;         ///< SwiGLU: gate, up and down projections (3 matrices)
+  bool tied_embeddings = false;  ///< LM head shares the embedding matrix
+  bool attention_bias = false;   ///< Q, K, V and O carry bias vectors
   int max_context_tokens = 0;
-  double published_params = 0;  ///< the parameter count its authors publish
+  std::optional<MlaSpec> mla;
+  std::optional<MoeSpec> moe;
+  int sliding_window_tokens = 0;  ///< 0 = none
+  int sliding_window_layers = 0;  ///< layers that attend to the last `tokens` only
+  int mtp_layers = 0;             ///< multi-token-prediction modules (not in the params)
+  double published_params = 0;    ///< total, as its authors publish it
+  double published_active_params = 0;  ///< per token; MoE only (0 = dense: equals total)
+  /// The publisher's active count leaves out the input embedding table (a gather, not a
+  /// GEMM) but keeps the LM head: gpt-oss model card, DeepSeek-V3.
+  bool active_excludes_input_embedding = false;
+  /// The published figures are rounded to this many parameters ("37B": 1e9); 0 = exact.
+  double published_rounding = 0;
   std::vector<std::string> sources;
 
-  /// Parameter count derived from the shape (embeddings, attention, MLP, norms, LM head).
+  bool is_moe() const { return moe.has_value(); }
+  int moe_layers() const { return moe ? layers - moe->dense_layers : 0; }
+  int dense_mlp_layers() const { return layers - moe_layers(); }
+
+  /// Attention weights of one layer (projections, and biases when attention_bias).
+  double attention_params_per_layer() const;
+  /// Weights of one dense MLP: (gated ? 3 : 2)·hidden·ffn.
+  double dense_mlp_params() const;
+  /// Weights of one expert: 3·hidden·expert_ffn (experts are gated).
+  double expert_params() const;
+  /// Embedding table plus LM head (once when tied).
+  double embedding_params() const;
+  /// Total parameters derived from the shape (hw_models/catalog/README.md has the formula).
   double derived_params() const;
-  /// GEMM weight parameters of one transformer layer: Q, K, V and O projections
-  /// (2·h·heads·head_dim + 2·h·kv_heads·head_dim) and the MLP (3·h·ffn gated, 2·h·ffn not).
-  /// Norm scales are excluded. layers · this + the LM head are the weights a token's
-  /// forward pass multiplies by (the embedding table is a gather, not a GEMM).
+  /// Parameters one token's forward pass uses: top_k + shared experts instead of all.
+  double derived_active_params() const;
+  /// GEMM weight parameters of one dense transformer layer (attention + dense MLP), norms
+  /// excluded.
   double gemm_params_per_layer() const;
-  /// KV-cache bytes per token over all layers: 2 (K and V) * layers * kv_heads * head_dim * bytes.
+  /// KV-cache elements per token per layer: 2·kv_heads·head_dim, or the MLA latent.
+  double kv_elements_per_token_per_layer() const;
+  /// KV-cache bytes per token over all layers that keep the whole context.
   double kv_bytes_per_token(double bytes_per_element) const;
+};
+
+/// A link technology: scale-up fabric, host link, scale-out NIC or WAN.
+struct InterconnectSpec {
+  std::string id;
+  std::string name;
+  std::string kind;              ///< scaleup | host | scaleout | wan
+  double bw_bytes_per_s = 0;     ///< per GPU (scaleup, host) or per port, per direction
+  double latency_s = 0;          ///< small-message one-way latency
+  std::vector<std::string> sources;
+};
+
+/// A server (or an NVL72 compute tray) and how servers are racked.
+struct NodeSpec {
+  std::string id;
+  std::string name;
+  std::string gpu;               ///< gpu id
+  int gpus_per_node = 0;
+  int scaleup_domain_gpus = 0;   ///< GPUs in one NVLink/xGMI domain (72 for NVL72)
+  int nics_per_node = 0;
+  std::string nic;               ///< interconnect id ("" when nics_per_node == 0)
+  double host_memory_bytes = 0;
+  double host_memory_bw_bytes_per_s = 0;  ///< 0 = not given
+  double host_flops_per_s = 0;            ///< 0 = not given
+  double node_power_w = 0;
+  int nodes_per_rack = 0;
+  double rack_power_w = 0;       ///< 0 = not given
+  double price_usd = 0;          ///< 0 = not published
+  std::vector<std::string> sources;
 };
 
 class Catalog {
  public:
-  /// Loads every gpus/*.yaml and models/*.yaml under `dir`. Any malformed file is an
-  /// InputError naming the file, line and field.
+  /// Loads every {gpus,models,nodes,interconnects}/*.yaml under `dir` and checks the
+  /// references between them. Any malformed file is an InputError naming the file, line
+  /// and field.
   static Catalog load(const std::string& dir);
   /// The catalog directory: $FLEETSIM_CATALOG if set, else the one in the source tree.
   static std::string default_dir();
@@ -83,16 +163,29 @@ class Catalog {
   /// Look-ups throw InputError "unknown GPU 'x'" with did-you-mean and the list of ids.
   const GpuSpec& gpu(const std::string& id) const;
   const ModelSpec& model(const std::string& id) const;
+  const NodeSpec& node(const std::string& id) const;
+  const InterconnectSpec& interconnect(const std::string& id) const;
+  /// The first node (by id) built from `gpu_id`, or nullptr.
+  const NodeSpec* default_node_for(const std::string& gpu_id) const;
+
   const std::map<std::string, GpuSpec>& gpus() const { return gpus_; }
   const std::map<std::string, ModelSpec>& models() const { return models_; }
+  const std::map<std::string, NodeSpec>& nodes() const { return nodes_; }
+  const std::map<std::string, InterconnectSpec>& interconnects() const { return links_; }
+  const std::string& dir() const { return dir_; }
 
  private:
+  std::string dir_;
   std::map<std::string, GpuSpec> gpus_;
   std::map<std::string, ModelSpec> models_;
+  std::map<std::string, NodeSpec> nodes_;
+  std::map<std::string, InterconnectSpec> links_;
 };
 
 /// Parse one file (exposed for tests of bad catalog files).
 GpuSpec load_gpu_file(const std::string& path);
 ModelSpec load_model_file(const std::string& path);
+NodeSpec load_node_file(const std::string& path);
+InterconnectSpec load_interconnect_file(const std::string& path);
 
 }  // namespace fleetsim::hw

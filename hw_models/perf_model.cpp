@@ -5,104 +5,491 @@
 #include <stdexcept>
 #include <vector>
 
+#include "hw_models/calibration.h"
 #include "hw_models/error.h"
 #include "hw_models/units.h"
 
 namespace fleetsim::hw {
 
+// ---- dtypes ---------------------------------------------------------------------------------
+
+double dtype_bytes(DType d) {
+  switch (d) {
+    case DType::kBf16:
+    case DType::kFp16: return 2;
+    case DType::kFp8:
+    case DType::kInt8: return 1;
+    case DType::kInt4:
+    case DType::kFp4: return 0.5;
+    case DType::kQ8_0: return 34.0 / 32;
+    case DType::kQ4_0: return 18.0 / 32;
+    case DType::kQ4KM: return 4.82 / 8;
+  }
+  return 2;
+}
+
+const char* dtype_name(DType d) {
+  switch (d) {
+    case DType::kBf16: return "bf16";
+    case DType::kFp16: return "fp16";
+    case DType::kFp8: return "fp8";
+    case DType::kInt8: return "int8";
+    case DType::kInt4: return "int4";
+    case DType::kFp4: return "fp4";
+    case DType::kQ8_0: return "q8_0";
+    case DType::kQ4_0: return "q4_0";
+    case DType::kQ4KM: return "q4_k_m";
+  }
+  return "bf16";
+}
+
+bool parse_dtype(const std::string& s, DType* out) {
+  static const std::pair<const char*, DType> kNames[] = {
+      {"bf16", DType::kBf16}, {"fp16", DType::kFp16},  {"fp8", DType::kFp8},
+      {"int8", DType::kInt8}, {"int4", DType::kInt4},  {"fp4", DType::kFp4},
+      {"mxfp4", DType::kFp4}, {"nvfp4", DType::kFp4},  {"q8_0", DType::kQ8_0},
+      {"q4_0", DType::kQ4_0}, {"q4_k_m", DType::kQ4KM}};
+  for (const auto& [name, d] : kNames)
+    if (s == name) {
+      *out = d;
+      return true;
+    }
+  return false;
+}
+
+Precision Precision::of(DType w, DType a, DType kv) {
+  Precision p;
+  p.weight_bytes = dtype_bytes(w);
+  p.act_bytes = dtype_bytes(a);
+  p.kv_bytes = dtype_bytes(kv);
+  if (a == DType::kFp8 && (w == DType::kFp8 || w == DType::kInt4 || w == DType::kFp4))
+    p.math = DType::kFp8;
+  else if (a == DType::kInt8 && (w == DType::kInt8 || w == DType::kInt4))
+    p.math = DType::kInt8;
+  else if (a == DType::kFp4 && w == DType::kFp4)
+    p.math = DType::kFp4;
+  else
+    p.math = DType::kBf16;
+  return p;
+}
+
 namespace {
 
-// Achieved rates of one GPU: datasheet peak times efficiency.
-struct Rates {
-  double gemm_flops_per_s;  ///< projections and LM head
-  double attn_flops_per_s;  ///< attention (always at the 16-bit tensor rate)
-  double bw_bytes_per_s;
+// The tensor rate of `math` on `gpu`, falling back to a wider unit the part has.
+double math_rate(const GpuSpec& gpu, DType math) {
+  switch (math) {
+    case DType::kFp4:
+      if (gpu.fp4_flops_per_s > 0) return gpu.fp4_flops_per_s;
+      [[fallthrough]];
+    case DType::kFp8:
+      if (gpu.fp8_flops_per_s > 0) return gpu.fp8_flops_per_s;
+      return gpu.bf16_flops_per_s;
+    case DType::kInt8:
+      if (gpu.int8_ops_per_s > 0) return gpu.int8_ops_per_s;
+      return gpu.bf16_flops_per_s;
+    default: return gpu.bf16_flops_per_s;
+  }
+}
+
+// The dtype a calibration table row must have for GEMMs running on `math`.
+const char* calib_gemm_dtype(const GpuSpec& gpu, DType math) {
+  return math_rate(gpu, math) == gpu.fp8_flops_per_s && gpu.fp8_flops_per_s > 0 &&
+                 (math == DType::kFp8 || math == DType::kFp4)
+             ? "fp8"
+             : (math_rate(gpu, math) == gpu.bf16_flops_per_s ? "bf16" : "");
+}
+
+// Where an operator runs: its peak rates, efficiency factors and calibration tables.
+struct Unit {
+  double gemm_peak = 0, attn_peak = 0, bw_peak = 0;
+  double eff_compute = 1, eff_memory = 1;
+  const CalibrationSet* calib = nullptr;
+  std::string gpu_id, gemm_dtype;
 };
 
-Rates rates_of(const GpuSpec& gpu, const Precision& prec, const Efficiency& eff) {
-  // W8A8 GEMMs (8-bit weights and activations) run on FP8 tensor cores where the part has
-  // them; weight-only quantisation (W8A16) still multiplies at the 16-bit rate.
-  const bool fp8 = prec.weight_bytes <= 1 && prec.act_bytes <= 1 && gpu.fp8_flops_per_s > 0;
-  const double gemm_peak = fp8 ? gpu.fp8_flops_per_s : gpu.bf16_flops_per_s;
-  return {gemm_peak * eff.compute, gpu.bf16_flops_per_s * eff.compute,
-          gpu.memory_bw_bytes_per_s * eff.memory};
+Unit gpu_unit(const Deployment& d) {
+  Unit u;
+  u.gemm_peak = math_rate(*d.gpu, d.prec.math);
+  u.attn_peak = d.gpu->bf16_flops_per_s;
+  u.bw_peak = d.gpu->memory_bw_bytes_per_s;
+  u.eff_compute = d.eff.compute;
+  u.eff_memory = d.eff.memory;
+  u.calib = d.calibration.get();
+  u.gpu_id = d.gpu->id;
+  u.gemm_dtype = calib_gemm_dtype(*d.gpu, d.prec.math);
+  return u;
 }
 
-double roofline_s(double flops, double bytes, double flops_per_s, double bytes_per_s) {
-  return std::max(flops / flops_per_s, bytes / bytes_per_s);
+// Calibration rows for an operator of `kind` in the given regime on `u`, or nullptr.
+const std::vector<CalibrationRow>* calib_rows(const Unit& u, int kind, bool compute_bound);
+
+// The host as a compute unit (offloaded layers): its rates are achieved figures.
+Unit host_unit(const Deployment& d) {
+  Unit u;
+  u.gemm_peak = u.attn_peak = d.offload.host_flops_per_s;
+  u.bw_peak = d.offload.host_memory_bw_bytes_per_s;
+  return u;
 }
 
-// Query heads per GPU: heads / tp (heads are split evenly).
-double q_heads_per_gpu(const ModelSpec& m, int tp) { return static_cast<double>(m.heads) / tp; }
+enum class Kind { kGemm, kPrefill, kDecode, kOther };
 
-// KV heads per GPU: kv_heads / tp, but at least one — when tp > kv_heads each GPU keeps a
-// replica of the KV head its query heads use (as vLLM does).
-double kv_heads_per_gpu(const ModelSpec& m, int tp) {
-  return std::max(static_cast<double>(m.kv_heads) / tp, 1.0);
+const std::vector<CalibrationRow>* calib_rows(const Unit& u, int kind, bool compute_bound) {
+  if (u.calib == nullptr) return nullptr;
+  switch (static_cast<Kind>(kind)) {
+    case Kind::kGemm:
+      return u.gemm_dtype.empty() ? nullptr
+                                  : u.calib->rows(u.gpu_id, CalibOp::kGemm, u.gemm_dtype, compute_bound);
+    case Kind::kPrefill: return u.calib->rows(u.gpu_id, CalibOp::kAttnPrefill, "bf16", compute_bound);
+    case Kind::kDecode: return u.calib->rows(u.gpu_id, CalibOp::kAttnDecode, "bf16", compute_bound);
+    default: return nullptr;
+  }
 }
 
-// One GEMM on one GPU: `rows` tokens × `in` features times an in × out weight shard.
-//   FLOPs = 2·rows·in·out
-//   bytes = in·out·weight_bytes            (the weight shard, read once)
-//         + rows·(in + out)·act_bytes      (input activations read, output written)
-double gemm_s(double rows, double in, double out, const Precision& prec, const Rates& r) {
-  const double flops = 2.0 * rows * in * out;
-  const double bytes = in * out * prec.weight_bytes + rows * (in + out) * prec.act_bytes;
-  return roofline_s(flops, bytes, r.gemm_flops_per_s, r.bw_bytes_per_s);
+class Calc {
+ public:
+  Calc(const Deployment& d, std::vector<OpCost>* ops) : d_(d), m_(*d.model), ops_(ops) {
+    if (d.model == nullptr || d.gpu == nullptr)
+      throw std::invalid_argument("estimate_step: deployment without model or gpu");
+    const Parallelism& p = d.par;
+    if (p.tp < 1 || p.pp < 1 || p.dp_attention < 1)
+      throw std::invalid_argument("estimate_step: tp, pp and dp_attention must be >= 1");
+    if (d.network) {
+      net_ = d.network.get();
+    } else {
+      local_net_ = AnalyticNetwork({d.eff.allreduce_latency_s, d.eff.link_bw_bytes_per_s}, {});
+      net_ = &local_net_;
+    }
+    if (p.gpus_per_stage() > 1 && !d.network && !(d.eff.link_bw_bytes_per_s > 0))
+      throw std::invalid_argument("estimate_step: tp > 1 needs eff.link_bw_bytes_per_s > 0");
+    gpu_ = gpu_unit(d);
+    if (d.offload.mode == Offload::Mode::kHostCompute && d.offload.layers_on_host > 0) {
+      if (!(d.offload.host_flops_per_s > 0 && d.offload.host_memory_bw_bytes_per_s > 0))
+        throw std::invalid_argument(
+            "estimate_step: host_compute offload needs host rates (node host_compute and "
+            "host_memory_bandwidth)");
+      host_ = host_unit(d);
+    }
+  }
+
+  StepBreakdown run(const BatchShape& b);
+  double decode_unit_s(const Unit& u) const;  // decode attention per context token per layer
+
+ private:
+  // Adds `count` occurrences of an operator of `flops` and `bytes` (each) to `bucket`.
+  void op(double* bucket, const char* cat, const char* name, double count, double flops,
+          double bytes, Kind kind, const Unit& u);
+  void fixed(double* bucket, const char* cat, const char* name, double count, double t,
+             const char* bound);
+  double gemm_bytes(double rows, double in, double out) const {
+    return in * out * d_.prec.weight_bytes + rows * (in + out) * d_.prec.act_bytes;
+  }
+  void gemm(double* bucket, const char* cat, const char* name, double count, double rows,
+            double in, double out, const Unit& u) {
+    if (rows <= 0 || count <= 0) return;
+    op(bucket, cat, name, count, 2.0 * rows * in * out, gemm_bytes(rows, in, out), Kind::kGemm, u);
+  }
+  void layer_ops(StepBreakdown& s, const BatchShape& b, double scale, const Unit& u,
+                 bool on_host);
+
+  CommGroup group(int size) const {
+    return {size, std::min(size, std::max(1, d_.scaleup_domain_gpus))};
+  }
+
+  const Deployment& d_;
+  const ModelSpec& m_;
+  std::vector<OpCost>* ops_;
+  const NetworkModel* net_ = nullptr;
+  AnalyticNetwork local_net_;
+  Unit gpu_, host_;
+};
+
+void Calc::op(double* bucket, const char* cat, const char* name, double count, double flops,
+              double bytes, Kind kind, const Unit& u) {
+  const double peak = kind == Kind::kGemm ? u.gemm_peak : u.attn_peak;
+  const double tf = flops / peak, tb = bytes / u.bw_peak;
+  const bool compute_bound = tf >= tb;
+  const std::vector<CalibrationRow>* rows = calib_rows(u, static_cast<int>(kind), compute_bound);
+  double t;
+  const char* bound;
+  if (rows != nullptr && !rows->empty()) {
+    t = std::max(tf, tb) / CalibrationSet::fraction_at(*rows, compute_bound ? flops : bytes);
+    bound = compute_bound ? "compute (calibrated)" : "memory (calibrated)";
+  } else {
+    const double tc = tf / u.eff_compute, tm = tb / u.eff_memory;
+    t = std::max(tc, tm);
+    bound = tc >= tm ? "compute" : "memory";
+  }
+  *bucket += count * t;
+  if (ops_ != nullptr) ops_->push_back({cat, name, count, flops, bytes, count * t, bound});
 }
 
-// The four projections of one layer for `rows` tokens, Megatron-style sharding:
-// column-parallel QKV and MLP up/gate (output split by tp), row-parallel O and MLP down
-// (input split by tp). Each GPU does 1/tp of the FLOPs and reads 1/tp of the weights.
-double layer_gemm_s(const ModelSpec& m, int tp, double rows, const Precision& prec,
-                    const Rates& r) {
-  const double h = m.hidden, d = m.head_dim, f = m.ffn;
-  const double qh = q_heads_per_gpu(m, tp), kvh = kv_heads_per_gpu(m, tp);
-  const double qkv = gemm_s(rows, h, (qh + 2.0 * kvh) * d, prec, r);
-  const double o = gemm_s(rows, qh * d, h, prec, r);
-  const double up = gemm_s(rows, h, (m.gated_mlp ? 2.0 : 1.0) * f / tp, prec, r);
-  const double down = gemm_s(rows, f / tp, h, prec, r);
-  return qkv + o + up + down;
+void Calc::fixed(double* bucket, const char* cat, const char* name, double count, double t,
+                 const char* bound) {
+  if (count <= 0 || t <= 0) return;
+  *bucket += count * t;
+  if (ops_ != nullptr) ops_->push_back({cat, name, count, 0, 0, count * t, bound});
 }
 
-// Decode attention cost per attended context token, summed over layers. Per layer and
-// token, on one GPU:
-//   FLOPs = 4·(heads/tp)·head_dim          (q·k: 2·head_dim per head, p·v: 2·head_dim per head)
-//   bytes = 2·kv_heads_per_gpu·head_dim·kv_bytes   (read that token's K and V)
-// Both are proportional to the context, so max(F·S, M·S) = S·max(F, M): exactly linear.
-double decode_attention_per_ctx_token_s(const ModelSpec& m, int tp, const Precision& prec,
-                                        const Rates& r) {
-  const double flops = 4.0 * q_heads_per_gpu(m, tp) * m.head_dim;
-  const double bytes = 2.0 * kv_heads_per_gpu(m, tp) * m.head_dim * prec.kv_bytes;
-  return m.layers * roofline_s(flops, bytes, r.attn_flops_per_s, r.bw_bytes_per_s);
+double Calc::decode_unit_s(const Unit& u) const {
+  // One context token of decode attention in one layer, on one GPU (see the header).
+  const int tp = d_.par.tp;
+  const double qh = static_cast<double>(m_.heads) / tp;
+  double flops, bytes;
+  if (m_.mla) {
+    flops = qh * (4.0 * m_.mla->kv_lora_rank + 2.0 * m_.mla->qk_rope_head_dim);
+    bytes = m_.mla->latent_dim() * d_.prec.kv_bytes;
+  } else {
+    const double kvh = std::max(static_cast<double>(m_.kv_heads) / tp, 1.0);
+    flops = 4.0 * qh * m_.head_dim;
+    bytes = 2.0 * kvh * m_.head_dim * d_.prec.kv_bytes;
+  }
+  // Decode attention is memory-bound; with a table, the long-kernel fraction of its
+  // memory-bound rows, so that the cost stays exactly linear in the context.
+  const double tf = flops / u.attn_peak, tb = bytes / u.bw_peak;
+  const auto* rows = calib_rows(u, static_cast<int>(Kind::kDecode), tf >= tb);
+  if (rows != nullptr && !rows->empty())
+    return std::max(tf, tb) / CalibrationSet::fraction_large(*rows);
+  return std::max(tf / u.eff_compute, tb / u.eff_memory);
 }
 
-// Prefill attention over all chunks of the iteration, summed over layers. Per layer:
-//   FLOPs = 4·(heads/tp)·head_dim·prefill_attn_pairs
-//   bytes = prefill_kv_tokens·2·kv_heads_per_gpu·head_dim·kv_bytes   (K and V read)
-//         + prefill_tokens·2·(heads/tp)·head_dim·act_bytes          (Q read, output written)
-double prefill_attention_s(const ModelSpec& m, int tp, const Precision& prec, const Rates& r,
-                           const BatchShape& b) {
-  const double qh = q_heads_per_gpu(m, tp), kvh = kv_heads_per_gpu(m, tp), d = m.head_dim;
-  const double flops = 4.0 * qh * d * b.prefill_attn_pairs;
-  const double bytes = static_cast<double>(b.prefill_kv_tokens) * 2.0 * kvh * d * prec.kv_bytes +
-                       static_cast<double>(b.prefill_tokens) * 2.0 * qh * d * prec.act_bytes;
-  return m.layers * roofline_s(flops, bytes, r.attn_flops_per_s, r.bw_bytes_per_s);
+// The per-layer operators of one iteration, `scale` of the layers (1 when nothing is
+// offloaded), on unit `u`. Per GPU, per micro-batch; count = layers × scale (each GPU runs
+// layers/pp layers for each of pp micro-batches).
+void Calc::layer_ops(StepBreakdown& s, const BatchShape& b, double scale, const Unit& u,
+                     bool on_host) {
+  const Parallelism& p = d_.par;
+  const int tp = p.tp, D = p.dp_attention, G = p.gpus_per_stage();
+  const double mb = static_cast<double>(p.pp), split = mb * D;
+  const double h = m_.hidden, act = d_.prec.act_bytes;
+  const double T = static_cast<double>(b.prefill_tokens + b.decode_seqs);
+  const double Tm = T / mb, Ta = Tm / D;
+  const double L = m_.layers * scale;
+  const double Lsw = m_.sliding_window_layers * scale, Lfull = L - Lsw;
+  const double Ldense = m_.dense_mlp_layers() * scale, Lmoe = m_.moe_layers() * scale;
+  const double qh = static_cast<double>(m_.heads) / tp;
+  double* g_bucket = on_host ? &s.offload_s : &s.gemm_s;
+  double* a_bucket = on_host ? &s.offload_s : &s.attention_s;
+  double* e_bucket = on_host ? &s.offload_s : &s.moe_s;
+
+  // Attention projections.
+  if (Ta > 0) {
+    if (m_.mla) {
+      const MlaSpec& a = *m_.mla;
+      const double qk = a.qk_nope_head_dim + a.qk_rope_head_dim;
+      if (a.q_lora_rank > 0) {
+        gemm(g_bucket, "gemm", "q_a projection (MLA)", L, Ta, h, a.q_lora_rank, u);
+        gemm(g_bucket, "gemm", "q_b projection (MLA)", L, Ta, a.q_lora_rank, qh * qk, u);
+      } else {
+        gemm(g_bucket, "gemm", "q projection (MLA)", L, Ta, h, qh * qk, u);
+      }
+      gemm(g_bucket, "gemm", "kv_a projection (MLA)", L, Ta, h, a.latent_dim(), u);
+      gemm(g_bucket, "gemm", "kv_b projection (MLA, absorbed in decode)", L, Ta, a.kv_lora_rank,
+           qh * (a.qk_nope_head_dim + a.v_head_dim), u);
+      gemm(g_bucket, "gemm", "output projection", L, Ta, qh * a.v_head_dim, h, u);
+    } else {
+      const double kvh = std::max(static_cast<double>(m_.kv_heads) / tp, 1.0);
+      gemm(g_bucket, "gemm", "QKV projection", L, Ta, h, (qh + 2.0 * kvh) * m_.head_dim, u);
+      gemm(g_bucket, "gemm", "output projection", L, Ta, qh * m_.head_dim, h, u);
+    }
+  }
+
+  // Attention.
+  const double pairs = b.prefill_attn_pairs / split, kvtok = b.prefill_kv_tokens / split,
+               ptok = b.prefill_tokens / split;
+  const double ctx = b.decode_ctx_tokens / split, seqs = b.decode_seqs / split;
+  if (pairs > 0 || kvtok > 0) {
+    double f_pair, b_kv, b_q;
+    if (m_.mla) {
+      const MlaSpec& a = *m_.mla;
+      f_pair = qh * (2.0 * (a.qk_nope_head_dim + a.qk_rope_head_dim) + 2.0 * a.v_head_dim);
+      b_kv = a.latent_dim() * d_.prec.kv_bytes;
+      b_q = qh * (a.qk_nope_head_dim + a.qk_rope_head_dim + a.v_head_dim) * act;
+    } else {
+      const double kvh = std::max(static_cast<double>(m_.kv_heads) / tp, 1.0);
+      f_pair = 4.0 * qh * m_.head_dim;
+      b_kv = 2.0 * kvh * m_.head_dim * d_.prec.kv_bytes;
+      b_q = 2.0 * qh * m_.head_dim * act;
+    }
+    if (Lfull > 0)
+      op(a_bucket, "attention", "prefill attention", Lfull, f_pair * pairs,
+         kvtok * b_kv + ptok * b_q, Kind::kPrefill, u);
+    if (Lsw > 0) {
+      const double w = m_.sliding_window_tokens;
+      const double pairs_sw = std::min(pairs, ptok * w);
+      const double kv_sw = pairs > 0 ? kvtok * pairs_sw / pairs : kvtok;
+      op(a_bucket, "attention", "prefill attention (sliding window)", Lsw, f_pair * pairs_sw,
+         kv_sw * b_kv + ptok * b_q, Kind::kPrefill, u);
+    }
+  }
+  const double unit = decode_unit_s(u);
+  if (ctx > 0 && Lfull > 0) {
+    const double t = ctx * unit;
+    *a_bucket += Lfull * t;
+    if (ops_ != nullptr)
+      ops_->push_back({"attention", "decode attention", Lfull, 0, 0, Lfull * t,
+                       calib_rows(u, static_cast<int>(Kind::kDecode), false) ? "memory (calibrated)"
+                                                                             : "roofline"});
+  }
+  if (seqs > 0 && Lsw > 0) {
+    const double t = seqs * m_.sliding_window_tokens * unit;
+    *a_bucket += Lsw * t;
+    if (ops_ != nullptr)
+      ops_->push_back({"attention", "decode attention (sliding window)", Lsw, 0, 0, Lsw * t,
+                       calib_rows(u, static_cast<int>(Kind::kDecode), false) ? "memory (calibrated)"
+                                                                             : "roofline"});
+  }
+
+  // MLPs.
+  if (Tm > 0 && Ldense > 0) {
+    const double f = m_.ffn;
+    gemm(g_bucket, "gemm", "MLP up+gate", Ldense, Tm, h, (m_.gated_mlp ? 2.0 : 1.0) * f / G, u);
+    gemm(g_bucket, "gemm", "MLP down", Ldense, Tm, f / G, h, u);
+  }
+  if (Tm > 0 && Lmoe > 0) {
+    const MoeSpec& e = *m_.moe;
+    const double E = e.experts, k = e.top_k, fe = e.expert_ffn;
+    // Expected experts hit by Tm tokens each choosing k of E.
+    const double hit = E * (1.0 - std::pow(1.0 - k / E, Tm));
+    const double wb = d_.prec.weight_bytes;
+    if (p.expert_parallel) {
+      gemm(e_bucket, "moe", "router", Lmoe, Tm / G, h, E, u);
+      const double copies = d_.eff.moe_imbalance * Tm * k / G;
+      op(e_bucket, "moe", "routed experts (grouped GEMM, EP)", Lmoe, 2.0 * copies * 3.0 * h * fe,
+         hit / G * 3.0 * h * fe * wb + copies * (2.0 * h + 3.0 * fe) * act, Kind::kGemm, u);
+      if (e.shared_experts > 0) {
+        const double fs = static_cast<double>(e.shared_experts) * fe;
+        gemm(e_bucket, "moe", "shared expert up+gate", Lmoe, Tm / G, h, 2.0 * fs, u);
+        gemm(e_bucket, "moe", "shared expert down", Lmoe, Tm / G, fs, h, u);
+      }
+    } else {
+      gemm(e_bucket, "moe", "router", Lmoe, Tm, h, E, u);
+      const double copies = Tm * k;
+      op(e_bucket, "moe", "routed experts (grouped GEMM, TP)", Lmoe,
+         2.0 * copies * 3.0 * h * fe / G,
+         hit * 3.0 * h * fe / G * wb + copies * (2.0 * h + 3.0 * fe / G) * act, Kind::kGemm, u);
+      if (e.shared_experts > 0) {
+        const double fs = static_cast<double>(e.shared_experts) * fe;
+        gemm(e_bucket, "moe", "shared expert up+gate", Lmoe, Tm, h, 2.0 * fs / G, u);
+        gemm(e_bucket, "moe", "shared expert down", Lmoe, Tm, fs / G, h, u);
+      }
+    }
+  }
 }
 
-// Ring all-reduce of `bytes` over tp GPUs (α-β model): 2·(tp−1) steps, each paying the
-// latency α and moving bytes/tp over the link:
-//   t = 2·(tp−1)·α + 2·(tp−1)/tp · bytes / link_bw
-double ring_allreduce_s(double bytes, int tp, const Efficiency& eff) {
-  if (tp <= 1) return 0.0;
-  const double steps = 2.0 * (tp - 1);
-  return steps * eff.allreduce_latency_s + steps / tp * bytes / eff.link_bw_bytes_per_s;
-}
+StepBreakdown Calc::run(const BatchShape& b) {
+  StepBreakdown s;
+  const int64_t tokens = b.prefill_tokens + b.decode_seqs;
+  if (tokens == 0 && b.logits_tokens == 0 && b.decode_ctx_tokens == 0 &&
+      b.prefill_attn_pairs == 0)
+    return s;  // an empty iteration does nothing and costs nothing
 
-void check_parallelism(const Parallelism& par, const Efficiency& eff) {
-  if (par.tp < 1) throw std::invalid_argument("estimate_step: tp must be >= 1");
-  if (par.tp > 1 && !(eff.link_bw_bytes_per_s > 0))
-    throw std::invalid_argument("estimate_step: tp > 1 needs eff.link_bw_bytes_per_s > 0");
+  const Parallelism& p = d_.par;
+  const int tp = p.tp, D = p.dp_attention, G = p.gpus_per_stage();
+  const double mb = p.pp;
+  const double h = m_.hidden, act = d_.prec.act_bytes;
+  const double T = static_cast<double>(tokens), Tm = T / mb, Ta = Tm / D;
+  const Offload& off = d_.offload;
+  const int host_layers = std::min(off.layers_on_host, m_.layers);
+  const double host_share = static_cast<double>(host_layers) / m_.layers;
+
+  // Embedding gather: each token reads one row of the table and writes it.
+  if (Ta > 0) {
+    const double bytes = Ta * h * (d_.prec.weight_bytes + act);
+    op(&s.gemm_s, "gemm", "embedding gather", mb, 0, bytes, Kind::kOther, gpu_);
+  }
+
+  if (off.mode == Offload::Mode::kHostCompute && host_layers > 0) {
+    layer_ops(s, b, 1.0 - host_share, gpu_, false);
+    layer_ops(s, b, host_share, host_, true);
+  } else {
+    layer_ops(s, b, 1.0, gpu_, false);
+  }
+
+  // LM head: vocab-parallel over tp, on the sampling rows of this DP group.
+  if (b.logits_tokens > 0)
+    gemm(&s.gemm_s, "gemm", "LM head", mb, b.logits_tokens / mb / D, h,
+         static_cast<double>(m_.vocab) / tp, gpu_);
+
+  // Communication.
+  if (tokens > 0) {
+    const double L = m_.layers;
+    if (tp > 1)
+      fixed(&s.communication_s, "communication", "TP all-reduce after attention", L,
+            net_->allreduce_s(Ta * h * act, group(tp)), "network");
+    const double ep_layers = p.expert_parallel ? m_.moe_layers() : 0.0;
+    if (G > 1) {
+      fixed(&s.communication_s, "communication",
+            D > 1 ? "all-gather + reduce-scatter around the MLP" : "TP all-reduce after MLP",
+            L - ep_layers, net_->allreduce_s(Tm * h * act, group(G)), "network");
+      if (ep_layers > 0)
+        fixed(&s.communication_s, "communication", "EP dispatch + combine all-to-all",
+              2.0 * ep_layers,
+              net_->alltoall_s(Tm / G * m_.moe->top_k * h * act, group(G)), "network");
+    }
+    if (p.pp > 1) {
+      const bool cross = p.gpus() > d_.scaleup_domain_gpus;
+      fixed(&s.communication_s, "communication", "pipeline hand-off", mb,
+            net_->p2p_s(Tm * h * act, cross), "network");
+    }
+  }
+
+  // Offload transfers: host-resident weights streamed over the host link each pass.
+  if (tokens > 0 && off.mode == Offload::Mode::kStream && host_layers > 0) {
+    if (!(off.host_link.bw_bytes_per_s > 0))
+      throw std::invalid_argument("estimate_step: offload needs a host link bandwidth");
+    const double per_layer =
+        (m_.layers > 0 ? 1.0 : 0.0) *
+        (m_.attention_params_per_layer() / tp +
+         (m_.is_moe() ? (static_cast<double>(m_.moe->experts) + m_.moe->shared_experts) *
+                            m_.expert_params() * m_.moe_layers() / m_.layers / G
+                      : 0.0) +
+         m_.dense_mlp_params() * m_.dense_mlp_layers() / m_.layers / G) *
+        d_.prec.weight_bytes;
+    fixed(&s.offload_s, "offload", "stream host-resident layers over the host link", mb,
+          off.host_link.latency_s + host_layers * per_layer / p.pp / off.host_link.bw_bytes_per_s,
+          "network");
+  }
+  if (tokens > 0 && m_.is_moe() && off.experts_on_host > 0) {
+    // Cold experts: the least popular `experts_on_host` share, popularity p_i ∝ i^-s.
+    const MoeSpec& e = *m_.moe;
+    const int E = e.experts;
+    std::vector<double> pop(E);
+    double sum = 0;
+    for (int i = 0; i < E; ++i) sum += pop[i] = std::pow(i + 1.0, -off.expert_popularity_zipf);
+    const int cold = static_cast<int>(std::lround(off.experts_on_host * E));
+    double hit = 0, cold_copies = 0;
+    for (int i = E - cold; i < E; ++i) {
+      const double q = std::min(1.0, e.top_k * pop[i] / sum);
+      hit += 1.0 - std::pow(1.0 - q, Tm);
+      cold_copies += Tm * q;
+    }
+    const double bytes = hit * m_.expert_params() * d_.prec.weight_bytes / G;
+    if (off.mode == Offload::Mode::kStream) {
+      if (!(off.host_link.bw_bytes_per_s > 0))
+        throw std::invalid_argument("estimate_step: offload needs a host link bandwidth");
+      fixed(&s.offload_s, "offload", "stream cold experts over the host link",
+            static_cast<double>(m_.moe_layers()),
+            off.host_link.latency_s + bytes / off.host_link.bw_bytes_per_s, "network");
+    } else {
+      const Unit hu = host_unit(d_);
+      if (!(hu.gemm_peak > 0 && hu.bw_peak > 0))
+        throw std::invalid_argument("estimate_step: host_compute offload needs host rates");
+      op(&s.offload_s, "offload", "cold experts on the host", static_cast<double>(m_.moe_layers()),
+         2.0 * cold_copies * 3.0 * m_.hidden * e.expert_ffn / G, bytes, Kind::kOther, hu);
+    }
+  }
+
+  // Overheads: scheduler time, and kernel launches (one graph for decode-only iterations).
+  fixed(&s.overhead_s, "overhead", "scheduler (iteration overhead)", 1,
+        d_.eff.iteration_overhead_s, "fixed");
+  if (d_.eff.kernel_launch_s > 0) {
+    const bool graph = d_.eff.cuda_graphs && b.prefill_tokens == 0;
+    const double per_layer = 9.0 + (m_.is_moe() ? 3.0 : 0.0) + (G > 1 ? 2.0 : 0.0);
+    const double kernels = graph ? 1.0 : per_layer * m_.layers / p.pp + 2.0;
+    fixed(&s.overhead_s, "overhead", graph ? "CUDA graph launch" : "kernel launches", kernels * mb,
+          d_.eff.kernel_launch_s, "fixed");
+  }
+  return s;
 }
 
 }  // namespace
@@ -117,53 +504,53 @@ Efficiency catalog_efficiency(const GpuSpec& gpu) {
   return e;
 }
 
+Deployment make_deployment(const ModelSpec& model, const Parallelism& par, const GpuSpec& gpu,
+                           const Precision& prec, const Efficiency& eff) {
+  Deployment d;
+  d.model = std::make_shared<const ModelSpec>(model);
+  d.gpu = std::make_shared<const GpuSpec>(gpu);
+  d.par = par;
+  d.prec = prec;
+  d.eff = eff;
+  d.scaleup_domain_gpus = std::max(8, par.gpus());
+  return d;
+}
+
+StepBreakdown estimate_step(const Deployment& d, const BatchShape& batch) {
+  return Calc(d, nullptr).run(batch);
+}
+
+std::vector<OpCost> explain_step(const Deployment& d, const BatchShape& batch) {
+  std::vector<OpCost> ops;
+  Calc(d, &ops).run(batch);
+  return ops;
+}
+
 StepBreakdown estimate_step(const ModelSpec& model, const Parallelism& par, const GpuSpec& gpu,
                             const Precision& prec, const Efficiency& eff, const BatchShape& batch) {
-  check_parallelism(par, eff);
-  StepBreakdown out;
-  const int64_t tokens = batch.prefill_tokens + batch.decode_seqs;
-  if (tokens == 0 && batch.logits_tokens == 0 && batch.decode_ctx_tokens == 0 &&
-      batch.prefill_attn_pairs == 0)
-    return out;  // an empty iteration does nothing and costs nothing
+  return estimate_step(make_deployment(model, par, gpu, prec, eff), batch);
+}
 
-  const Rates r = rates_of(gpu, prec, eff);
-  const int tp = par.tp;
-  const double rows = static_cast<double>(tokens);
-
-  // Projections: every token of the iteration goes through every layer. The LM head runs
-  // once, on the rows that sample a token, vocab-parallel (each GPU holds vocab/tp rows).
-  if (tokens > 0) out.gemm_s = model.layers * layer_gemm_s(model, tp, rows, prec, r);
-  if (batch.logits_tokens > 0)
-    out.gemm_s += gemm_s(static_cast<double>(batch.logits_tokens), model.hidden,
-                         static_cast<double>(model.vocab) / tp, prec, r);
-
-  out.attention_s = prefill_attention_s(model, tp, prec, r, batch) +
-                    static_cast<double>(batch.decode_ctx_tokens) *
-                        decode_attention_per_ctx_token_s(model, tp, prec, r);
-
-  // Two all-reduces per layer (after the attention output projection and after the MLP
-  // down projection), each of the tokens' hidden states: tokens·hidden·act_bytes.
-  if (tokens > 0)
-    out.communication_s =
-        model.layers * 2.0 * ring_allreduce_s(rows * model.hidden * prec.act_bytes, tp, eff);
-
-  out.overhead_s = eff.iteration_overhead_s;
-  return out;
+DecodeAffine decode_affine(const Deployment& d, int64_t n) {
+  BatchShape b;
+  b.decode_seqs = n;
+  b.logits_tokens = n;
+  DecodeAffine a;
+  a.fixed_s = estimate_step(d, b).total_s();
+  // One context token and nothing else: decode attention only (no tokens means no GEMMs,
+  // communication or transfers), minus the per-iteration overhead. The same arithmetic
+  // estimate_step multiplies the context by, so the two agree up to rounding; it does not
+  // depend on n.
+  BatchShape one;
+  one.decode_ctx_tokens = 1;
+  const StepBreakdown s = estimate_step(d, one);
+  a.per_ctx_token_s = s.total_s() - s.overhead_s;
+  return a;
 }
 
 DecodeAffine decode_affine(const ModelSpec& model, const Parallelism& par, const GpuSpec& gpu,
                            const Precision& prec, const Efficiency& eff, int64_t n) {
-  check_parallelism(par, eff);
-  BatchShape b;
-  b.decode_seqs = n;
-  b.logits_tokens = n;
-  b.decode_ctx_tokens = 0;
-  DecodeAffine a;
-  a.fixed_s = estimate_step(model, par, gpu, prec, eff, b).total_s();
-  // The same function estimate_step multiplies decode_ctx_tokens by, so the two agree up to
-  // floating-point rounding; it does not depend on n.
-  a.per_ctx_token_s = decode_attention_per_ctx_token_s(model, par.tp, prec, rates_of(gpu, prec, eff));
-  return a;
+  return decode_affine(make_deployment(model, par, gpu, prec, eff), n);
 }
 
 // ---- memory ---------------------------------------------------------------------------------
@@ -174,57 +561,85 @@ namespace {
 // at most max_num_seqs of them, 256 by default.
 constexpr double kMaxLogitsRows = 256;
 
-// Peak activation memory per GPU for one forward pass of T = max_batched_tokens tokens.
-// Layers run one after another and reuse their buffers, so the peak is one layer's live
-// tensors plus the logits:
-//   T·act_bytes·( 2·hidden                               layer input + residual
-//               + (heads/tp + 2·kv_heads_per_gpu)·head_dim  QKV output
-//               + (heads/tp)·head_dim                    attention output
-//               + (3 or 2)·ffn/tp )                      gate+up output and their product
-//   + min(T, 256)·vocab·4                                 fp32 logits of the sampled rows
-double activation_bytes(const ModelSpec& m, int tp, const Precision& prec, int64_t max_tokens) {
-  const double t = static_cast<double>(max_tokens);
-  const double qh = q_heads_per_gpu(m, tp), kvh = kv_heads_per_gpu(m, tp);
-  const double width = 2.0 * m.hidden + (qh + 2.0 * kvh) * m.head_dim + qh * m.head_dim +
-                       (m.gated_mlp ? 3.0 : 2.0) * m.ffn / tp;
-  return t * width * prec.act_bytes + std::min(t, kMaxLogitsRows) * m.vocab * 4.0;
-}
-
-// KV-cache bytes one token takes on one GPU: 2·layers·kv_heads_per_gpu·head_dim·kv_bytes.
-double kv_bytes_per_token_per_gpu(const ModelSpec& m, int tp, const Precision& prec) {
-  return 2.0 * m.layers * kv_heads_per_gpu(m, tp) * m.head_dim * prec.kv_bytes;
-}
-
-MemoryFit compute_fit(const ModelSpec& model, int tp, const GpuSpec& gpu, const Precision& prec,
-                      double utilization, double reserve_bytes, int64_t max_batched_tokens,
-                      int block_tokens) {
+struct Fit {
   MemoryFit f;
-  f.usable_bytes = gpu.memory_bytes * utilization;
-  // Every weight matrix (embedding and LM head included, vocab-parallel) is split tp ways;
-  // the replicated norm vectors are a rounding error (~1e-5 of the total).
-  f.weight_bytes = model.derived_params() * prec.weight_bytes / tp;
-  f.activation_bytes = activation_bytes(model, tp, prec, max_batched_tokens);
+  int64_t per_group_blocks = 0;
+};
+
+// Weight bytes per GPU before offload (see fit_memory's formula).
+double weights_per_gpu(const ModelSpec& m, const Parallelism& p, double wb) {
+  const int tp = p.tp, G = p.gpus_per_stage();
+  double w = m.layers * (m.attention_params_per_layer() / tp + 2.0 * m.hidden) +
+             m.dense_mlp_layers() * m.dense_mlp_params() / G + m.embedding_params() / tp +
+             m.hidden;  // final norm
+  if (m.moe)
+    w += m.moe_layers() * (static_cast<double>(m.hidden) * m.moe->experts +
+                           (static_cast<double>(m.moe->experts) + m.moe->shared_experts) *
+                               m.expert_params()) /
+         G;
+  return w / p.pp * wb;
+}
+
+Fit compute_fit(const Deployment& d, double utilization, double reserve_bytes,
+                int64_t max_batched_tokens, int block_tokens) {
+  const ModelSpec& m = *d.model;
+  const Parallelism& p = d.par;
+  const int tp = p.tp, G = p.gpus_per_stage(), D = p.dp_attention;
+  const Precision& prec = d.prec;
+  Fit out;
+  MemoryFit& f = out.f;
+  f.usable_bytes = d.gpu->memory_bytes * utilization;
+  const double all = weights_per_gpu(m, p, prec.weight_bytes);
+  double host = 0;
+  if (d.offload.layers_on_host > 0)
+    host += all * std::min(1.0, static_cast<double>(d.offload.layers_on_host) / m.layers);
+  if (m.moe && d.offload.experts_on_host > 0)
+    host += std::lround(d.offload.experts_on_host * m.moe->experts) * m.expert_params() *
+            m.moe_layers() / G / p.pp * prec.weight_bytes;
+  f.host_weight_bytes = std::min(host, all);
+  f.weight_bytes = all - f.host_weight_bytes;
+
+  const double t = static_cast<double>(max_batched_tokens);
+  const double qh = static_cast<double>(m.heads) / tp;
+  const double kvh = std::max(static_cast<double>(m.kv_heads) / tp, 1.0);
+  const double attn_width = 2.0 * m.hidden + (qh + 2.0 * kvh) * m.head_dim + qh * m.head_dim;
+  double mlp_width = (m.gated_mlp ? 3.0 : 2.0) * m.ffn / G;
+  if (m.moe)
+    mlp_width = std::max(mlp_width, 3.0 * m.moe->top_k * d.eff.moe_imbalance *
+                                        m.moe->expert_ffn / G);
+  f.activation_bytes = (t / D * attn_width + t * mlp_width) * prec.act_bytes +
+                       std::min(t / D, kMaxLogitsRows) * m.vocab / tp * 4.0;
   f.reserve_bytes = reserve_bytes;
   f.kv_bytes = f.usable_bytes - f.weight_bytes - f.activation_bytes - f.reserve_bytes;
-  const double block_bytes = block_tokens * kv_bytes_per_token_per_gpu(model, tp, prec);
-  f.kv_blocks = f.kv_bytes > 0 ? static_cast<int64_t>(std::floor(f.kv_bytes / block_bytes)) : 0;
-  return f;
+  // Per GPU: the layers of its stage; GQA heads split by tp, the MLA latent whole.
+  const double per_layer = m.mla ? m.kv_elements_per_token_per_layer()
+                                 : 2.0 * kvh * m.head_dim;
+  f.kv_bytes_per_token =
+      static_cast<double>(m.layers - m.sliding_window_layers) / p.pp * per_layer * prec.kv_bytes;
+  const double block_bytes = block_tokens * f.kv_bytes_per_token;
+  out.per_group_blocks =
+      f.kv_bytes > 0 && block_bytes > 0 ? static_cast<int64_t>(std::floor(f.kv_bytes / block_bytes))
+                                        : 0;
+  f.kv_blocks = out.per_group_blocks * D;
+  return out;
 }
 
-bool fits(const MemoryFit& f, int block_tokens, int64_t min_kv_tokens) {
-  return f.kv_blocks * block_tokens >= min_kv_tokens;
+bool fits(const Fit& f, int block_tokens, int64_t min_kv_tokens) {
+  return f.per_group_blocks * block_tokens >= min_kv_tokens;
 }
 
 std::string id_of(const std::string& id, const std::string& name) { return id.empty() ? name : id; }
 
 }  // namespace
 
-MemoryFit fit_memory(const ModelSpec& model, const Parallelism& par, const GpuSpec& gpu,
-                     const Precision& prec, double memory_utilization, double reserve_bytes,
+MemoryFit fit_memory(const Deployment& d, double memory_utilization, double reserve_bytes,
                      int64_t max_batched_tokens, int block_tokens, int64_t min_kv_tokens) {
-  if (par.tp < 1) throw std::invalid_argument("fit_memory: tp must be >= 1");
+  const ModelSpec& model = *d.model;
+  const Parallelism& par = d.par;
+  if (par.tp < 1 || par.pp < 1 || par.dp_attention < 1)
+    throw std::invalid_argument("fit_memory: tp, pp and dp_attention must be >= 1");
   if (block_tokens < 1) throw std::invalid_argument("fit_memory: block_tokens must be >= 1");
-  const std::string model_id = id_of(model.id, model.name), gpu_id = id_of(gpu.id, gpu.name);
+  const std::string model_id = id_of(model.id, model.name), gpu_id = id_of(d.gpu->id, d.gpu->name);
   if (model.heads % par.tp != 0) {
     std::string ok;
     for (int t = 1; t <= model.heads; t *= 2)
@@ -233,42 +648,59 @@ MemoryFit fit_memory(const ModelSpec& model, const Parallelism& par, const GpuSp
                          std::to_string(model.heads) + " attention heads of " + model_id,
                      "use tp: " + ok);
   }
+  if (par.pp > model.layers)
+    throw InputError("pp " + std::to_string(par.pp) + " is more than the " +
+                         std::to_string(model.layers) + " layers of " + model_id,
+                     "use pp <= " + std::to_string(model.layers));
 
-  const MemoryFit f = compute_fit(model, par.tp, gpu, prec, memory_utilization, reserve_bytes,
-                                  max_batched_tokens, block_tokens);
-  if (fits(f, block_tokens, min_kv_tokens)) return f;
+  const Fit f = compute_fit(d, memory_utilization, reserve_bytes, max_batched_tokens, block_tokens);
+  if (fits(f, block_tokens, min_kv_tokens)) return f.f;
 
   // What it needs: everything above plus KV for min_kv_tokens, rounded up to whole blocks.
   using units::Dim;
   using units::format;
   const int64_t need_blocks = (min_kv_tokens + block_tokens - 1) / block_tokens;
-  const double kv_need =
-      static_cast<double>(need_blocks * block_tokens) * kv_bytes_per_token_per_gpu(model, par.tp, prec);
-  const double need = f.weight_bytes + f.activation_bytes + f.reserve_bytes + kv_need;
-  const double short_by = need - f.usable_bytes;
+  const double kv_need = static_cast<double>(need_blocks * block_tokens) * f.f.kv_bytes_per_token;
+  const double need = f.f.weight_bytes + f.f.activation_bytes + f.f.reserve_bytes + kv_need;
+  const double short_by = need - f.f.usable_bytes;
 
-  // What would fit instead: a larger tp (dividing the heads), FP8 weights, fewer batched
-  // tokens. Each is checked with the same budget, so the hint never suggests a miss.
-  auto fits_with = [&](int tp, const Precision& p, int64_t tokens) {
-    return fits(compute_fit(model, tp, gpu, p, memory_utilization, reserve_bytes, tokens,
-                            block_tokens),
+  // What would fit instead, each checked with the same budget, so the hint never suggests
+  // a miss: a larger tp (dividing the heads, within the scale-up domain), more pipeline
+  // stages, FP8 weights, FP8 KV, fewer batched tokens.
+  auto fits_with = [&](const Deployment& alt, int64_t tokens) {
+    return fits(compute_fit(alt, memory_utilization, reserve_bytes, tokens, block_tokens),
                 block_tokens, min_kv_tokens);
   };
   std::vector<std::string> options;
   for (int t = par.tp * 2; t <= 64 && t <= model.heads; t *= 2) {
-    if (model.heads % t == 0 && fits_with(t, prec, max_batched_tokens)) {
+    Deployment alt = d;
+    alt.par.tp = t;
+    if (model.heads % t == 0 && fits_with(alt, max_batched_tokens)) {
       options.push_back("tp: " + std::to_string(t) + " or more");
       break;
     }
   }
-  if (prec.weight_bytes > 1) {
-    Precision p8 = prec;
-    p8.weight_bytes = 1;
-    if (fits_with(par.tp, p8, max_batched_tokens))
+  for (int s = par.pp * 2; s <= 16 && s <= model.layers; s *= 2) {
+    Deployment alt = d;
+    alt.par.pp = s;
+    if (fits_with(alt, max_batched_tokens)) {
+      options.push_back("pp: " + std::to_string(s));
+      break;
+    }
+  }
+  if (d.prec.weight_bytes > 1) {
+    Deployment alt = d;
+    alt.prec.weight_bytes = 1;
+    if (fits_with(alt, max_batched_tokens))
       options.push_back("FP8 weights (fit at tp " + std::to_string(par.tp) + ")");
   }
+  if (d.prec.kv_bytes > 1) {
+    Deployment alt = d;
+    alt.prec.kv_bytes = 1;
+    if (fits_with(alt, max_batched_tokens)) options.push_back("kv: fp8");
+  }
   for (int64_t t = max_batched_tokens / 2; t >= 1; t /= 2) {
-    if (fits_with(par.tp, prec, t)) {
+    if (fits_with(d, t)) {
       options.push_back("max_batched_tokens: " + std::to_string(t) + " or less");
       break;
     }
@@ -276,17 +708,25 @@ MemoryFit fit_memory(const ModelSpec& model, const Parallelism& par, const GpuSp
   std::string hint;
   for (const auto& o : options) hint += (hint.empty() ? "try " : ", or ") + o;
   if (hint.empty())
-    hint = "no tp up to 64 fits on " + gpu_id +
+    hint = "no tp up to 64 or pp up to 16 fits on " + gpu_id +
            " at this precision; try a GPU with more memory, FP8 weights or a smaller model";
 
   throw InputError(
-      model_id + " does not fit on " + std::to_string(par.tp) + " x " + gpu_id + ": needs " +
-      format(need, Dim::kBytes) + " per GPU (weights " + format(f.weight_bytes, Dim::kBytes) +
-      ", activations " + format(f.activation_bytes, Dim::kBytes) + ", reserve " +
-      format(f.reserve_bytes, Dim::kBytes) + ", KV cache for " + std::to_string(min_kv_tokens) +
-      " tokens " + format(kv_need, Dim::kBytes) + "), " + format(f.usable_bytes, Dim::kBytes) +
-      " usable (short by " + format(short_by, Dim::kBytes) + ")",
+      model_id + " does not fit on " + std::to_string(par.gpus()) + " x " + gpu_id + ": needs " +
+          format(need, Dim::kBytes) + " per GPU (weights " + format(f.f.weight_bytes, Dim::kBytes) +
+          ", activations " + format(f.f.activation_bytes, Dim::kBytes) + ", reserve " +
+          format(f.f.reserve_bytes, Dim::kBytes) + ", KV cache for " +
+          std::to_string(min_kv_tokens) + " tokens " + format(kv_need, Dim::kBytes) + "), " +
+          format(f.f.usable_bytes, Dim::kBytes) + " usable (short by " +
+          format(short_by, Dim::kBytes) + ")",
       hint);
+}
+
+MemoryFit fit_memory(const ModelSpec& model, const Parallelism& par, const GpuSpec& gpu,
+                     const Precision& prec, double memory_utilization, double reserve_bytes,
+                     int64_t max_batched_tokens, int block_tokens, int64_t min_kv_tokens) {
+  return fit_memory(make_deployment(model, par, gpu, prec, Efficiency{}), memory_utilization,
+                    reserve_bytes, max_batched_tokens, block_tokens, min_kv_tokens);
 }
 
 }  // namespace fleetsim::hw

@@ -1,63 +1,146 @@
-// Step-time and memory model of one serving replica (dense decoder-only transformer).
+// Step-time and memory model of one serving replica.
 //
-// estimate_step(...) is the seam the simulator calls: a pure function from (model,
-// parallelism, GPU, efficiency, batch shape) to a breakdown of one iteration's time.
-// This first version is a per-operator roofline: each operator costs
-//     max(FLOPs / (peak_flops * compute_eff), bytes / (peak_bw * memory_eff))
-// summed over operators and layers, plus tensor-parallel all-reduce (α-β ring) and a
-// fixed per-iteration overhead. The calibrated model (issue 3) replaces the efficiency
-// factors with measured kernel tables behind the same signature.
+// estimate_step(deployment, batch) is the seam the simulator calls: a pure function from a
+// deployment (model, GPU, parallelism, precision, efficiency, network, offload, calibration)
+// and a batch shape to a breakdown of one iteration's time. It is a per-operator roofline:
+// each operator costs
+//     max(FLOPs / (peak_rate · compute_eff), bytes / (peak_bw · memory_eff))
+// or, where a calibration table exists for the GPU and operator,
+//     max(FLOPs / peak_rate, bytes / peak_bw) / fraction(FLOPs)
+// (hw_models/calibration.h), summed over operators and layers, plus communication through
+// the NetworkModel seam, offload transfers and per-iteration overheads.
+//
+// Operators, per GPU, for T tokens in the iteration (prefill tokens + decode sequences),
+// with Megatron tensor parallelism tp (column-parallel QKV and MLP up/gate, row-parallel O
+// and MLP down, vocab-parallel LM head), attention data parallelism D (each of D groups of
+// tp GPUs runs its own sequences' attention; the MLP of a layer spans all G = tp·D GPUs) and
+// pipeline parallelism pp (layers split in pp stages; pp micro-batches of T/pp tokens in
+// flight, so one iteration = pp · stage time). GEMM (rows × in × out shard): FLOPs
+// 2·rows·in·out, bytes in·out·weight_bytes + rows·(in + out)·act_bytes.
+//   embedding      gather: rows·hidden·(weight_bytes + act_bytes) bytes
+//   attention proj GQA: QKV (T/D, hidden, (heads + 2·kv_heads)·head_dim / tp), O (T/D,
+//                  heads·head_dim/tp, hidden). MLA: q_a (hidden→q_lora), q_b (q_lora→heads/tp·
+//                  (nope+rope)), kv_a (hidden→kv_lora+rope), kv_b (kv_lora→heads/tp·(nope+v)),
+//                  O (heads/tp·v→hidden); with weight absorption in decode the same FLOPs.
+//   attention      GQA decode per context token 4·(heads/tp)·head_dim FLOPs, 2·(kv_heads/tp)·
+//                  head_dim·kv_bytes bytes (kv_heads/tp at least 1: replicated when tp >
+//                  kv_heads); prefill 4·(heads/tp)·head_dim FLOPs per causal pair, KV read
+//                  once per chunk plus Q in and output out. MLA decode per context token
+//                  (heads/tp)·(4·kv_lora + 2·rope) FLOPs over the latent (kv_lora+rope)·kv_bytes
+//                  bytes, which every tp rank holds whole; MLA prefill (heads/tp)·(2·(nope+rope)
+//                  + 2·v) FLOPs per pair. Sliding-window layers attend to at most W tokens:
+//                  decode costs decode_seqs·W context tokens (every sequence is taken to have
+//                  W tokens already: the affine fast path needs it, and prompts are longer
+//                  than W = 128 in practice), prefill pairs min(pairs, prefill_tokens·W).
+//   dense MLP      up+gate (T, hidden, 2·ffn/G), down (T, ffn/G, hidden) (ungated: ffn/G)
+//   MoE            router (T, hidden, experts); expected experts hit by T tokens choosing
+//                  top_k of E: A = E·(1 − (1 − k/E)^T). Expert-parallel (experts whole, E/G
+//                  per GPU): the busiest GPU gets imbalance·T·k/G token copies and reads A/G
+//                  experts' weights. Tensor-parallel experts: each GPU does 1/G of every
+//                  expert for all T·k copies and reads 1/G of the A experts hit. Shared
+//                  experts: a dense gated MLP of shared·expert_ffn (replicated under EP).
+//   LM head        (logits_tokens/D, hidden, vocab/tp)
+//   communication  per layer: all-reduce of (T/D)·hidden·act_bytes over tp after O; then
+//                  an all-reduce of T·hidden·act_bytes over G after the MLP (all-gather +
+//                  reduce-scatter when D > 1), or, for expert-parallel MoE layers, dispatch
+//                  and combine all-to-alls of (T/G)·top_k·hidden·act_bytes per GPU;
+//                  pipeline: a point-to-point hand-off of (T/pp)·hidden·act_bytes per stage.
+//   offload        layers or cold experts kept in host memory: streamed over the host link
+//                  each pass (`stream`), or computed by the host (`host_compute`) at its rate
+//   overhead       eff.iteration_overhead_s (scheduler) + launches: one per kernel
+//                  (kernels_per_layer·layers + 2), or one graph launch for decode-only
+//                  iterations with CUDA graphs.
+// Math units: GEMMs run at the FP8 rate for W8A8 FP8 (and W4A8), INT8 for W8A8 INT8, FP4 for
+// W4A4 FP4, and at the 16-bit rate for weight-only quantisation (dequantised in the kernel);
+// a part without the unit falls back to the next wider one. Attention runs at the 16-bit rate.
 //
 // Property the simulator's fast path relies on (tested): for a decode-only batch of n
 // sequences the step time is exactly affine in the total attended context,
-//     t(n, ctx) = decode_affine(n).fixed_s + decode_affine(n).per_ctx_token_s * ctx,
-// because attention's FLOPs and KV bytes are both proportional to ctx, so the max of the
-// two is too.
-//
-// Operators, per GPU, with T = prefill_tokens + decode_seqs and Megatron tensor parallelism
-// (column-parallel QKV and MLP up/gate, row-parallel O and MLP down, vocab-parallel LM head):
-//   GEMM (rows × in × out shard): FLOPs 2·rows·in·out,
-//                                 bytes in·out·weight_bytes + rows·(in + out)·act_bytes
-//     per layer: QKV (T, hidden, (heads + 2·kv_heads)·head_dim / tp), O (T, heads·head_dim/tp,
-//     hidden), up+gate (T, hidden, 2·ffn/tp; ffn/tp ungated), down (T, ffn/tp, hidden);
-//     once: LM head (logits_tokens, hidden, vocab/tp).
-//   Attention per layer: prefill FLOPs 4·(heads/tp)·head_dim·prefill_attn_pairs, bytes
-//     prefill_kv_tokens·2·kv_heads/tp·head_dim·kv_bytes + prefill_tokens·2·(heads/tp)·
-//     head_dim·act_bytes; decode FLOPs 4·(heads/tp)·head_dim·decode_ctx_tokens, bytes
-//     decode_ctx_tokens·2·kv_heads/tp·head_dim·kv_bytes. (kv_heads/tp is at least 1: KV
-//     heads are replicated when tp > kv_heads.)
-//   GEMMs run at the FP8 rate when weights and activations are both 8-bit and the GPU has
-//   FP8; attention always runs at the BF16 rate.
-//   Communication: 2 ring all-reduces per layer of T·hidden·act_bytes bytes each,
-//     2·(tp−1)·α + 2·(tp−1)/tp · bytes / link_bw; none when tp == 1.
+//     t(n, ctx) = decode_affine(n).fixed_s + decode_affine(n).per_ctx_token_s · ctx,
+// because attention's FLOPs and KV bytes are both proportional to ctx, so their max is too,
+// and the calibrated decode-attention fraction is a constant per GPU.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "hw_models/catalog.h"
+#include "hw_models/network.h"
 
 namespace fleetsim::hw {
 
+class CalibrationSet;
+
+/// Element formats. The llama.cpp GGUF block formats carry their scales: q8_0 is 34 bytes per
+/// 32 weights (8.5 bits), q4_0 18 bytes per 32 (4.5 bits); q4_k_m mixes Q4_K and Q6_K
+/// tensors, 4.82 bits per weight on average (Llama-3-70B: 39.59 GB against 131.42 GB at
+/// F16, XiongjieDai/GPU-Benchmarks-on-LLM-Inference README). They are weight-only formats:
+/// the math runs at the 16-bit rate after dequantisation.
+enum class DType { kBf16, kFp16, kFp8, kInt8, kInt4, kFp4, kQ8_0, kQ4_0, kQ4KM };
+double dtype_bytes(DType d);
+const char* dtype_name(DType d);
+/// "bf16", "fp16", "fp8", "int8", "int4", "fp4" (also "mxfp4", "nvfp4" → fp4), "q8_0",
+/// "q4_0", "q4_k_m"; false if unknown.
+bool parse_dtype(const std::string& s, DType* out);
+
 struct Parallelism {
-  int tp = 1;  ///< tensor-parallel degree (GPUs per replica)
+  int tp = 1;                    ///< tensor-parallel degree
+  int pp = 1;                    ///< pipeline stages
+  int dp_attention = 1;          ///< attention data-parallel groups (DeepSeek-style DP attention)
+  bool expert_parallel = false;  ///< MoE experts whole on GPUs (EP over tp·dp_attention)
+  int gpus_per_stage() const { return tp * dp_attention; }
+  int gpus() const { return tp * dp_attention * pp; }
 };
 
-/// Bytes per element of each tensor class.
+/// Bytes per element of each tensor class and the unit GEMMs run on.
 struct Precision {
   double weight_bytes = 2;  ///< BF16
   double act_bytes = 2;
   double kv_bytes = 2;
+  DType math = DType::kBf16;  ///< the tensor-core format GEMMs use
+  /// Bytes from the dtypes, and the math unit by the rule in the header comment.
+  static Precision of(DType weights, DType activations, DType kv);
 };
 
 /// Efficiency factors and fixed costs, resolved from the GPU's catalog entry and any
 /// scenario overrides (each one says where it came from).
 struct Efficiency {
-  double compute = 0.7;           ///< achieved / peak tensor rate
-  double memory = 0.8;            ///< achieved / peak HBM bandwidth
-  double iteration_overhead_s = 0;///< scheduler + launch cost per iteration
-  double allreduce_latency_s = 0; ///< α per ring step of a TP all-reduce
-  double link_bw_bytes_per_s = 0; ///< β⁻¹: per-GPU per-direction link bandwidth
+  double compute = 0.7;            ///< achieved / peak tensor rate
+  double memory = 0.8;             ///< achieved / peak HBM bandwidth
+  double iteration_overhead_s = 0; ///< scheduler (CPU) time per iteration
+  double kernel_launch_s = 0;      ///< per kernel launch, eager mode
+  bool cuda_graphs = true;         ///< decode-only iterations replay one graph
+  double moe_imbalance = 1.0;      ///< busiest expert-parallel GPU / mean (≥ 1)
+  double allreduce_latency_s = 0;  ///< α of the scale-up level
+  double link_bw_bytes_per_s = 0;  ///< β⁻¹ of the scale-up level (per GPU, per direction)
+};
+
+/// Weights kept in host memory (the llama.cpp partial-offload case, MoE expert offload).
+struct Offload {
+  enum class Mode { kStream, kHostCompute };
+  Mode mode = Mode::kStream;
+  int layers_on_host = 0;              ///< the last N layers' weights live on the host
+  double experts_on_host = 0;          ///< fraction of the least popular routed experts
+  double expert_popularity_zipf = 0;   ///< p_i ∝ i^-s over experts; 0 = uniform
+  LinkLevel host_link;                 ///< GPU↔host
+  double host_memory_bw_bytes_per_s = 0;
+  double host_flops_per_s = 0;
+  bool any() const { return layers_on_host > 0 || experts_on_host > 0; }
+};
+
+/// Everything estimate_step needs to know about a replica.
+struct Deployment {
+  std::shared_ptr<const ModelSpec> model;
+  std::shared_ptr<const GpuSpec> gpu;
+  Parallelism par;
+  Precision prec;
+  Efficiency eff;
+  int scaleup_domain_gpus = 8;                  ///< GPUs per NVLink/xGMI domain
+  std::shared_ptr<const NetworkModel> network;  ///< null: α-β from eff (scale-up only)
+  Offload offload;
+  std::shared_ptr<const CalibrationSet> calibration;  ///< null: efficiency factors only
 };
 
 /// What one iteration computes, aggregated over the batch.
@@ -71,22 +154,43 @@ struct BatchShape {
   int64_t logits_tokens = 0;      ///< sequences that sample a token (LM head rows)
 };
 
-/// Where one iteration's time goes, in seconds.
 /// The catalog's efficiency figures for `gpu` (compute, memory, α, link bandwidth), with no
 /// iteration overhead. Scenario overrides are applied on top by the caller.
 Efficiency catalog_efficiency(const GpuSpec& gpu);
 
+/// Where one iteration's time goes, in seconds.
 struct StepBreakdown {
-  double gemm_s = 0;           ///< QKV, output, MLP projections and LM head
+  double gemm_s = 0;           ///< embedding, attention projections, dense MLP, LM head
   double attention_s = 0;      ///< prefill and decode attention
-  double communication_s = 0;  ///< tensor-parallel all-reduce
-  double overhead_s = 0;       ///< fixed per-iteration cost
-  double total_s() const { return gemm_s + attention_s + communication_s + overhead_s; }
+  double moe_s = 0;            ///< router, routed and shared experts
+  double communication_s = 0;  ///< TP all-reduce, EP all-to-all, pipeline hand-off
+  double offload_s = 0;        ///< host-memory weights: transfer or host compute
+  double overhead_s = 0;       ///< scheduler and launch cost per iteration
+  double total_s() const {
+    return gemm_s + attention_s + moe_s + communication_s + offload_s + overhead_s;
+  }
+};
+
+/// One operator of an iteration, for `fleetsim run --explain`.
+struct OpCost {
+  std::string category;  ///< gemm | attention | moe | communication | offload | overhead
+  std::string name;
+  double count = 0;      ///< times per iteration (layers × micro-batches), per GPU
+  double flops = 0, bytes = 0;  ///< per occurrence, per GPU
+  double time_s = 0;     ///< total over `count`
+  std::string bound;     ///< compute | memory | network | calibrated | fixed
 };
 
 /// One iteration's time. An empty batch (no tokens, no context) costs exactly 0.
-/// Preconditions (std::invalid_argument otherwise): tp >= 1; eff.link_bw_bytes_per_s > 0
-/// when tp > 1; efficiencies and rates > 0.
+/// Preconditions (std::invalid_argument otherwise): model and gpu set; tp, pp, D >= 1;
+/// a scale-up bandwidth when a group spans GPUs; efficiencies and rates > 0.
+StepBreakdown estimate_step(const Deployment& d, const BatchShape& batch);
+/// The same iteration, operator by operator (sums to estimate_step's total).
+std::vector<OpCost> explain_step(const Deployment& d, const BatchShape& batch);
+
+/// Convenience: a deployment of `model` on `gpu` with α-β scale-up from `eff`.
+Deployment make_deployment(const ModelSpec& model, const Parallelism& par, const GpuSpec& gpu,
+                           const Precision& prec, const Efficiency& eff);
 StepBreakdown estimate_step(const ModelSpec& model, const Parallelism& par, const GpuSpec& gpu,
                             const Precision& prec, const Efficiency& eff, const BatchShape& batch);
 
@@ -97,31 +201,39 @@ struct DecodeAffine {
   double fixed_s = 0;
   double per_ctx_token_s = 0;
 };
+DecodeAffine decode_affine(const Deployment& d, int64_t n);
 DecodeAffine decode_affine(const ModelSpec& model, const Parallelism& par, const GpuSpec& gpu,
                            const Precision& prec, const Efficiency& eff, int64_t n);
 
 /// Per-GPU memory budget of a replica.
 struct MemoryFit {
   double usable_bytes = 0;      ///< gpu memory * memory_utilization
-  double weight_bytes = 0;      ///< per GPU
+  double weight_bytes = 0;      ///< per GPU (host-resident weights excluded)
+  double host_weight_bytes = 0; ///< per GPU share of weights kept in host memory
   double activation_bytes = 0;  ///< per GPU, peak for a batch of max_batched_tokens
   double reserve_bytes = 0;     ///< runtime reserve (CUDA context, allocator slack)
   double kv_bytes = 0;          ///< what is left for the KV cache, per GPU (may be < 0)
+  double kv_bytes_per_token = 0;///< per GPU
   int64_t kv_blocks = 0;        ///< KV blocks of `block_tokens` tokens the replica can hold
+                                ///< (dp_attention groups each hold their own sequences)
 };
 
 /// Computes the memory budget. Throws InputError when the KV cache would have room for
 /// less than one full-length sequence of `min_kv_tokens`, saying by how much it misses and
-/// what would fit (larger TP, FP8 weights, fewer batched tokens), and when tp does not
-/// divide the attention heads.
+/// what would fit (larger TP, more pipeline stages, FP8 weights, FP8 KV, fewer batched
+/// tokens), and when tp does not divide the attention heads.
 ///   usable      = memory_bytes · memory_utilization
-///   weights     = derived_params · weight_bytes / tp
-///   activations = T·act_bytes·(2·hidden + (heads/tp + 2·kv_heads/tp)·head_dim
-///                 + (heads/tp)·head_dim + 3·ffn/tp)  + min(T, 256)·vocab·4 (fp32 logits)
-///                 with T = max_batched_tokens (2·ffn/tp for an ungated MLP)
+///   weights     = (layers·(attention/tp + norms) + dense layers·dense_mlp/G
+///                  + moe layers·(router + (experts + shared)·expert)/G + embeddings/tp) / pp
+///                 · weight_bytes, less the host-resident share
+///   activations = (T/D)·act_bytes·(2·hidden + (heads/tp + 2·kv_heads/tp)·head_dim
+///                 + (heads/tp)·head_dim) + T·act_bytes·max(3·ffn/G, 3·top_k·expert_ffn/G)
+///                 + min(T, 256)·vocab/tp·4 (fp32 logits), T = max_batched_tokens
 ///   kv_bytes    = usable − weights − activations − reserve
-///   kv_blocks   = floor(kv_bytes / (block_tokens · 2·layers·kv_heads/tp·head_dim·kv_bytes))
-/// Preconditions (std::invalid_argument otherwise): tp >= 1, block_tokens >= 1.
+///   kv_blocks   = D · floor(kv_bytes / (block_tokens · kv bytes per token per GPU))
+/// Preconditions (std::invalid_argument otherwise): tp, pp >= 1, block_tokens >= 1.
+MemoryFit fit_memory(const Deployment& d, double memory_utilization, double reserve_bytes,
+                     int64_t max_batched_tokens, int block_tokens, int64_t min_kv_tokens);
 MemoryFit fit_memory(const ModelSpec& model, const Parallelism& par, const GpuSpec& gpu,
                      const Precision& prec, double memory_utilization, double reserve_bytes,
                      int64_t max_batched_tokens, int block_tokens, int64_t min_kv_tokens);

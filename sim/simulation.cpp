@@ -13,7 +13,7 @@ Simulation::Simulation(const scenario::Scenario& sc, RunOptions options)
   const RngStreams rng(sc.seed);
   workload_ = sc.make_workload(sc.seed);
   steps_ = std::make_unique<serving::StepModel>(
-      serving::StepModelConfig{sc.model, sc.gpu, sc.par, sc.prec, sc.eff}, sc.vllm.max_num_seqs);
+      serving::StepModelConfig{sc.dep}, sc.vllm.max_num_seqs);
   router_ = serving::make_router(sc.router, rng);
   for (int i = 0; i < sc.replicas; ++i) {
     replicas_.push_back(std::make_unique<serving::Vllm>(i, engine_, static_cast<serving::ServingObserver&>(*this), *steps_, sc.vllm));

@@ -9,13 +9,16 @@
 #include <string>
 #include <vector>
 
+#include "hw_models/calibration.h"
 #include "hw_models/catalog.h"
 #include "hw_models/error.h"
 #include "hw_models/units.h"
+#include "reports/explain.h"
 #include "reports/summary.h"
 #include "sim/scenario/scenario.h"
 #include "sim/serving/registry.h"
 #include "sim/simulation.h"
+#include "sim/validation/validation.h"
 
 namespace po = boost::program_options;
 using namespace fleetsim;
@@ -28,7 +31,9 @@ const char* kUsage =
     "commands:\n"
     "  run SCENARIO     simulate a scenario, print a summary, write DIR/summary.json\n"
     "  check SCENARIO   validate a scenario and print its resolved configuration\n"
-    "  list WHAT        list gpus | models | policies | routers\n"
+    "  list WHAT        list gpus | models | nodes | interconnects | policies | routers\n"
+    "  validate [DIR]   predict the published measurements of the validation suite\n"
+    "  calibrate import FILE   check a kernel calibration table and install it\n"
     "\n"
     "  fleetsim --version          print the version\n"
     "  fleetsim <command> --help   options of a command\n";
@@ -41,6 +46,8 @@ po::options_description scenario_options() {
        "override a field: --set key.path=value (repeatable), e.g. --set serving.replicas=8")
       ("seed", po::value<uint64_t>(), "random seed (replaces the scenario's seed)")
       ("catalog", po::value<std::string>(), "catalog folder (default: $FLEETSIM_CATALOG or the bundled one)")
+      ("calibration", po::value<std::string>(),
+       "calibration folder (default: $FLEETSIM_CALIBRATION or the bundled one); 'none' for none")
       ("help,h", "show this help");
   return d;
 }
@@ -69,15 +76,26 @@ std::optional<Parsed> parse(const std::string& cmd, const std::vector<std::strin
   return p;
 }
 
+hw::Catalog load_catalog(const po::variables_map& vm) {
+  return hw::Catalog::load(vm.count("catalog") ? vm["catalog"].as<std::string>()
+                                               : hw::Catalog::default_dir());
+}
+
+std::shared_ptr<const hw::CalibrationSet> load_calibration(const po::variables_map& vm,
+                                                           const hw::Catalog& catalog) {
+  const std::string dir = vm.count("calibration") ? vm["calibration"].as<std::string>()
+                                                  : hw::CalibrationSet::default_dir();
+  if (dir == "none") return nullptr;
+  return std::make_shared<const hw::CalibrationSet>(hw::CalibrationSet::load_dir(dir, catalog));
+}
+
 scenario::Scenario load_scenario(const Parsed& p) {
-  const std::string dir =
-      p.vm.count("catalog") ? p.vm["catalog"].as<std::string>() : hw::Catalog::default_dir();
-  const hw::Catalog catalog = hw::Catalog::load(dir);
+  const hw::Catalog catalog = load_catalog(p.vm);
   std::vector<std::string> sets;
   if (p.vm.count("set")) sets = p.vm["set"].as<std::vector<std::string>>();
   std::optional<uint64_t> seed;
   if (p.vm.count("seed")) seed = p.vm["seed"].as<uint64_t>();
-  return scenario::load(p.scenario, sets, seed, catalog);
+  return scenario::load(p.scenario, sets, seed, catalog, load_calibration(p.vm, catalog));
 }
 
 int cmd_run(const std::vector<std::string>& args) {
@@ -85,10 +103,12 @@ int cmd_run(const std::vector<std::string>& args) {
   desc.add_options()
       ("out", po::value<std::string>(), "output folder (default: out/<scenario name>/)")
       ("requests-csv", po::value<std::string>(), "stream one CSV row per request to this file")
-      ("quiet,q", "print no progress");
+      ("quiet,q", "print no progress")
+      ("explain", "print where the time of a representative prefill and decode iteration goes");
   auto p = parse("run", args, desc);
   if (!p) return 0;
   const scenario::Scenario sc = load_scenario(*p);
+  if (p->vm.count("explain")) std::cout << reports::explain(sc) << "\n";
   const std::string out_dir =
       p->vm.count("out") ? p->vm["out"].as<std::string>() : "out/" + sc.name;
   std::error_code ec;
@@ -127,30 +147,50 @@ int cmd_check(const std::vector<std::string>& args) {
 }
 
 int cmd_list(const std::vector<std::string>& args) {
-  const std::vector<std::string> what = {"gpus", "models", "policies", "routers"};
+  const std::vector<std::string> what = {"gpus", "models", "nodes", "interconnects", "policies", "routers"};
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
-    std::cout << "usage: fleetsim list gpus|models|policies|routers [--catalog DIR]\n";
+    std::cout << "usage: fleetsim list gpus|models|nodes|interconnects|policies|routers [--catalog DIR]\n";
     return args.empty() ? 2 : 0;
   }
   std::string dir = hw::Catalog::default_dir();
   for (size_t i = 1; i + 1 < args.size(); ++i)
     if (args[i] == "--catalog") dir = args[i + 1];
   const std::string& w = args[0];
-  if (w == "gpus" || w == "models") {
+  if (w == "gpus" || w == "models" || w == "nodes" || w == "interconnects") {
     const hw::Catalog cat = hw::Catalog::load(dir);
     if (w == "gpus") {
       for (const auto& [id, g] : cat.gpus()) {
-        std::printf("%-16s %-28s %9s %11s %12s\n", id.c_str(), g.name.c_str(),
+        std::printf("%-16s %-34s %9s %11s %12s BF16  efficiency %s\n", id.c_str(),
+                    g.name.substr(0, 34).c_str(),
                     units::format(g.memory_bytes, units::Dim::kBytes).c_str(),
                     units::format(g.memory_bw_bytes_per_s, units::Dim::kBandwidth).c_str(),
-                    units::format(g.bf16_flops_per_s, units::Dim::kFlopRate).c_str());
+                    units::format(g.bf16_flops_per_s, units::Dim::kFlopRate).c_str(),
+                    g.efficiency_basis.c_str());
       }
-    } else {
+    } else if (w == "models") {
       for (const auto& [id, m] : cat.models()) {
-        std::printf("%-16s %-24s %8s params, %3d layers, hidden %5d, %3d/%2d heads\n", id.c_str(),
-                    m.name.c_str(), units::format_count(m.derived_params()).c_str(), m.layers,
-                    m.hidden, m.heads, m.kv_heads);
+        std::string kind = m.is_moe() ? "MoE " + std::to_string(m.moe->top_k) + "/" +
+                                            std::to_string(m.moe->experts)
+                                      : "dense";
+        if (m.mla) kind += ", MLA";
+        std::printf("%-16s %-26s %8s params (%8s active), %3d layers, hidden %5d, %3d/%3d heads, %s\n",
+                    id.c_str(), m.name.substr(0, 26).c_str(),
+                    units::format_count(m.derived_params()).c_str(),
+                    units::format_count(m.derived_active_params()).c_str(), m.layers, m.hidden,
+                    m.heads, m.kv_heads, kind.c_str());
       }
+    } else if (w == "nodes") {
+      for (const auto& [id, n] : cat.nodes())
+        std::printf("%-22s %-40s %2d x %-12s %3d NICs %-12s %9s/node, %2d nodes/rack\n", id.c_str(),
+                    n.name.substr(0, 40).c_str(), n.gpus_per_node, n.gpu.c_str(), n.nics_per_node,
+                    n.nic.c_str(), units::format(n.node_power_w, units::Dim::kPower).c_str(),
+                    n.nodes_per_rack);
+    } else {
+      for (const auto& [id, l] : cat.interconnects())
+        std::printf("%-20s %-9s %-44s %11s %9s\n", id.c_str(), l.kind.c_str(),
+                    l.name.substr(0, 44).c_str(),
+                    units::format(l.bw_bytes_per_s, units::Dim::kBandwidth).c_str(),
+                    units::format(l.latency_s, units::Dim::kTime).c_str());
     }
   } else if (w == "policies") {
     for (const auto& pol : serving::policies())
@@ -158,8 +198,86 @@ int cmd_list(const std::vector<std::string>& args) {
   } else if (w == "routers") {
     for (const auto& r : serving::routers()) std::printf("%-20s %s\n", r.name.c_str(), r.summary.c_str());
   } else {
-    throw InputError("unknown list '" + w + "'" + did_you_mean(w, what), "one of gpus, models, policies, routers");
+    throw InputError("unknown list '" + w + "'" + did_you_mean(w, what),
+                     "one of gpus, models, nodes, interconnects, policies, routers");
   }
+  return 0;
+}
+
+int cmd_validate(const std::vector<std::string>& args) {
+  po::options_description desc("validate options");
+  desc.add_options()
+      ("dir", po::value<std::string>(), "folder of case files (default: scenarios/validation)")
+      ("check-baseline", "exit 1 if a group's median error is worse than the committed baseline")
+      ("update-baseline", "write the current errors as the baseline (DIR/baseline.json)")
+      ("catalog", po::value<std::string>(), "catalog folder")
+      ("calibration", po::value<std::string>(), "calibration folder, or 'none'")
+      ("help,h", "show this help");
+  po::positional_options_description pos;
+  pos.add("dir", 1);
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
+  po::notify(vm);
+  if (vm.count("help")) {
+    std::cout << "usage: fleetsim validate [DIR] [options]\n\n" << desc << "\n";
+    return 0;
+  }
+  const std::string dir = vm.count("dir") ? vm["dir"].as<std::string>()
+                                          : std::string(FLEETSIM_VALIDATION_DIR);
+  const hw::Catalog catalog = load_catalog(vm);
+  const auto cases = validation::run_suite(dir, catalog, load_calibration(vm, catalog));
+  std::cout << validation::format_report(cases);
+  const std::string baseline = (std::filesystem::path(dir) / "baseline.json").string();
+  if (vm.count("update-baseline")) {
+    validation::write_baseline(cases, baseline);
+    std::cout << "wrote " << baseline << "\n";
+  }
+  if (vm.count("check-baseline")) {
+    const std::string worse = validation::check_baseline(cases, baseline);
+    if (!worse.empty()) {
+      std::cerr << "error: validation got worse than the committed baseline (" << baseline
+                << "):\n" << worse;
+      return 1;
+    }
+    std::cout << "baseline: no group is worse than " << baseline << "\n";
+  }
+  return 0;
+}
+
+int cmd_calibrate(const std::vector<std::string>& args) {
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] != "import" ||
+      args.size() < 2) {
+    std::cout << "usage: fleetsim calibrate import FILE [--force] [--calibration DIR]\n"
+                 "  checks a calibration table (hw_models/calibration/README.md) and copies it\n"
+                 "  into the calibration folder; --force replaces a table of the same name\n";
+    return args.empty() || (args[0] != "--help" && args[0] != "-h") ? 2 : 0;
+  }
+  const std::string file = args[1];
+  bool force = false;
+  std::string dir = hw::CalibrationSet::default_dir();
+  for (size_t i = 2; i < args.size(); ++i) {
+    if (args[i] == "--force") force = true;
+    else if (args[i] == "--calibration" && i + 1 < args.size()) dir = args[++i];
+    else throw InputError("unknown option '" + args[i] + "'", "fleetsim calibrate import FILE [--force]");
+  }
+  const hw::Catalog catalog = hw::Catalog::load(hw::Catalog::default_dir());
+  const hw::CalibrationTable t = hw::load_calibration(file, catalog);
+  namespace fs = std::filesystem;
+  const fs::path dest = fs::path(dir) / fs::path(file).filename();
+  std::error_code ec;
+  if (fs::exists(dest) && fs::equivalent(dest, file, ec)) {
+    std::cout << "checked " << file << ": " << t.rows.size() << " rows for " << t.gpu
+              << " (already installed)\n";
+    return 0;
+  }
+  if (fs::exists(dest) && !force)
+    throw InputError("a calibration table named " + dest.filename().string() + " is already installed",
+                     "pass --force to replace it, or rename the file", dest.string());
+  fs::create_directories(dir, ec);
+  fs::copy_file(file, dest, fs::copy_options::overwrite_existing, ec);
+  if (ec) throw InputError("cannot install the table: " + ec.message(), "check the folder", dest.string());
+  std::cout << "checked " << file << ": " << t.rows.size() << " rows for " << t.gpu << " from "
+            << t.source << "\ninstalled " << dest.string() << "\n";
   return 0;
 }
 
@@ -181,8 +299,10 @@ int main(int argc, char** argv) {
     if (cmd == "run") return cmd_run(args);
     if (cmd == "check") return cmd_check(args);
     if (cmd == "list") return cmd_list(args);
+    if (cmd == "validate") return cmd_validate(args);
+    if (cmd == "calibrate") return cmd_calibrate(args);
     std::cerr << "fleetsim: unknown command '" << cmd << "'"
-              << did_you_mean(cmd, {"run", "check", "list"}) << "\n" << kUsage;
+              << did_you_mean(cmd, {"run", "check", "list", "validate", "calibrate"}) << "\n" << kUsage;
     return 2;
   } catch (const InputError& e) {
     std::cerr << "error: " << e.what() << "\n";

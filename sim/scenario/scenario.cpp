@@ -7,28 +7,182 @@
 
 namespace fleetsim::scenario {
 
-double dtype_bytes(const std::string& dtype) {
-  if (dtype == "fp32") return 4;
-  if (dtype == "bf16" || dtype == "fp16") return 2;
-  if (dtype == "fp8" || dtype == "int8") return 1;
-  if (dtype == "int4" || dtype == "fp4") return 0.5;
-  throw InputError("unknown dtype '" + dtype + "'", "one of fp32, bf16, fp16, fp8, int8, int4, fp4");
-}
-
 std::unique_ptr<workload::Workload> Scenario::make_workload(uint64_t seed_value) const {
   yaml::Map section = *workload_section;  // a fresh copy: from_yaml records the keys it reads
   return workload::Workload::from_yaml(section, RngStreams(seed_value), base_dir);
 }
 
+namespace {
+
+hw::DType dtype_of(yaml::Map& m, const std::string& key, const std::vector<std::string>& allowed,
+                   const std::string& fallback, std::string* name) {
+  *name = m.choice_or(key, allowed, fallback);
+  hw::DType d;
+  hw::parse_dtype(*name, &d);
+  return d;
+}
+
+}  // namespace
+
+void load_deployment(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
+                     std::shared_ptr<const hw::CalibrationSet> calibration) {
+  yaml::Map hw = root.map("hardware");
+  const std::string gpu_id = hw.str("gpu");
+  try {
+    sc.gpu = catalog.gpu(gpu_id);
+  } catch (const InputError& e) {
+    throw hw.locate("gpu", e);
+  }
+  if (hw.has("node")) {
+    try {
+      sc.node = catalog.node(hw.str("node"));
+    } catch (const InputError& e) {
+      throw hw.locate("node", e);
+    }
+    if (sc.node->gpu != sc.gpu.id)
+      hw.fail("node", "node '" + sc.node->id + "' holds " + sc.node->gpu + ", not " + sc.gpu.id,
+              "pick a node built from " + sc.gpu.id + ", or drop 'node' to use the default");
+  } else if (const hw::NodeSpec* n = catalog.default_node_for(sc.gpu.id)) {
+    sc.node = *n;
+  }
+  sc.par.tp = static_cast<int>(hw.integer_or("tp", 1, 1024, 1));
+  sc.par.pp = static_cast<int>(hw.integer_or("pp", 1, 1024, 1));
+  sc.par.dp_attention = static_cast<int>(hw.integer_or("dp_attention", 1, 1024, 1));
+  sc.par.expert_parallel = hw.boolean_or("expert_parallel", false);
+  if (sc.model.heads % sc.par.tp != 0)
+    hw.fail("tp", "tensor parallelism " + std::to_string(sc.par.tp) + " does not divide the " +
+                      std::to_string(sc.model.heads) + " attention heads of " + sc.model.id,
+            "use a divisor of the head count, e.g. 1, 2, 4 or 8");
+  if (sc.par.pp > sc.model.layers)
+    hw.fail("pp", "pipeline parallelism " + std::to_string(sc.par.pp) + " exceeds the " +
+                      std::to_string(sc.model.layers) + " layers of " + sc.model.id,
+            "use pp <= " + std::to_string(sc.model.layers));
+  if (sc.par.expert_parallel && !sc.model.is_moe())
+    hw.fail("expert_parallel", sc.model.id + " is a dense model: it has no experts",
+            "drop expert_parallel");
+  if (sc.par.expert_parallel && sc.model.moe->experts % sc.par.gpus_per_stage() != 0)
+    hw.fail("expert_parallel",
+            std::to_string(sc.model.moe->experts) + " experts do not split evenly over tp x "
+            "dp_attention = " + std::to_string(sc.par.gpus_per_stage()) + " GPUs",
+            "use a GPU count per stage that divides the expert count");
+  hw.finish();
+
+  // Precision. FP8 weights on a GPU with FP8 units default to FP8 activations (W8A8, as
+  // vLLM runs FP8 checkpoints on Hopper and later); others default to 16-bit activations.
+  const std::vector<std::string> dtypes = {"bf16", "fp16", "fp8",   "int8",  "int4", "fp4",
+                                           "mxfp4", "nvfp4", "q8_0", "q4_0", "q4_k_m"};
+  hw::DType w = hw::DType::kBf16, a = hw::DType::kBf16, kv = hw::DType::kBf16;
+  std::optional<yaml::Map> pr = root.map_opt("precision");
+  if (pr) w = dtype_of(*pr, "weights", dtypes, "bf16", &sc.weights_dtype);
+  const bool has_fp8 = sc.gpu.fp8_flops_per_s > 0;
+  const std::string act_default = (w == hw::DType::kFp8 && has_fp8) ? "fp8" : "bf16";
+  if (pr) {
+    a = dtype_of(*pr, "activations", {"bf16", "fp16", "fp8", "int8", "fp4", "mxfp4", "nvfp4"},
+                 act_default, &sc.activations_dtype);
+    kv = dtype_of(*pr, "kv", {"bf16", "fp16", "fp8", "int8", "int4"}, "bf16", &sc.kv_dtype);
+    pr->finish();
+  } else {
+    sc.activations_dtype = act_default;
+    hw::parse_dtype(act_default, &a);
+  }
+  sc.prec = hw::Precision::of(w, a, kv);
+
+  // Efficiency: the GPU's measured figures unless the scenario overrides them.
+  sc.eff = hw::catalog_efficiency(sc.gpu);
+  sc.efficiency_source = "catalog (" + sc.gpu.id + ", " + sc.gpu.efficiency_basis + ")";
+  bool use_calibration = true;
+  if (auto ef = root.map_opt("efficiency")) {
+    if (ef->has("compute") || ef->has("memory")) sc.efficiency_source = "scenario override";
+    sc.eff.compute = ef->number_or("compute", 0.01, 1.0, sc.eff.compute);
+    sc.eff.memory = ef->number_or("memory", 0.01, 1.0, sc.eff.memory);
+    sc.eff.iteration_overhead_s = ef->quantity_or("iteration_overhead", units::Dim::kTime, 0.0);
+    sc.eff.kernel_launch_s = ef->quantity_or("kernel_launch", units::Dim::kTime, 0.0);
+    sc.eff.cuda_graphs = ef->boolean_or("cuda_graphs", true);
+    sc.eff.moe_imbalance = ef->number_or("moe_imbalance", 1.0, 100.0, 1.0);
+    use_calibration = ef->boolean_or("calibration", true);
+    ef->finish();
+  }
+
+  // Offload.
+  if (auto of = root.map_opt("offload")) {
+    sc.offload.layers_on_host =
+        static_cast<int>(of->integer_or("layers_on_host", 0, sc.model.layers, 0));
+    sc.offload.experts_on_host = of->number_or("experts_on_host", 0.0, 1.0, 0.0);
+    if (sc.offload.experts_on_host > 0 && !sc.model.is_moe())
+      of->fail("experts_on_host", sc.model.id + " is a dense model: it has no experts",
+               "use layers_on_host for a dense model");
+    sc.offload.expert_popularity_zipf = of->number_or("expert_popularity_zipf", 0.0, 10.0, 0.0);
+    sc.offload.mode = of->choice_or("mode", {"stream", "host_compute"}, "stream") == "stream"
+                          ? hw::Offload::Mode::kStream
+                          : hw::Offload::Mode::kHostCompute;
+    if (sc.offload.mode == hw::Offload::Mode::kHostCompute &&
+        !(sc.node && sc.node->host_flops_per_s > 0 && sc.node->host_memory_bw_bytes_per_s > 0))
+      of->fail("mode", "host_compute needs the node's host_compute and host_memory_bandwidth",
+               "pick a node that gives them (hardware.node), or use mode: stream");
+    of->finish();
+  }
+  const hw::InterconnectSpec& host = catalog.interconnect(sc.gpu.host_link);
+  sc.offload.host_link = {host.latency_s, host.bw_bytes_per_s};
+  if (sc.node) {
+    sc.offload.host_memory_bw_bytes_per_s = sc.node->host_memory_bw_bytes_per_s;
+    sc.offload.host_flops_per_s = sc.node->host_flops_per_s;
+  }
+
+  // Network: the GPU's scale-up fabric inside a domain, the node's NICs between domains.
+  hw::LinkLevel up{sc.eff.allreduce_latency_s, sc.eff.link_bw_bytes_per_s};
+  hw::LinkLevel out;
+  int domain = std::max(8, sc.par.gpus());
+  if (sc.node) {
+    domain = sc.node->scaleup_domain_gpus;
+    if (sc.node->nics_per_node > 0) {
+      const hw::InterconnectSpec& nic = catalog.interconnect(sc.node->nic);
+      out = {nic.latency_s, nic.bw_bytes_per_s * sc.node->nics_per_node / sc.node->gpus_per_node};
+    }
+    if (sc.par.gpus() > domain && sc.node->nics_per_node == 0)
+      root.fail("hardware", std::to_string(sc.par.gpus()) + " GPUs per replica span more than one " +
+                                sc.node->id + " (" + std::to_string(domain) +
+                                " GPUs per scale-up domain) and the node has no NICs",
+                "use at most " + std::to_string(domain) + " GPUs per replica on this node");
+  }
+
+  sc.dep.model = std::make_shared<const hw::ModelSpec>(sc.model);
+  sc.dep.gpu = std::make_shared<const hw::GpuSpec>(sc.gpu);
+  sc.dep.par = sc.par;
+  sc.dep.prec = sc.prec;
+  sc.dep.eff = sc.eff;
+  sc.dep.scaleup_domain_gpus = domain;
+  sc.dep.network = std::make_shared<const hw::AnalyticNetwork>(up, out);
+  sc.dep.offload = sc.offload;
+  if (use_calibration && calibration) {
+    std::string used;
+    for (const auto& t : calibration->tables())
+      if (t.gpu == sc.gpu.id)
+        used += (used.empty() ? "" : ", ") + std::filesystem::path(t.file).filename().string();
+    if (!used.empty()) {
+      sc.dep.calibration = calibration;
+      sc.calibration_used = used;
+      sc.efficiency_source += "; calibrated by " + used;
+    }
+  }
+}
+
 Scenario load(const std::string& file, const std::vector<std::string>& overrides,
-              std::optional<uint64_t> seed, const hw::Catalog& catalog) {
-  yaml::Map root = yaml::load_file_with_overrides(file, overrides);
+              std::optional<uint64_t> seed, const hw::Catalog& catalog,
+              std::shared_ptr<const hw::CalibrationSet> calibration) {
+  return load_map(yaml::load_file_with_overrides(file, overrides), file, overrides, seed, catalog,
+                  std::move(calibration));
+}
+
+Scenario load_map(yaml::Map root, const std::string& file,
+                  const std::vector<std::string>& overrides, std::optional<uint64_t> seed,
+                  const hw::Catalog& catalog,
+                  std::shared_ptr<const hw::CalibrationSet> calibration) {
   {
     // Unknown top-level keys first, so a misspelt section is reported as such ("did you
     // mean 'serving'?") rather than as the correct one missing.
     yaml::Map top = root;
     for (const char* k : {"name", "description", "seed", "model", "hardware", "precision",
-                          "efficiency", "serving", "workload", "slo"}) {
+                          "efficiency", "offload", "serving", "workload", "slo"}) {
       top.has(k);
     }
     top.finish();
@@ -50,45 +204,7 @@ Scenario load(const std::string& file, const std::vector<std::string>& overrides
   } catch (const InputError& e) {
     throw root.locate("model", e);
   }
-  {
-    yaml::Map hw = root.map("hardware");
-    const std::string gpu_id = hw.str("gpu");
-    try {
-      sc.gpu = catalog.gpu(gpu_id);
-    } catch (const InputError& e) {
-      throw hw.locate("gpu", e);
-    }
-    sc.par.tp = static_cast<int>(hw.integer_or("tp", 1, 64, 1));
-    if (sc.model.heads % sc.par.tp != 0) {
-      hw.fail("tp", "tensor parallelism " + std::to_string(sc.par.tp) + " does not divide the " +
-                        std::to_string(sc.model.heads) + " attention heads of " + sc.model.id,
-              "use a divisor of the head count, e.g. 1, 2, 4 or 8");
-    }
-    hw.finish();
-  }
-  const std::vector<std::string> dtypes = {"fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4"};
-  if (auto pr = root.map_opt("precision")) {
-    sc.weights_dtype = pr->choice_or("weights", dtypes, "bf16");
-    sc.kv_dtype = pr->choice_or("kv", {"fp32", "bf16", "fp16", "fp8", "int8"}, "bf16");
-    pr->finish();
-  }
-  sc.prec.weight_bytes = dtype_bytes(sc.weights_dtype);
-  sc.prec.kv_bytes = dtype_bytes(sc.kv_dtype);
-  sc.prec.act_bytes = 2;
-
-  // Efficiency: the GPU's measured figures unless the scenario overrides them.
-  sc.eff.compute = sc.gpu.compute_efficiency;
-  sc.eff.memory = sc.gpu.memory_efficiency;
-  sc.eff.link_bw_bytes_per_s = sc.gpu.scaleup_bw_bytes_per_s;
-  sc.eff.allreduce_latency_s = sc.gpu.scaleup_latency_s;
-  sc.efficiency_source = "catalog (" + sc.gpu.id + ")";
-  if (auto ef = root.map_opt("efficiency")) {
-    if (ef->has("compute") || ef->has("memory")) sc.efficiency_source = "scenario override";
-    sc.eff.compute = ef->number_or("compute", 0.01, 1.0, sc.eff.compute);
-    sc.eff.memory = ef->number_or("memory", 0.01, 1.0, sc.eff.memory);
-    sc.eff.iteration_overhead_s = ef->quantity_or("iteration_overhead", units::Dim::kTime, 0.0);
-    ef->finish();
-  }
+  load_deployment(root, sc, catalog, std::move(calibration));
 
   // Serving.
   {
@@ -113,11 +229,12 @@ Scenario load(const std::string& file, const std::vector<std::string>& overrides
     sc.vllm.max_context_tokens = sc.model.max_context_tokens;
     // Memory fit: what is left for the KV cache after weights, activations and reserve.
     try {
-      sc.memory = hw::fit_memory(sc.model, sc.par, sc.gpu, sc.prec, sc.gpu_memory_utilization,
-                                 sc.runtime_reserve_bytes, sc.vllm.max_batched_tokens,
-                                 sc.vllm.block_tokens, sc.vllm.block_tokens);
+      sc.memory = hw::fit_memory(sc.dep, sc.gpu_memory_utilization, sc.runtime_reserve_bytes,
+                                 sc.vllm.max_batched_tokens, sc.vllm.block_tokens,
+                                 sc.vllm.block_tokens);
     } catch (const InputError& e) {
-      throw root.locate("model", e);
+      // The fit is a property of model × hardware: point at the hardware section.
+      throw root.locate("hardware", InputError(e.message() + " [memory fit]", e.hint()));
     }
     sc.vllm.kv_blocks = sc.memory.kv_blocks;
     sv.finish();

@@ -5,9 +5,13 @@
 //   description: "..."
 //   seed: 1
 //   model: llama-3.1-8b            # catalog id
-//   hardware: {gpu: h100-sxm, tp: 1}
-//   precision: {weights: bf16, kv: bf16}          # optional
-//   efficiency: {compute: 0.8, memory: 0.85, iteration_overhead: 0s}  # optional overrides
+//   hardware: {gpu: h100-sxm, node: hgx-h100, tp: 1, pp: 1, dp_attention: 1,
+//              expert_parallel: false}
+//   precision: {weights: bf16, activations: bf16, kv: bf16}      # optional
+//   efficiency: {compute: 0.8, memory: 0.85, iteration_overhead: 0s, kernel_launch: 0s,
+//                cuda_graphs: true, moe_imbalance: 1.0, calibration: true}  # optional
+//   offload: {layers_on_host: 0, experts_on_host: 0.0, expert_popularity_zipf: 0,
+//             mode: stream}                                     # optional
 //   serving:
 //     replicas: 4
 //     router: least-outstanding
@@ -29,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "hw_models/calibration.h"
 #include "hw_models/catalog.h"
 #include "hw_models/perf_model.h"
 #include "hw_models/yaml_reader.h"
@@ -45,11 +50,16 @@ struct Scenario {
 
   hw::ModelSpec model;
   hw::GpuSpec gpu;
+  std::optional<hw::NodeSpec> node;  ///< the server type (catalog default for the GPU)
   hw::Parallelism par;
   hw::Precision prec;
-  std::string weights_dtype = "bf16", kv_dtype = "bf16";
+  std::string weights_dtype = "bf16", activations_dtype = "bf16", kv_dtype = "bf16";
   hw::Efficiency eff;
   std::string efficiency_source;  ///< where compute/memory efficiency came from
+  std::string calibration_used;   ///< calibration tables used for this GPU ("" = none)
+  hw::Offload offload;
+  /// Everything the performance model needs, built from the fields above.
+  hw::Deployment dep;
 
   int replicas = 1;
   std::string router = "round-robin";
@@ -73,10 +83,23 @@ struct Scenario {
 
 /// Reads, validates and resolves a scenario. All problems are InputErrors naming the file,
 /// line and field (or the --set override). `seed` replaces the file's seed when given.
+/// `calibration` (may be null) holds the measured kernel tables the performance model uses
+/// for this GPU unless the scenario says `efficiency: {calibration: false}`.
 Scenario load(const std::string& file, const std::vector<std::string>& overrides,
-              std::optional<uint64_t> seed, const hw::Catalog& catalog);
+              std::optional<uint64_t> seed, const hw::Catalog& catalog,
+              std::shared_ptr<const hw::CalibrationSet> calibration = nullptr);
 
-/// Bytes per element of a dtype name ("bf16" → 2, "fp8" → 1, "int4" → 0.5).
-double dtype_bytes(const std::string& dtype);
+/// The same from a mapping already read (e.g. a scenario inline in a validation case);
+/// `file` names where it came from for the name default and relative paths.
+Scenario load_map(yaml::Map root, const std::string& file,
+                  const std::vector<std::string>& overrides, std::optional<uint64_t> seed,
+                  const hw::Catalog& catalog,
+                  std::shared_ptr<const hw::CalibrationSet> calibration = nullptr);
+
+/// The hardware, precision, efficiency and offload sections of a scenario (also used by
+/// validation cases): reads them from `root` into `sc` and builds sc.dep. `sc.model` must
+/// be set. Reads keys "hardware", "precision", "efficiency", "offload".
+void load_deployment(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
+                     std::shared_ptr<const hw::CalibrationSet> calibration);
 
 }  // namespace fleetsim::scenario

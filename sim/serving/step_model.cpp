@@ -39,7 +39,7 @@ StepModel::StepModel(StepModelConfig cfg, int64_t max_seqs) : cfg_(std::move(cfg
   fixed_ns_.resize(static_cast<size_t>(max_seqs) + 1);
   double slope_s = 0;
   for (int64_t n = 0; n <= max_seqs; ++n) {
-    const hw::DecodeAffine a = hw::decode_affine(cfg_.model, cfg_.par, cfg_.gpu, cfg_.prec, cfg_.eff, n);
+    const hw::DecodeAffine a = hw::decode_affine(cfg_.dep, n);
     // At least 1 ns per iteration so that time always advances.
     fixed_ns_[static_cast<size_t>(n)] = n == 0 ? 0 : std::max<SimTime>(1, seconds_to_ns(a.fixed_s));
     slope_s = a.per_ctx_token_s;  // independent of n by construction
@@ -97,7 +97,7 @@ int64_t StepModel::decode_iterations_to_reach(int64_t n, int64_t ctx0, int64_t k
 }
 
 hw::StepBreakdown StepModel::breakdown(const hw::BatchShape& shape) const {
-  return hw::estimate_step(cfg_.model, cfg_.par, cfg_.gpu, cfg_.prec, cfg_.eff, shape);
+  return hw::estimate_step(cfg_.dep, shape);
 }
 
 SimTime StepModel::mixed_step_ns(const hw::BatchShape& shape) const {

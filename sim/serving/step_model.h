@@ -22,11 +22,7 @@ namespace fleetsim::serving {
 __extension__ typedef unsigned __int128 u128;
 
 struct StepModelConfig {
-  hw::ModelSpec model;
-  hw::GpuSpec gpu;
-  hw::Parallelism par;
-  hw::Precision prec;
-  hw::Efficiency eff;
+  hw::Deployment dep;
 };
 
 class StepModel {

@@ -235,4 +235,68 @@ TEST_F(Cli, OverridesReachTheResolvedScenario) {
   EXPECT_EQ(j["requests_completed"], 300);
 }
 
+// Issue 3: the validation suite runs, covers what the issue asks for, and is no worse than the
+// committed baseline (scenarios/validation/baseline.json). This is the CI gate.
+TEST_F(Cli, ValidationSuiteIsNoWorseThanTheBaseline) {
+  const Result r = run("validate --check-baseline");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("baseline: no group is worse"), std::string::npos) << r.out;
+  // At least 30 cases over at least 4 GPU families, dense and MoE, single- and multi-GPU.
+  const auto count = [&](const std::string& group) {
+    const auto p = r.out.find("\n" + group + " ");
+    if (p == std::string::npos) return 0;
+    return std::stoi(r.out.substr(p + 1 + 28, 5));
+  };
+  EXPECT_GE(count("all"), 30) << r.out;
+  EXPECT_GE(count("model moe"), 1);
+  EXPECT_GE(count("model dense"), 1);
+  EXPECT_GE(count("multi-GPU"), 1);
+  EXPECT_GE(count("single-GPU"), 1);
+  int families = 0;
+  for (const char* f : {"gpu AMD", "gpu Apple", "gpu NVIDIA Ada", "gpu NVIDIA Ampere",
+                        "gpu NVIDIA Blackwell", "gpu NVIDIA Hopper", "gpu Google"})
+    families += count(f) > 0;
+  EXPECT_GE(families, 4);
+  EXPECT_GE(count("held out"), 1);
+}
+
+TEST_F(Cli, ExplainPrintsTheOperatorBreakdown) {
+  const Result r = run("run scenarios/default.yaml --quiet --explain --out " + (dir_ / "o").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* k : {"prefill: one chunk of", "decode: 32 sequences", "QKV projection",
+                        "decode attention", "MLP up+gate", "LM head", "totals:"})
+    EXPECT_NE(r.out.find(k), std::string::npos) << k << "\n" << r.out;
+}
+
+TEST_F(Cli, CalibrateImportChecksAndNeverOverwritesWithoutForce) {
+  const std::string dest = (dir_ / "calib").string();
+  const std::string table = kRoot + "/hw_models/calibration/h100-sxm-fa3.csv";
+  Result r = run("calibrate import " + table + " --calibration " + dest);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(fs::exists(dir_ / "calib" / "h100-sxm-fa3.csv"));
+  r = run("calibrate import " + table + " --calibration " + dest);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("already installed"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--force"), std::string::npos) << r.err;
+  EXPECT_EQ(run("calibrate import " + table + " --calibration " + dest + " --force").code, 0);
+  // A broken table is rejected with its line and column.
+  const std::string bad = (dir_ / "bad.csv").string();
+  std::ofstream(bad) << "# fleetsim-calibration: 1\n# gpu: h100-sxm\n# source: s\n# driver: d\n"
+                        "# cuda: c\n# date: 2026-01-01\n"
+                        "op,dtype,m,n,k,batch,q_len,kv_len,heads,kv_heads,head_dim,causal,time_us,citation\n"
+                        "gemm,bf16,4096,4096,4096,,,,,,,,0.5,too fast\n";
+  r = run("calibrate import " + bad + " --calibration " + dest);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find(bad + ":8"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("time_us"), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, MemoryFitErrorSaysWhatWouldFit) {
+  // Llama-3.1-70B in BF16 (141 GB) cannot fit one H100 (80 GB).
+  const Result r = run("check scenarios/default.yaml --set model=llama-3.1-70b");
+  EXPECT_EQ(r.code, 1);
+  for (const char* k : {"does not fit on 1 x h100-sxm", "short by", "hardware", "try tp: 2"})
+    EXPECT_NE(r.err.find(k), std::string::npos) << k << "\n" << r.err;
+}
+
 }  // namespace

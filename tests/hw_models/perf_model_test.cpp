@@ -63,16 +63,17 @@ TEST(PerfModel, DecodeBatchLlama2_7bOnA100) {
   //   one layer 406,855,680; 32 layers 13,019,381,760
   //   LM head 4096 x 32000, 16 rows: 262,144,000 + 16·36096·2 = 263,299,072
   //   (its compute, 2·16·4096·32000 / C = 26.9 µs, is below 263,299,072 / B = 161 µs)
-  //   total 13,282,680,832 bytes / 1.6312e12 = 8.1429 ms
-  expect_rel(s.gemm_s, 13282680832.0 / kB);
+  //   embedding gather: 16 rows of 4096 read (2 B) and written (2 B): 262,144 bytes
+  //   total 13,282,942,976 bytes / 1.6312e12 = 8.1430 ms
+  expect_rel(s.gemm_s, 13282942976.0 / kB);
   // Attention per context token and layer: 4·32·128 = 16384 FLOPs (0.105 ns at C) and
   // K+V 2·32·128·2 = 16384 bytes (10.04 ns at B): memory-bound.
   //   32 layers · 16384 B · 16000 tokens = 8,388,608,000 bytes / B = 5.1426 ms
   expect_rel(s.attention_s, 8388608000.0 / kB);
   EXPECT_EQ(s.communication_s, 0.0);  // tp = 1
   EXPECT_EQ(s.overhead_s, 50e-6);
-  // 8.1429 + 5.1426 + 0.05 = 13.335 ms
-  expect_rel(s.total_s(), (13282680832.0 + 8388608000.0) / kB + 50e-6);
+  // 8.1430 + 5.1426 + 0.05 = 13.335 ms
+  expect_rel(s.total_s(), (13282942976.0 + 8388608000.0) / kB + 50e-6);
   EXPECT_NEAR(s.total_s(), 13.335e-3, 0.001e-3);
 }
 
@@ -92,14 +93,15 @@ TEST(PerfModel, PrefillBatchLlama2_7bOnA100) {
   //             = 828,928,688,128;  32 layers: 26,525,718,020,096 FLOPs / C = 170.04 ms.
   // LM head, 1 row: 2·4096·32000 = 262e6 FLOPs (1.7 µs) vs 262,144,000 + 36096·2 =
   //             262,216,192 bytes / B = 160.8 µs: memory-bound.
-  expect_rel(s.gemm_s, 26525718020096.0 / kC + 262216192.0 / kB);
+  // Embedding gather: 2048·4096·(2 + 2) = 33,554,432 bytes / B = 20.6 µs.
+  expect_rel(s.gemm_s, 26525718020096.0 / kC + (262216192.0 + 33554432.0) / kB);
   // Attention per layer: 4·32·128·2,098,176 = 34,376,515,584 FLOPs (220 µs at C) vs
   // K,V read 2048·2·32·128·2 + Q read/O write 2048·2·32·128·2 = 67,108,864 B (41 µs).
   //   32 layers: 1,100,048,498,688 FLOPs / C = 7.0516 ms
   expect_rel(s.attention_s, 1100048498688.0 / kC);
   EXPECT_EQ(s.communication_s, 0.0);
-  // 170.04 + 0.16 + 7.05 + 0.05 = 177.30 ms
-  EXPECT_NEAR(s.total_s(), 177.30e-3, 0.01e-3);
+  // 170.04 + 0.16 + 0.02 + 7.05 + 0.05 = 177.32 ms
+  EXPECT_NEAR(s.total_s(), 177.32e-3, 0.01e-3);
 }
 
 TEST(PerfModel, TensorParallelHalvesComputeBoundWorkAndAddsAllReduce) {
@@ -112,9 +114,11 @@ TEST(PerfModel, TensorParallelHalvesComputeBoundWorkAndAddsAllReduce) {
   const Efficiency e = test_eff(g);
   const StepBreakdown one = estimate_step(m, {1}, g, {}, e, b);
   const StepBreakdown two = estimate_step(m, {2}, g, {}, e, b);
-  // Compute-bound GEMMs and attention: each GPU does half the FLOPs.
-  expect_rel(one.gemm_s, 26525718020096.0 / kC);
-  expect_rel(two.gemm_s, one.gemm_s / 2);
+  // Compute-bound GEMMs and attention: each GPU does half the FLOPs. The embedding gather
+  // (2048·4096·4 = 33,554,432 bytes, memory-bound) is not split.
+  const double emb = 33554432.0 / kB;
+  expect_rel(one.gemm_s, 26525718020096.0 / kC + emb);
+  expect_rel(two.gemm_s - emb, (one.gemm_s - emb) / 2);
   expect_rel(two.attention_s, one.attention_s / 2);
   // All-reduce of 2048·4096·2 = 16,777,216 bytes over 2 GPUs, α = 3.2 µs, 300 GB/s:
   //   2·(2−1)·3.2 µs + 2·(2−1)/2 · 16,777,216 / 300e9 = 6.4 µs + 55.92 µs = 62.32 µs
@@ -133,16 +137,23 @@ TEST(PerfModel, Fp8GemmsUseTheFp8RateOnHopper) {
   b.prefill_tokens = 4096;  // compute-bound at both precisions
   Efficiency e = catalog_efficiency(g);
   Precision bf16;
-  Precision fp8{1, 1, 2};
+  const Precision fp8 = Precision::of(DType::kFp8, DType::kFp8, DType::kBf16);
+  EXPECT_EQ(fp8.math, DType::kFp8);  // W8A8 FP8
   const double t16 = estimate_step(m, {}, g, bf16, e, b).gemm_s;
   const double t8 = estimate_step(m, {}, g, fp8, e, b).gemm_s;
-  // 32 · 2·4096·202,375,168 FLOPs at 989.4e12 vs 1978.9e12 (times the same efficiency).
-  expect_rel(t16, 32 * 2 * 4096 * 202375168.0 / (989.4e12 * e.compute));
-  expect_rel(t8, 32 * 2 * 4096 * 202375168.0 / (1978.9e12 * e.compute));
+  // 32 · 2·4096·202,375,168 FLOPs at 989.4e12 vs 1978.9e12 (times the same efficiency),
+  // plus the memory-bound embedding gather of 4096·4096·(weight + act bytes): 4 B at BF16,
+  // 2 B at FP8, at 3.35e12 · memory efficiency.
+  const double bw = 3.35e12 * e.memory;
+  expect_rel(t16, 32 * 2 * 4096 * 202375168.0 / (989.4e12 * e.compute) + 4096.0 * 4096 * 4 / bw);
+  expect_rel(t8, 32 * 2 * 4096 * 202375168.0 / (1978.9e12 * e.compute) + 4096.0 * 4096 * 2 / bw);
+  // Weight-only FP8 (W8A16) dequantises and multiplies at the BF16 rate.
+  EXPECT_EQ(Precision::of(DType::kFp8, DType::kBf16, DType::kBf16).math, DType::kBf16);
   // On A100 (no FP8) the same precision runs at the BF16 rate.
   const auto& a100 = catalog().gpu("a100-80gb-sxm");
   expect_rel(estimate_step(m, {}, a100, fp8, catalog_efficiency(a100), b).gemm_s,
-             32 * 2 * 4096 * 202375168.0 / (312e12 * a100.compute_efficiency));
+             32 * 2 * 4096 * 202375168.0 / (312e12 * a100.compute_efficiency) +
+                 4096.0 * 4096 * 2 / (2.039e12 * a100.memory_efficiency));
 }
 
 // t(n, S) = decode_affine(n).fixed_s + decode_affine(n).per_ctx_token_s · S, for every n and S.
@@ -242,15 +253,17 @@ TEST(MemoryFit, Llama70bFitsAtTp4) {
   const auto& m = catalog().model("llama-3.1-70b");
   const auto& g = catalog().gpu("a100-80gb-sxm");
   const MemoryFit f = fit_memory(m, {4}, g, {}, 0.9, 1e9, 2048, 16, 4096);
-  // weights 141,107,412,992 / 4 = 35,276,853,248
+  // weights: the norm vectors (80·2·8192 + 8192 = 1,318,912 params) are replicated, the
+  // rest split: (70,553,706,496 − 1,318,912)·2 / 4 + 1,318,912·2 = 35,278,831,616
   // activations 2048·2·(16384 + (16 + 2·2)·128 + 16·128 + 3·7168) = 2048·2·42,496
-  //             = 174,063,616, plus logits 131,334,144 = 305,397,760
-  // kv = 77,309,411,328 − 35,276,853,248 − 305,397,760 − 1e9 = 40,727,160,320
-  // block = 16 · 2·80·(8/4)·128·2 = 16 · 81,920 = 1,310,720; 40,727,160,320 / 1,310,720 = 31072.4
-  expect_rel(f.weight_bytes, 35276853248.0);
-  expect_rel(f.activation_bytes, 305397760.0);
-  expect_rel(f.kv_bytes, 40727160320.0);
-  EXPECT_EQ(f.kv_blocks, 31072);
+  //             = 174,063,616, plus vocab-parallel logits 256·(128256/4)·4 = 32,833,536
+  //             = 206,897,152
+  // kv = 77,309,411,328 − 35,278,831,616 − 206,897,152 − 1e9 = 40,823,682,560
+  // block = 16 · 2·80·(8/4)·128·2 = 16 · 81,920 = 1,310,720; 40,823,682,560 / 1,310,720 = 31145.998
+  expect_rel(f.weight_bytes, 35278831616.0);
+  expect_rel(f.activation_bytes, 206897152.0);
+  expect_rel(f.kv_bytes, 40823682560.0);
+  EXPECT_EQ(f.kv_blocks, 31145);
 }
 
 TEST(MemoryFit, SuggestsFewerBatchedTokensWhenActivationsAreTheDifference) {

@@ -1,0 +1,303 @@
+#include "sim/validation/validation.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "hw_models/error.h"
+#include "hw_models/perf_model.h"
+#include "hw_models/yaml_reader.h"
+#include "sim/scenario/scenario.h"
+#include "sim/simulation.h"
+
+namespace fleetsim::validation {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::vector<std::string> kStepMetrics = {"decode_tokens_per_s", "prefill_tokens_per_s",
+                                               "tpot", "ttft"};
+const std::vector<std::string> kSimMetrics = {
+    "output_tokens_per_s", "total_tokens_per_s", "requests_per_s", "ttft_mean", "ttft_p50",
+    "ttft_p99",            "tpot_mean",          "tpot_p50",       "tpot_p99",  "e2e_mean",
+    "e2e_p50"};
+
+std::string category_of(const std::string& metric) {
+  // A batch-1 prefill rate is the inverse of its time to first token.
+  if (metric.rfind("ttft", 0) == 0 || metric == "prefill_tokens_per_s") return "ttft";
+  if (metric.rfind("tpot", 0) == 0 || metric == "decode_tokens_per_s") return "tpot";
+  if (metric.rfind("e2e", 0) == 0) return "e2e";
+  return "throughput";
+}
+
+std::string unit_of(const std::string& metric) {
+  if (metric == "requests_per_s") return "requests/s";
+  if (metric.find("tokens_per_s") != std::string::npos) return "tokens/s";
+  return "s";
+}
+
+std::string family_of(const hw::GpuSpec& g) {
+  const std::string& id = g.id;
+  auto starts = [&](const char* p) { return id.rfind(p, 0) == 0; };
+  if (g.vendor == "NVIDIA") {
+    if (starts("a100")) return "NVIDIA Ampere";
+    if (starts("h100") || starts("h200") || starts("h800")) return "NVIDIA Hopper";
+    if (starts("b200") || starts("gb200") || starts("rtx-5090")) return "NVIDIA Blackwell";
+    if (starts("l40") || starts("rtx-4090")) return "NVIDIA Ada";
+    return "NVIDIA";
+  }
+  return g.vendor;
+}
+
+// One iteration of the performance model.
+double predict_step(yaml::Map step, Case& c, const hw::Catalog& catalog,
+                    std::shared_ptr<const hw::CalibrationSet> calibration) {
+  scenario::Scenario sc;
+  const std::string model_id = step.str("model");
+  try {
+    sc.model = catalog.model(model_id);
+  } catch (const InputError& e) {
+    throw step.locate("model", e);
+  }
+  scenario::load_deployment(step, sc, catalog, std::move(calibration));
+  const std::string mode = step.choice("mode", {"decode", "prefill"});
+  const int64_t batch = step.integer("batch", 1, 1 << 20);
+  hw::BatchShape b;
+  int64_t context = 0;
+  if (mode == "prefill") {
+    const int64_t p = step.integer("prompt_tokens", 1, 1 << 24);
+    b.prefill_tokens = batch * p;
+    b.prefill_attn_pairs = static_cast<double>(batch) * p * (p + 1.0) / 2.0;
+    b.prefill_kv_tokens = batch * p;
+    b.logits_tokens = batch;
+    context = p;
+    if (c.metric != "prefill_tokens_per_s" && c.metric != "ttft")
+      step.fail("mode", "metric " + c.metric + " needs mode: decode", "");
+  } else {
+    const int64_t ctx = step.integer("context_tokens", 0, 1 << 24);
+    b.decode_seqs = batch;
+    b.decode_ctx_tokens = batch * (ctx + 1);
+    b.logits_tokens = batch;
+    context = ctx + 1;
+    if (c.metric != "decode_tokens_per_s" && c.metric != "tpot")
+      step.fail("mode", "metric " + c.metric + " needs mode: prefill", "");
+  }
+  step.finish();
+  // The configuration must fit: weights, activations and the batch's KV cache.
+  try {
+    hw::fit_memory(sc.dep, 1.0, 0.5 * (1 << 30), std::max<int64_t>(b.prefill_tokens, batch), 16,
+                   context);
+  } catch (const InputError& e) {
+    throw step.locate("hardware", InputError(e.message() + " [memory fit]", e.hint()));
+  }
+  const double t = hw::estimate_step(sc.dep, b).total_s();
+  c.model = sc.model.id;
+  c.gpu = sc.gpu.id;
+  c.gpu_family = family_of(sc.gpu);
+  c.model_kind = sc.model.is_moe() ? "moe" : "dense";
+  c.gpus = sc.par.gpus();
+  if (c.metric == "decode_tokens_per_s") return static_cast<double>(batch) / t;
+  if (c.metric == "prefill_tokens_per_s") return static_cast<double>(b.prefill_tokens) / t;
+  return t;  // tpot, ttft
+}
+
+double predict_simulation(yaml::Map scen, const std::string& file, Case& c,
+                          const hw::Catalog& catalog,
+                          std::shared_ptr<const hw::CalibrationSet> calibration) {
+  const scenario::Scenario sc =
+      scenario::load_map(scen, file, {}, std::nullopt, catalog, std::move(calibration));
+  Simulation sim(sc);
+  const RunResult r = sim.run();
+  const metrics::Summary& s = r.summary;
+  c.model = sc.model.id;
+  c.gpu = sc.gpu.id;
+  c.gpu_family = family_of(sc.gpu);
+  c.model_kind = sc.model.is_moe() ? "moe" : "dense";
+  c.gpus = sc.replicas * sc.par.gpus();
+  const std::map<std::string, double> values = {
+      {"output_tokens_per_s", s.output_tok_per_s},
+      {"total_tokens_per_s", s.input_tok_per_s + s.output_tok_per_s},
+      {"requests_per_s", s.requests_per_s},
+      {"ttft_mean", s.ttft.mean_s},
+      {"ttft_p50", s.ttft.p50_s},
+      {"ttft_p99", s.ttft.p99_s},
+      {"tpot_mean", s.tpot.mean_s},
+      {"tpot_p50", s.tpot.p50_s},
+      {"tpot_p99", s.tpot.p99_s},
+      {"e2e_mean", s.e2e.mean_s},
+      {"e2e_p50", s.e2e.p50_s}};
+  if (s.requests_completed == 0)
+    throw InputError("the case's scenario completed no requests", "check its workload", file);
+  return values.at(c.metric);
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+Case run_case(const std::string& file, const hw::Catalog& catalog,
+              std::shared_ptr<const hw::CalibrationSet> calibration) {
+  yaml::Map m = yaml::load_file(file);
+  Case c;
+  c.file = file;
+  c.id = fs::path(file).stem().string();
+  c.description = m.str("case");
+  c.citation = m.str("citation");
+  c.system = m.str_or("system", "");
+  c.heldout = m.boolean_or("heldout", false);
+  c.setup = m.choice("setup", {"step", "simulate"});
+  c.metric = m.choice("metric", c.setup == "step" ? kStepMetrics : kSimMetrics);
+  c.category = category_of(c.metric);
+  c.unit = unit_of(c.metric);
+  c.measured = m.number("measured", 1e-12, 1e15);
+  const bool per_gpu = m.choice_or("normalize", {"none", "per_gpu"}, "none") == "per_gpu";
+  if (c.setup == "step") {
+    c.predicted = predict_step(m.map("step"), c, catalog, calibration);
+  } else {
+    c.predicted = predict_simulation(m.map("scenario"), file, c, catalog, calibration);
+  }
+  if (per_gpu) {
+    if (c.unit == "s") m.fail("normalize", "per_gpu applies to throughput metrics only", "");
+    c.predicted /= c.gpus;
+  }
+  c.error = (c.predicted - c.measured) / c.measured;
+  m.finish();
+  return c;
+}
+
+std::vector<Case> run_suite(const std::string& dir, const hw::Catalog& catalog,
+                            std::shared_ptr<const hw::CalibrationSet> calibration) {
+  if (!fs::is_directory(dir))
+    throw InputError("validation directory not found", "give the folder of case files", dir);
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.is_regular_file() && e.path().extension() == ".yaml") files.push_back(e.path().string());
+  std::sort(files.begin(), files.end());
+  std::vector<Case> out;
+  for (const auto& f : files) out.push_back(run_case(f, catalog, calibration));
+  return out;
+}
+
+std::vector<GroupStats> group_stats(const std::vector<Case>& cases) {
+  std::map<std::string, std::vector<double>> groups;
+  std::vector<std::string> order;
+  auto add = [&](const std::string& g, double e) {
+    if (!groups.count(g)) order.push_back(g);
+    groups[g].push_back(std::fabs(e));
+  };
+  for (const auto& c : cases) add("all", c.error);
+  for (const char* cat : {"throughput", "ttft", "tpot", "e2e"})
+    for (const auto& c : cases)
+      if (c.category == cat) add(std::string("category ") + cat, c.error);
+  for (const char* k : {"dense", "moe"})
+    for (const auto& c : cases)
+      if (c.model_kind == k) add(std::string("model ") + k, c.error);
+  std::vector<std::string> fams;
+  for (const auto& c : cases)
+    if (std::find(fams.begin(), fams.end(), c.gpu_family) == fams.end()) fams.push_back(c.gpu_family);
+  std::sort(fams.begin(), fams.end());
+  for (const auto& f : fams)
+    for (const auto& c : cases)
+      if (c.gpu_family == f) add("gpu " + f, c.error);
+  for (const auto& c : cases) add(c.gpus == 1 ? "single-GPU" : "multi-GPU", c.error);
+  for (const auto& c : cases) add(c.heldout ? "held out" : "tuned on", c.error);
+  std::vector<GroupStats> out;
+  for (const auto& g : order) {
+    const auto& v = groups[g];
+    out.push_back({g, static_cast<int>(v.size()), median(v), *std::max_element(v.begin(), v.end())});
+  }
+  return out;
+}
+
+namespace {
+std::string fmt_value(double v, const std::string& unit) {
+  char buf[64];
+  if (unit == "s") {
+    if (v < 1e-3) std::snprintf(buf, sizeof buf, "%.1f us", v * 1e6);
+    else if (v < 1) std::snprintf(buf, sizeof buf, "%.2f ms", v * 1e3);
+    else std::snprintf(buf, sizeof buf, "%.3g s", v);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.4g %s", v, unit.c_str());
+  }
+  return buf;
+}
+}  // namespace
+
+std::string format_report(const std::vector<Case>& cases) {
+  std::ostringstream o;
+  char line[512];
+  std::snprintf(line, sizeof line, "%-40s %-10s %-16s %5s %-21s %16s %16s %8s\n", "case", "category",
+                "gpu", "gpus", "metric", "measured", "predicted", "error");
+  o << line;
+  for (const auto& c : cases) {
+    std::snprintf(line, sizeof line, "%-40s %-10s %-16s %5d %-21s %16s %16s %+7.1f%%%s\n",
+                  c.id.substr(0, 40).c_str(), c.category.c_str(), c.gpu.c_str(), c.gpus,
+                  c.metric.c_str(), fmt_value(c.measured, c.unit).c_str(),
+                  fmt_value(c.predicted, c.unit).c_str(), 100 * c.error, c.heldout ? "  (held out)" : "");
+    o << line;
+  }
+  o << "\n";
+  std::snprintf(line, sizeof line, "%-28s %4s %14s %14s\n", "group", "n", "median |err|", "worst |err|");
+  o << line;
+  for (const auto& g : group_stats(cases)) {
+    std::snprintf(line, sizeof line, "%-28s %4d %13.1f%% %13.1f%%\n", g.group.c_str(), g.n,
+                  100 * g.median_abs, 100 * g.worst_abs);
+    o << line;
+  }
+  return o.str();
+}
+
+std::string check_baseline(const std::vector<Case>& cases, const std::string& baseline_file,
+                           double slack) {
+  std::ifstream in(baseline_file);
+  if (!in)
+    throw InputError("cannot read the validation baseline",
+                     "run 'fleetsim validate --update-baseline' to write it", baseline_file);
+  nlohmann::json j;
+  try {
+    in >> j;
+  } catch (const std::exception& e) {
+    throw InputError(std::string("baseline is not valid JSON: ") + e.what(), "", baseline_file);
+  }
+  std::string out;
+  for (const auto& g : group_stats(cases)) {
+    if (!j.contains("median_abs_error") || !j["median_abs_error"].contains(g.group)) continue;
+    const double base = j["median_abs_error"][g.group].get<double>();
+    if (g.median_abs > base + slack) {
+      char buf[256];
+      std::snprintf(buf, sizeof buf, "%s: median |error| %.2f%% is worse than the baseline %.2f%%\n",
+                    g.group.c_str(), 100 * g.median_abs, 100 * base);
+      out += buf;
+    }
+  }
+  return out;
+}
+
+void write_baseline(const std::vector<Case>& cases, const std::string& baseline_file) {
+  nlohmann::json j;
+  j["note"] = "Committed median absolute errors of fleetsim validate; CI fails when a group gets "
+              "worse. Update with 'fleetsim validate --update-baseline' only when the model "
+              "genuinely improved (or a case was added), and say so in the commit.";
+  j["cases"] = cases.size();
+  for (const auto& g : group_stats(cases)) {
+    // Rounded up to 0.01 % so that re-running the same code never reads as a regression.
+    j["median_abs_error"][g.group] = std::ceil(g.median_abs * 1e4) / 1e4;
+  }
+  std::ofstream out(baseline_file);
+  if (!out) throw InputError("cannot write the baseline", "check the path", baseline_file);
+  out << j.dump(2) << "\n";
+}
+
+}  // namespace fleetsim::validation

@@ -1,0 +1,57 @@
+// The validation suite: published end-to-end measurements and fleetsim's predictions of
+// them (case format in scenarios/validation/README.md).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hw_models/calibration.h"
+#include "hw_models/catalog.h"
+
+namespace fleetsim::validation {
+
+struct Case {
+  std::string file, id;            ///< id = file stem
+  std::string description, citation, system;
+  std::string metric;              ///< e.g. "output_tokens_per_s", "tpot"
+  std::string unit;                ///< "tokens/s", "s", "requests/s"
+  std::string category;            ///< throughput | ttft | tpot
+  std::string setup;               ///< step | simulate
+  std::string model, gpu, gpu_family, model_kind;  ///< model_kind: dense | moe
+  int gpus = 1;                    ///< GPUs in the measured system
+  bool heldout = false;
+  double measured = 0;
+  double predicted = 0;
+  double error = 0;                ///< (predicted − measured) / measured
+};
+
+/// Loads every *.yaml under `dir` (sorted) and predicts each. Any malformed case is an
+/// InputError naming the file, line and field.
+std::vector<Case> run_suite(const std::string& dir, const hw::Catalog& catalog,
+                            std::shared_ptr<const hw::CalibrationSet> calibration);
+/// One case file.
+Case run_case(const std::string& file, const hw::Catalog& catalog,
+              std::shared_ptr<const hw::CalibrationSet> calibration);
+
+/// Median and worst absolute error of a group of cases.
+struct GroupStats {
+  std::string group;
+  int n = 0;
+  double median_abs = 0, worst_abs = 0;
+};
+/// Groups: all, by category, dense/moe, GPU family, single/multi-GPU, tuned/held-out.
+std::vector<GroupStats> group_stats(const std::vector<Case>& cases);
+
+/// The printed report: one line per case, then the group table.
+std::string format_report(const std::vector<Case>& cases);
+
+/// Baseline file (scenarios/validation/baseline.json): the committed median absolute errors
+/// per category. Returns "" when every category is at or below its baseline (plus `slack`),
+/// else a message naming each that got worse.
+std::string check_baseline(const std::vector<Case>& cases, const std::string& baseline_file,
+                           double slack = 1e-9);
+/// Writes the current per-category medians as the new baseline.
+void write_baseline(const std::vector<Case>& cases, const std::string& baseline_file);
+
+}  // namespace fleetsim::validation

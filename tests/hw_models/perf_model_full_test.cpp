@@ -1,0 +1,332 @@
+// Tests for the full performance model: MoE, MLA, pipeline, network seam, offload, precision
+// rules, calibration tables and the memory fit of MoE models. Expected numbers are worked out
+// in the comments from the formulas in hw_models/perf_model.h, network.h and calibration.h.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "hw_models/calibration.h"
+#include "hw_models/catalog.h"
+#include "hw_models/error.h"
+#include "hw_models/network.h"
+#include "hw_models/perf_model.h"
+
+namespace fleetsim::hw {
+namespace {
+
+namespace fs = std::filesystem;
+
+const Catalog& catalog() {
+  static const Catalog c = Catalog::load(std::string(FLEETSIM_SOURCE_DIR) + "/hw_models/catalog");
+  return c;
+}
+
+void expect_rel(double actual, double expected, double rel = 1e-12) {
+  EXPECT_NEAR(actual, expected, rel * std::abs(expected)) << "expected " << expected;
+}
+
+// Test efficiencies: compute 0.5, memory 0.8, no overhead.
+Efficiency test_eff(const GpuSpec& g) {
+  Efficiency e = catalog_efficiency(g);
+  e.compute = 0.5;
+  e.memory = 0.8;
+  return e;
+}
+
+TEST(MoeModel, MixtralExpertsByHand) {
+  // Mixtral-8x7B on one H100, 4 decode tokens, no context, no LM head: only the MoE part.
+  // E = 8, k = 2, T = 4: experts hit A = 8·(1 − (1 − 2/8)^4) = 8·(1 − 0.31640625) = 5.46875.
+  // Routed experts (TP mode, G = 1): FLOPs 2·(4·2)·3·4096·14336 = 2.82e9 (5.7 µs at
+  // 494.7 TFLOP/s) vs bytes 5.46875·176,160,768·2 + 8·(2·4096 + 3·14336)·2
+  //   = 1,926,758,400 + 819,200 = 1,927,577,600 (0.719 ms at 2.68 TB/s): memory-bound.
+  // Router: 4 × 4096 × 8: bytes 4096·8·2 + 4·(4096 + 8)·2 = 65,536 + 32,832 = 98,368.
+  // 32 layers: 32·(1,927,577,600 + 98,368) / 2.68e12.
+  const auto& m = catalog().model("mixtral-8x7b");
+  const auto& g = catalog().gpu("h100-sxm");
+  BatchShape b;
+  b.decode_seqs = 4;
+  const StepBreakdown s = estimate_step(m, {}, g, {}, test_eff(g), b);
+  expect_rel(s.moe_s, 32 * (1927577600.0 + 98368.0) / (3.35e12 * 0.8));
+}
+
+TEST(MoeModel, ExpertParallelSplitsExpertsAndAddsAllToAll) {
+  // Mixtral on 8 GPUs, EP: each GPU holds 1 expert; 512 tokens choose 2 of 8, so every expert
+  // is hit (A = 8·(1 − 0.75^512) = 8 to 1e-60). Busiest GPU: imbalance 1.25 · 512·2/8 = 160
+  // token copies: FLOPs 2·160·3·4096·14336 = 56.4e9; bytes 1·176,160,768·2 + 160·51,200·2
+  // = 368,705,536. Dispatch + combine: per GPU (512/8)·2·4096·2 = 1,048,576 bytes each.
+  const auto& m = catalog().model("mixtral-8x7b");
+  const auto& g = catalog().gpu("h100-sxm");
+  Efficiency e = test_eff(g);
+  e.moe_imbalance = 1.25;
+  Parallelism ep{8};
+  ep.expert_parallel = true;
+  BatchShape b;
+  b.decode_seqs = 512;
+  auto d = make_deployment(m, ep, g, {}, e);
+  const auto ops = explain_step(d, b);
+  double routed = -1, a2a = -1;
+  for (const auto& op : ops) {
+    if (op.name == "routed experts (grouped GEMM, EP)") {
+      expect_rel(op.flops, 2.0 * 160 * 3 * 4096 * 14336);
+      expect_rel(op.bytes, 176160768.0 * 2 + 160.0 * 51200 * 2);
+      routed = op.time_s;
+    }
+    if (op.name == "EP dispatch + combine all-to-all") {
+      EXPECT_EQ(op.count, 64);  // 2 per MoE layer
+      // α-β all-to-all on NVLink 4 (α 1.83 µs, 450 GB/s): 7·α + 7/8·1,048,576 / 450e9.
+      expect_rel(op.time_s, 64 * (7 * 1.83e-6 + 7.0 / 8 * 1048576 / 450e9));
+      a2a = op.time_s;
+    }
+  }
+  EXPECT_GT(routed, 0);
+  EXPECT_GT(a2a, 0);
+}
+
+TEST(MlaModel, DeepSeekDecodeSlopeIsComputeBound) {
+  // DeepSeek-V3 on one H200, per context token per layer: FLOPs 128·(4·512 + 2·64) = 278,528
+  // (0.563 ns at 494.7 TFLOP/s) vs the FP8... here BF16 latent 576·2 = 1,152 bytes (0.30 ns at
+  // 3.84 TB/s): MLA decode is compute-bound. 61 layers: 61·278,528 / 494.7e12.
+  const auto& m = catalog().model("deepseek-v3");
+  const auto& g = catalog().gpu("h200-sxm");
+  const DecodeAffine a = decode_affine(m, {}, g, {}, test_eff(g), 1);
+  expect_rel(a.per_ctx_token_s, 61 * 278528.0 / (989.4e12 * 0.5));
+}
+
+TEST(PerfModel, DecodeStaysAffineForMoeMlaAndSlidingWindowModels) {
+  for (const char* id : {"mixtral-8x7b", "deepseek-v3", "gpt-oss-20b", "qwen3-235b-a22b"}) {
+    const auto& m = catalog().model(id);
+    const auto& g = catalog().gpu("h200-sxm");
+    for (int tp : {1, 8}) {
+      for (int pp : {1, 2}) {
+        Parallelism par{tp, pp};
+        Efficiency e = test_eff(g);
+        e.iteration_overhead_s = 20e-6;
+        const DecodeAffine a1 = decode_affine(make_deployment(m, par, g, {}, e), 1);
+        for (int64_t n : {1, 9, 128}) {
+          const auto d = make_deployment(m, par, g, {}, e);
+          const DecodeAffine a = decode_affine(d, n);
+          EXPECT_EQ(a.per_ctx_token_s, a1.per_ctx_token_s) << id;
+          for (int64_t ctx : {int64_t{0}, 1000 * n, int64_t{3000001}}) {
+            BatchShape b;
+            b.decode_seqs = n;
+            b.logits_tokens = n;
+            b.decode_ctx_tokens = ctx;
+            expect_rel(estimate_step(d, b).total_s(),
+                       a.fixed_s + a.per_ctx_token_s * static_cast<double>(ctx), 1e-9);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(PerfModel, PipelineSpreadsKvReadsAndAddsHandOffs) {
+  // Llama-3.1-70B on H100, pp 2: each stage holds half the layers' KV, so the decode slope
+  // halves; two micro-batches of 4 tokens each hand 4·8192·2 = 65,536 bytes to the next
+  // stage over NVLink: 2·(1.83 µs + 65,536 / 450e9).
+  const auto& m = catalog().model("llama-3.1-70b");
+  const auto& g = catalog().gpu("h100-sxm");
+  const Efficiency e = test_eff(g);
+  const auto d1 = make_deployment(m, {1, 1}, g, {}, e);
+  const auto d2 = make_deployment(m, {1, 2}, g, {}, e);
+  expect_rel(decode_affine(d2, 8).per_ctx_token_s, decode_affine(d1, 8).per_ctx_token_s / 2);
+  BatchShape b;
+  b.decode_seqs = 8;
+  b.logits_tokens = 8;
+  expect_rel(estimate_step(d2, b).communication_s, 2 * (1.83e-6 + 65536.0 / 450e9));
+  EXPECT_EQ(estimate_step(d1, b).communication_s, 0.0);
+}
+
+TEST(Network, HierarchicalAllReduceAndAllToAllByHand) {
+  const AnalyticNetwork net({2e-6, 450e9}, {1e-6, 50e9});
+  // One domain of 8: ring 2·7·α + 2·7/8·bytes/bw.
+  expect_rel(net.allreduce_s(1e8, {8, 8}), 14 * 2e-6 + 1.75 * 1e8 / 450e9);
+  // 16 GPUs in 2 domains of 8: reduce-scatter + all-gather inside 2·(7·2 µs + 7/8·1e8/450e9)
+  //   = 416.89 µs; then a ring over 2 domains of 1e8/8 bytes: 2·1 µs + 1.25e7/50e9 = 252 µs.
+  expect_rel(net.allreduce_s(1e8, {16, 8}),
+             2 * (7 * 2e-6 + 7.0 / 8 * 1e8 / 450e9) + 2 * 1e-6 + 1.25e7 / 50e9);
+  // All-to-all of 8 MB per GPU over 16 (8 per domain): inside 7/16 of it,
+  // 15·2 µs + 3.5e6/450e9 = 37.8 µs; outside 8/16, 15·1 µs + 4e6/50e9 = 95 µs; the slower bounds.
+  expect_rel(net.alltoall_s(8e6, {16, 8}), 15 * 1e-6 + 4e6 / 50e9);
+  expect_rel(net.p2p_s(1e6, true), 1e-6 + 1e6 / 50e9);
+  EXPECT_EQ(net.allreduce_s(1e8, {1, 1}), 0.0);
+  // A group that leaves the domain with no scale-out level is a precondition error.
+  EXPECT_THROW(AnalyticNetwork({2e-6, 450e9}, {}).allreduce_s(1e6, {16, 8}), std::invalid_argument);
+}
+
+TEST(Offload, StreamedLayersPayTheHostLink) {
+  // Llama-3.1-8B, 8 of 32 layers in host memory, streamed over PCIe 4 (32 GB/s, 3.5 µs) each
+  // iteration: per layer (2·4096² + 2·4096·1024 + 3·4096·14336)·2 = 436,207,616 bytes;
+  // 8 layers 3,489,660,928 bytes → 3.5 µs + 109.05 ms.
+  const auto& m = catalog().model("llama-3.1-8b");
+  const auto& g = catalog().gpu("rtx-4090");
+  auto d = make_deployment(m, {}, g, {}, test_eff(g));
+  d.offload.layers_on_host = 8;
+  d.offload.host_link = {3.5e-6, 32e9};
+  BatchShape b;
+  b.decode_seqs = 1;
+  b.logits_tokens = 1;
+  b.decode_ctx_tokens = 100;
+  expect_rel(estimate_step(d, b).offload_s, 3.5e-6 + 3489660928.0 / 32e9);
+  // Host compute instead: those 8 layers run at the host's rates (here 1 TFLOP/s, 100 GB/s):
+  // their weights (3.49 GB) stream from host DRAM at 100 GB/s ≈ 34.9 ms and more.
+  d.offload.mode = Offload::Mode::kHostCompute;
+  d.offload.host_flops_per_s = 1e12;
+  d.offload.host_memory_bw_bytes_per_s = 100e9;
+  const double host = estimate_step(d, b).offload_s;
+  EXPECT_GT(host, 3489660928.0 / 100e9);
+  EXPECT_LT(host, 3489660928.0 / 100e9 * 1.01);
+}
+
+TEST(Precision, MathUnitRules) {
+  EXPECT_EQ(Precision::of(DType::kFp8, DType::kFp8, DType::kBf16).math, DType::kFp8);    // W8A8
+  EXPECT_EQ(Precision::of(DType::kInt4, DType::kFp8, DType::kBf16).math, DType::kFp8);   // W4A8
+  EXPECT_EQ(Precision::of(DType::kInt8, DType::kInt8, DType::kBf16).math, DType::kInt8); // W8A8 int
+  EXPECT_EQ(Precision::of(DType::kFp4, DType::kFp4, DType::kFp8).math, DType::kFp4);     // W4A4
+  EXPECT_EQ(Precision::of(DType::kInt4, DType::kBf16, DType::kBf16).math, DType::kBf16); // W4A16
+  EXPECT_EQ(Precision::of(DType::kQ4_0, DType::kBf16, DType::kBf16).weight_bytes, 18.0 / 32);
+  EXPECT_EQ(Precision::of(DType::kBf16, DType::kBf16, DType::kFp8).kv_bytes, 1.0);
+  // FP4 math on Hopper (no FP4 units) falls back to FP8: the same step as W8A8 FP8 compute.
+  const auto& m = catalog().model("llama-3.1-8b");
+  const auto& h100 = catalog().gpu("h100-sxm");
+  BatchShape b;
+  b.prefill_tokens = 8192;
+  Precision p4 = Precision::of(DType::kFp4, DType::kFp4, DType::kBf16);
+  Precision p8 = p4;
+  p8.math = DType::kFp8;
+  EXPECT_EQ(estimate_step(m, {}, h100, p4, test_eff(h100), b).gemm_s,
+            estimate_step(m, {}, h100, p8, test_eff(h100), b).gemm_s);
+}
+
+TEST(MemoryFit, DeepSeekNeedsFp8OnEightH200s) {
+  // DeepSeek-V3 weights: 671e9 params. On 8 × H200 (141 GB, 90 % usable = 136 GB) at BF16:
+  // 1.34e12 / 8 = 168 GB per GPU: does not fit. At FP8: 84 GB per GPU: fits.
+  const auto& m = catalog().model("deepseek-v3");
+  const auto& g = catalog().gpu("h200-sxm");
+  Parallelism p{8};
+  EXPECT_THROW(fit_memory(m, p, g, {}, 0.9, 1e9, 8192, 16, 4096), InputError);
+  const Precision fp8 = Precision::of(DType::kFp8, DType::kFp8, DType::kBf16);
+  const MemoryFit f = fit_memory(m, p, g, fp8, 0.9, 1e9, 8192, 16, 4096);
+  EXPECT_NEAR(f.weight_bytes, m.derived_params() / 8, 0.01 * m.derived_params() / 8);
+  // MLA: every TP rank holds the whole latent, 61·576·2 = 70,272 bytes per token.
+  EXPECT_EQ(f.kv_bytes_per_token, 61 * 576 * 2.0);
+}
+
+// ---- calibration ----------------------------------------------------------------------------
+
+class CalibrationFile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (fs::temp_directory_path() / "fleetsim-calib-XXXXXX").string();
+    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string write(const std::string& text) {
+    const std::string p = (fs::path(dir_) / "t.csv").string();
+    std::ofstream(p) << text;
+    return p;
+  }
+  static std::string header(const std::string& gpu = "h100-sxm") {
+    return "# fleetsim-calibration: 1\n# gpu: " + gpu +
+           "\n# source: test\n# driver: none\n# cuda: none\n# date: 2026-11-29\n"
+           "op,dtype,m,n,k,batch,q_len,kv_len,heads,kv_heads,head_dim,causal,time_us,citation\n";
+  }
+  std::string dir_;
+};
+
+// Two compute-bound BF16 GEMM rows on H100 (989.4 TFLOP/s):
+//   1024³: 2.147e9 FLOPs → 2.1705 µs at peak; measured 4.3410 µs → fraction 0.5
+//   8192³: 1.0995e12 FLOPs → 1111.28 µs at peak; measured 1389.10 µs → fraction 0.8
+const double kF1 = 2.0 * 1024 * 1024 * 1024, kF2 = 2.0 * 8192 * 8192 * 8192;
+std::string two_rows() {
+  char buf[256];
+  std::string s;
+  std::snprintf(buf, sizeof buf, "gemm,bf16,1024,1024,1024,,,,,,,,%.6f,row one\n", kF1 / 989.4e12 / 0.5 * 1e6);
+  s += buf;
+  std::snprintf(buf, sizeof buf, "gemm,bf16,8192,8192,8192,,,,,,,,%.6f,row two\n", kF2 / 989.4e12 / 0.8 * 1e6);
+  return s + buf;
+}
+
+TEST_F(CalibrationFile, FractionsAndLogInterpolation) {
+  const CalibrationTable t = load_calibration(write(header() + two_rows()), catalog());
+  ASSERT_EQ(t.rows.size(), 2u);
+  EXPECT_NEAR(t.rows[0].fraction, 0.5, 1e-6);
+  EXPECT_NEAR(t.rows[1].fraction, 0.8, 1e-6);
+  EXPECT_TRUE(t.rows[0].compute_bound);
+  CalibrationSet set;
+  set.add(t);
+  const auto* rows = set.rows("h100-sxm", CalibOp::kGemm, "bf16", true);
+  ASSERT_NE(rows, nullptr);
+  // Halfway in log10(FLOPs): 0.5 + 0.5·(0.8 − 0.5) = 0.65; clamped outside the range.
+  EXPECT_NEAR(CalibrationSet::fraction_at(*rows, std::sqrt(kF1 * kF2)), 0.65, 1e-6);
+  EXPECT_NEAR(CalibrationSet::fraction_at(*rows, 1.0), 0.5, 1e-6);
+  EXPECT_NEAR(CalibrationSet::fraction_at(*rows, 1e18), 0.8, 1e-6);
+  // No memory-bound rows: a memory-bound operator keeps the catalog efficiency.
+  EXPECT_EQ(set.rows("h100-sxm", CalibOp::kGemm, "bf16", false), nullptr);
+
+  // In the model: a 4096-token prefill of Llama-3.1-8B's GEMMs is compute-bound; with the
+  // table each GEMM costs its peak roofline over the interpolated fraction instead of over 0.5.
+  const auto& m = catalog().model("llama-3.1-8b");
+  const auto& g = catalog().gpu("h100-sxm");
+  auto d = make_deployment(m, {}, g, {}, test_eff(g));
+  BatchShape b;
+  b.prefill_tokens = 4096;
+  const double plain = estimate_step(d, b).gemm_s;
+  d.calibration = std::make_shared<const CalibrationSet>(set);
+  const double calibrated = estimate_step(d, b).gemm_s;
+  EXPECT_LT(calibrated, plain);  // every fraction in (0.5, 0.8] beats the test's 0.5
+  EXPECT_GT(calibrated, plain * 0.5 / 0.8 * 0.99);
+}
+
+TEST_F(CalibrationFile, ErrorsNameLineAndColumn) {
+  auto error_of = [&](const std::string& text) {
+    try {
+      load_calibration(write(text), catalog());
+    } catch (const InputError& e) {
+      return e;
+    }
+    ADD_FAILURE() << "no error for:\n" << text;
+    return InputError("none");
+  };
+  // A row faster than the datasheet roofline (fraction 2): line 8 (7 header lines + 1).
+  InputError e = error_of(header() + "gemm,bf16,8192,8192,8192,,,,,,,,555.64,too fast\n");
+  EXPECT_EQ(e.line(), 8);
+  EXPECT_EQ(e.field(), "time_us");
+  EXPECT_NE(e.message().find("faster than the datasheet roofline"), std::string::npos) << e.what();
+  // Missing provenance.
+  e = error_of("# fleetsim-calibration: 1\n# gpu: h100-sxm\n"
+               "op,dtype,m,n,k,batch,q_len,kv_len,heads,kv_heads,head_dim,causal,time_us,citation\n");
+  EXPECT_EQ(e.field(), "source");
+  // Unknown GPU, with did-you-mean.
+  e = error_of(header("h100") + two_rows());
+  EXPECT_EQ(e.field(), "gpu");
+  EXPECT_NE(e.message().find("'h100-sxm'"), std::string::npos) << e.what();
+  // Unknown op and a non-number.
+  e = error_of(header() + "matmul,bf16,1,1,1,,,,,,,,1,x\n");
+  EXPECT_EQ(e.field(), "op");
+  e = error_of(header() + "gemm,bf16,1,abc,1,,,,,,,,1,x\n");
+  EXPECT_EQ(e.field(), "n");
+  EXPECT_EQ(e.line(), 8);
+}
+
+TEST(Calibration, ShippedTablesLoadAndCiteTheirRows) {
+  const CalibrationSet set = CalibrationSet::load_dir(
+      std::string(FLEETSIM_SOURCE_DIR) + "/hw_models/calibration", catalog());
+  EXPECT_GE(set.tables().size(), 5u);
+  for (const auto& t : set.tables()) {
+    EXPECT_FALSE(t.source.empty()) << t.file;
+    for (const auto& r : t.rows) {
+      EXPECT_FALSE(r.citation.empty()) << t.file << ":" << r.line;
+      EXPECT_GT(r.fraction, 0.0) << t.file << ":" << r.line;
+      EXPECT_LE(r.fraction, 1.0) << t.file << ":" << r.line;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace fleetsim::hw
