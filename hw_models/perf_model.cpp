@@ -294,9 +294,10 @@ void Calc::layer_ops(StepBreakdown& s, const BatchShape& b, double scale, const 
   }
 
   // Attention.
-  const double pairs = b.prefill_attn_pairs / split, kvtok = b.prefill_kv_tokens / split,
-               ptok = b.prefill_tokens / split;
-  const double ctx = b.decode_ctx_tokens / split, seqs = b.decode_seqs / split;
+  auto per = [&](int64_t v) { return static_cast<double>(v) / split; };
+  const double pairs = b.prefill_attn_pairs / split, kvtok = per(b.prefill_kv_tokens),
+               ptok = per(b.prefill_tokens);
+  const double ctx = per(b.decode_ctx_tokens), seqs = per(b.decode_seqs);
   if (pairs > 0 || kvtok > 0) {
     double f_pair, b_kv, b_q;
     if (m_.mla) {
@@ -407,7 +408,7 @@ StepBreakdown Calc::run(const BatchShape& b) {
 
   // LM head: vocab-parallel over tp, on the sampling rows of this DP group.
   if (b.logits_tokens > 0)
-    gemm(&s.gemm_s, "gemm", "LM head", mb, b.logits_tokens / mb / D, h,
+    gemm(&s.gemm_s, "gemm", "LM head", mb, static_cast<double>(b.logits_tokens) / mb / D, h,
          static_cast<double>(m_.vocab) / tp, gpu_);
 
   // Communication.
@@ -594,7 +595,8 @@ Fit compute_fit(const Deployment& d, double utilization, double reserve_bytes,
   if (d.offload.layers_on_host > 0)
     host += all * std::min(1.0, static_cast<double>(d.offload.layers_on_host) / m.layers);
   if (m.moe && d.offload.experts_on_host > 0)
-    host += std::lround(d.offload.experts_on_host * m.moe->experts) * m.expert_params() *
+    host += static_cast<double>(std::lround(d.offload.experts_on_host * m.moe->experts)) *
+            m.expert_params() *
             m.moe_layers() / G / p.pp * prec.weight_bytes;
   f.host_weight_bytes = std::min(host, all);
   f.weight_bytes = all - f.host_weight_bytes;

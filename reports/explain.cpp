@@ -29,7 +29,7 @@ Representative representative_iterations(const scenario::Scenario& sc) {
   const int64_t prompt = std::max<int64_t>(1, static_cast<int64_t>(r.mean_prompt + 0.5));
   const int64_t chunk = std::min(prompt, sc.vllm.max_batched_tokens);
   r.prefill.prefill_tokens = chunk;
-  r.prefill.prefill_attn_pairs = static_cast<double>(chunk) * (chunk + 1.0) / 2.0;
+  r.prefill.prefill_attn_pairs = static_cast<double>(chunk) * (static_cast<double>(chunk) + 1.0) / 2.0;
   r.prefill.prefill_kv_tokens = chunk;
   r.prefill.logits_tokens = chunk == prompt ? 1 : 0;
   r.decode_seqs = std::min<int64_t>(sc.vllm.max_num_seqs, 32);

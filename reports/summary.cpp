@@ -23,19 +23,33 @@ json resolved_scenario(const scenario::Scenario& sc) {
                 {"heads", sc.model.heads},     {"kv_heads", sc.model.kv_heads},
                 {"head_dim", sc.model.head_dim}, {"ffn", sc.model.ffn},
                 {"vocab", sc.model.vocab},     {"params", sc.model.derived_params()},
+                {"active_params", sc.model.derived_active_params()},
+                {"moe", sc.model.is_moe()},     {"mla", sc.model.mla.has_value()},
                 {"max_context_tokens", sc.model.max_context_tokens}};
   j["hardware"] = {{"gpu", sc.gpu.id},
                    {"gpu_name", sc.gpu.name},
+                   {"node", sc.node ? sc.node->id : std::string()},
                    {"tp", sc.par.tp},
+                   {"pp", sc.par.pp},
+                   {"dp_attention", sc.par.dp_attention},
+                   {"expert_parallel", sc.par.expert_parallel},
+                   {"gpus_per_replica", sc.par.gpus()},
                    {"memory_bytes", sc.gpu.memory_bytes},
                    {"memory_bw_bytes_per_s", sc.gpu.memory_bw_bytes_per_s},
                    {"bf16_flops_per_s", sc.gpu.bf16_flops_per_s}};
-  j["precision"] = {{"weights", sc.weights_dtype}, {"kv", sc.kv_dtype}};
+  j["precision"] = {{"weights", sc.weights_dtype},
+                    {"activations", sc.activations_dtype},
+                    {"kv", sc.kv_dtype},
+                    {"gemm_math", hw::dtype_name(sc.prec.math)}};
   j["efficiency"] = {{"compute", sc.eff.compute},
                      {"memory", sc.eff.memory},
                      {"iteration_overhead_s", sc.eff.iteration_overhead_s},
                      {"allreduce_latency_s", sc.eff.allreduce_latency_s},
                      {"link_bw_bytes_per_s", sc.eff.link_bw_bytes_per_s},
+                     {"kernel_launch_s", sc.eff.kernel_launch_s},
+                     {"cuda_graphs", sc.eff.cuda_graphs},
+                     {"moe_imbalance", sc.eff.moe_imbalance},
+                     {"calibration_tables", sc.calibration_used},
                      {"source", sc.efficiency_source}};
   j["serving"] = {{"replicas", sc.replicas},
                   {"router", sc.router},
@@ -159,8 +173,14 @@ std::string check_report(const scenario::Scenario& sc) {
   auto b = [](double v) { return units::format(v, Dim::kBytes); };
   o << sc.file << ": OK — " << sc.name << "\n";
   o << "  model      " << sc.model.name << " (" << units::format_count(sc.model.derived_params())
-    << " params), weights " << sc.weights_dtype << ", KV " << sc.kv_dtype << "\n";
-  o << "  hardware   " << sc.replicas << " replica(s) × tp " << sc.par.tp << " × " << sc.gpu.name << "\n";
+    << " params" << (sc.model.is_moe() ? ", " + units::format_count(sc.model.derived_active_params()) + " active" : "")
+    << "), weights " << sc.weights_dtype << ", activations " << sc.activations_dtype << ", KV "
+    << sc.kv_dtype << " (GEMMs on " << hw::dtype_name(sc.prec.math) << ")\n";
+  o << "  hardware   " << sc.replicas << " replica(s) × " << sc.par.gpus() << " × " << sc.gpu.name
+    << " (tp " << sc.par.tp << ", pp " << sc.par.pp << ", dp_attention " << sc.par.dp_attention
+    << (sc.par.expert_parallel ? ", expert-parallel" : "") << ")"
+    << (sc.node ? ", node " + sc.node->id : std::string()) << "\n";
+  o << "  efficiency " << sc.efficiency_source << "\n";
   o << "  memory/GPU usable " << b(m.usable_bytes) << " = weights " << b(m.weight_bytes)
     << " + activations " << b(m.activation_bytes) << " + reserve " << b(m.reserve_bytes)
     << " + KV cache " << b(m.kv_bytes) << "\n";

@@ -74,7 +74,8 @@ double predict_step(yaml::Map step, Case& c, const hw::Catalog& catalog,
   if (mode == "prefill") {
     const int64_t p = step.integer("prompt_tokens", 1, 1 << 24);
     b.prefill_tokens = batch * p;
-    b.prefill_attn_pairs = static_cast<double>(batch) * p * (p + 1.0) / 2.0;
+    const double pd = static_cast<double>(p);
+    b.prefill_attn_pairs = static_cast<double>(batch) * pd * (pd + 1.0) / 2.0;
     b.prefill_kv_tokens = batch * p;
     b.logits_tokens = batch;
     context = p;
