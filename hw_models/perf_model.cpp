@@ -99,12 +99,11 @@ const char* calib_gemm_dtype(const GpuSpec& gpu, DType math) {
              : (math_rate(gpu, math) == gpu.bf16_flops_per_s ? "bf16" : "");
 }
 
-// Where an operator runs: its peak rates, efficiency factors and calibration tables.
+// Where an operator runs: its peak rates, efficiency factors and calibration rows.
 struct Unit {
   double gemm_peak = 0, attn_peak = 0, bw_peak = 0;
   double eff_compute = 1, eff_memory = 1;
-  const CalibrationSet* calib = nullptr;
-  std::string gpu_id, gemm_dtype;
+  const std::vector<CalibrationRow>* const (*rows)[2] = nullptr;  // Deployment::calib_rows
 };
 
 Unit gpu_unit(const Deployment& d) {
@@ -114,14 +113,9 @@ Unit gpu_unit(const Deployment& d) {
   u.bw_peak = d.gpu->memory_bw_bytes_per_s;
   u.eff_compute = d.eff.compute;
   u.eff_memory = d.eff.memory;
-  u.calib = d.calibration.get();
-  u.gpu_id = d.gpu->id;
-  u.gemm_dtype = calib_gemm_dtype(*d.gpu, d.prec.math);
+  u.rows = d.calib_rows;
   return u;
 }
-
-// Calibration rows for an operator of `kind` in the given regime on `u`, or nullptr.
-const std::vector<CalibrationRow>* calib_rows(const Unit& u, int kind, bool compute_bound);
 
 // The host as a compute unit (offloaded layers): its rates are achieved figures.
 Unit host_unit(const Deployment& d) {
@@ -134,15 +128,8 @@ Unit host_unit(const Deployment& d) {
 enum class Kind { kGemm, kPrefill, kDecode, kOther };
 
 const std::vector<CalibrationRow>* calib_rows(const Unit& u, int kind, bool compute_bound) {
-  if (u.calib == nullptr) return nullptr;
-  switch (static_cast<Kind>(kind)) {
-    case Kind::kGemm:
-      return u.gemm_dtype.empty() ? nullptr
-                                  : u.calib->rows(u.gpu_id, CalibOp::kGemm, u.gemm_dtype, compute_bound);
-    case Kind::kPrefill: return u.calib->rows(u.gpu_id, CalibOp::kAttnPrefill, "bf16", compute_bound);
-    case Kind::kDecode: return u.calib->rows(u.gpu_id, CalibOp::kAttnDecode, "bf16", compute_bound);
-    default: return nullptr;
-  }
+  if (u.rows == nullptr || kind < 0 || kind > 2) return nullptr;
+  return u.rows[kind][compute_bound ? 1 : 0];
 }
 
 class Calc {
@@ -494,6 +481,20 @@ StepBreakdown Calc::run(const BatchShape& b) {
 }
 
 }  // namespace
+
+void Deployment::bind_calibration(std::shared_ptr<const CalibrationSet> set) {
+  calibration = std::move(set);
+  for (auto& k : calib_rows) k[0] = k[1] = nullptr;
+  if (!calibration || !gpu) return;
+  const std::string gemm_dtype = calib_gemm_dtype(*gpu, prec.math);
+  for (int regime = 0; regime < 2; ++regime) {
+    const bool cb = regime == 1;
+    if (!gemm_dtype.empty())
+      calib_rows[0][regime] = calibration->rows(gpu->id, CalibOp::kGemm, gemm_dtype, cb);
+    calib_rows[1][regime] = calibration->rows(gpu->id, CalibOp::kAttnPrefill, "bf16", cb);
+    calib_rows[2][regime] = calibration->rows(gpu->id, CalibOp::kAttnDecode, "bf16", cb);
+  }
+}
 
 Efficiency catalog_efficiency(const GpuSpec& gpu) {
   Efficiency e;

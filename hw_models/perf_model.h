@@ -72,6 +72,7 @@
 namespace fleetsim::hw {
 
 class CalibrationSet;
+struct CalibrationRow;
 
 /// Element formats. The llama.cpp GGUF block formats carry their scales: q8_0 is 34 bytes per
 /// 32 weights (8.5 bits), q4_0 18 bytes per 32 (4.5 bits); q4_k_m mixes Q4_K and Q6_K
@@ -141,6 +142,11 @@ struct Deployment {
   std::shared_ptr<const NetworkModel> network;  ///< null: α-β from eff (scale-up only)
   Offload offload;
   std::shared_ptr<const CalibrationSet> calibration;  ///< null: efficiency factors only
+  /// Rows of `calibration` for this GPU, [gemm, attn_prefill, attn_decode][memory, compute],
+  /// resolved once by bind_calibration so that estimate_step does no look-ups.
+  const std::vector<CalibrationRow>* calib_rows[3][2] = {};
+  /// Attaches `set` (may be null) and resolves calib_rows for this GPU and precision.
+  void bind_calibration(std::shared_ptr<const CalibrationSet> set);
 };
 
 /// What one iteration computes, aggregated over the batch.

@@ -159,7 +159,7 @@ void load_deployment(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
       if (t.gpu == sc.gpu.id)
         used += (used.empty() ? "" : ", ") + std::filesystem::path(t.file).filename().string();
     if (!used.empty()) {
-      sc.dep.calibration = calibration;
+      sc.dep.bind_calibration(calibration);
       sc.calibration_used = used;
       sc.efficiency_source += "; calibrated by " + used;
     }

@@ -277,7 +277,7 @@ TEST_F(CalibrationFile, FractionsAndLogInterpolation) {
   BatchShape b;
   b.prefill_tokens = 4096;
   const double plain = estimate_step(d, b).gemm_s;
-  d.calibration = std::make_shared<const CalibrationSet>(set);
+  d.bind_calibration(std::make_shared<const CalibrationSet>(set));
   const double calibrated = estimate_step(d, b).gemm_s;
   EXPECT_LT(calibrated, plain);  // every fraction in (0.5, 0.8] beats the test's 0.5
   EXPECT_GT(calibrated, plain * 0.5 / 0.8 * 0.99);
