@@ -1,6 +1,7 @@
 #include "reports/summary.h"
 
 #include <cstdio>
+#include <iomanip>
 #include <sstream>
 
 #include "hw_models/error.h"
@@ -97,6 +98,9 @@ json summary_json(const scenario::Scenario& sc, const RunResult& run) {
   j["requests_rejected_too_long_for_kv_cache"] = s.rejected_too_long_for_kv;
   j["requests_rejected_too_long_for_batch"] = s.rejected_too_long_for_batch;
   j["preemptions"] = s.preemptions;
+  j["prefix_lookup_tokens"] = s.prefix_lookup_tokens;
+  j["prefix_hit_tokens"] = s.prefix_hit_tokens;
+  j["prefix_hit_rate"] = s.prefix_hit_rate;
   j["input_tokens"] = s.input_tokens;
   j["output_tokens"] = s.output_tokens;
   put_latency(j, "ttft", s.ttft);
@@ -151,6 +155,11 @@ std::string summary_table(const scenario::Scenario& sc, const RunResult& run) {
     << row("end-to-end", s.e2e) << row("queueing", s.queue) << "\n";
   o << "  requests    " << s.requests_completed << " completed of " << s.requests_arrived
     << " arrived, " << s.requests_rejected << " rejected, " << s.preemptions << " preemptions\n";
+  if (sc.vllm.prefix_caching)
+    o << "  prefix     " << units::format_count(static_cast<double>(s.prefix_hit_tokens))
+      << " of " << units::format_count(static_cast<double>(s.prefix_lookup_tokens))
+      << " prompt tokens found cached (hit rate " << std::fixed << std::setprecision(1)
+      << 100 * s.prefix_hit_rate << " %), not computed\n" << std::defaultfloat;
   o << "  throughput  " << units::format_count(s.requests_per_s) << " req/s, "
     << units::format_count(s.input_tok_per_s) << " input tok/s, "
     << units::format_count(s.output_tok_per_s) << " output tok/s\n";

@@ -15,8 +15,16 @@ Simulation::Simulation(const scenario::Scenario& sc, RunOptions options)
   steps_ = std::make_unique<serving::StepModel>(
       serving::StepModelConfig{sc.dep}, sc.vllm.max_num_seqs);
   router_ = serving::make_router(sc.router, rng);
+  serving::VllmConfig vcfg = sc.vllm;
+  if (vcfg.prefix_caching) {
+    // The prefix hashes come with the workload (a trace with hash_ids).
+    const workload::Trace* trace = workload_->trace();
+    vcfg.hashes = &trace->hashes;
+    vcfg.prefix_block_tokens = trace->block_tokens;
+  }
   for (int i = 0; i < sc.replicas; ++i) {
-    replicas_.push_back(std::make_unique<serving::Vllm>(i, engine_, static_cast<serving::ServingObserver&>(*this), *steps_, sc.vllm));
+    replicas_.push_back(std::make_unique<serving::Vllm>(
+        i, engine_, static_cast<serving::ServingObserver&>(*this), *steps_, vcfg));
   }
 }
 
@@ -102,6 +110,11 @@ void Simulation::on_reject(const workload::RequestSpec& r, int replica, serving:
 void Simulation::on_first_token(const workload::RequestSpec& r, int replica, SimTime t) {
   collector_.on_first_token(r, replica, t);
   for (auto* o : options_.observers) o->on_first_token(r, replica, t);
+}
+
+void Simulation::on_prefix_lookup(int replica, int64_t prefill_tokens, int64_t hit_tokens) {
+  collector_.on_prefix_lookup(replica, prefill_tokens, hit_tokens);
+  for (auto* o : options_.observers) o->on_prefix_lookup(replica, prefill_tokens, hit_tokens);
 }
 
 void Simulation::on_preemption(const workload::RequestSpec& r, int replica, SimTime t) {

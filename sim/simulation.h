@@ -51,6 +51,7 @@ class Simulation final : public core::EventTarget, private serving::ServingObser
   void on_reject(const workload::RequestSpec& r, int replica, serving::RejectReason why, SimTime t) override;
   void on_first_token(const workload::RequestSpec& r, int replica, SimTime t) override;
   void on_preemption(const workload::RequestSpec& r, int replica, SimTime t) override;
+  void on_prefix_lookup(int replica, int64_t prefill_tokens, int64_t hit_tokens) override;
   void on_completion(const serving::RequestRecord& rec) override;
   void on_token_gaps(SimTime gap_ns, uint64_t count) override;
   void on_token_gap_series(const StepSeries& s, int64_t k, uint64_t per) override;

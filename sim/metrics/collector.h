@@ -31,6 +31,9 @@ struct Summary {
   double kv_occupancy_mean = 0;     ///< time-weighted mean over busy time of KV blocks used / total
   double kv_occupancy_peak = 0;
   uint64_t iterations = 0;
+  /// Prefix caching: prompt tokens looked up at admission and found cached (not computed).
+  uint64_t prefix_lookup_tokens = 0, prefix_hit_tokens = 0;
+  double prefix_hit_rate = 0;       ///< hit / lookup tokens (0 without prefix caching)
 };
 
 class Collector final : public serving::ServingObserver {
@@ -40,6 +43,10 @@ class Collector final : public serving::ServingObserver {
   void on_arrival(const workload::RequestSpec&, int, SimTime) override { ++arrived_; }
   void on_reject(const workload::RequestSpec&, int, serving::RejectReason r, SimTime) override;
   void on_preemption(const workload::RequestSpec&, int, SimTime) override { ++preemptions_; }
+  void on_prefix_lookup(int, int64_t prefill_tokens, int64_t hit_tokens) override {
+    prefix_lookup_ += static_cast<uint64_t>(prefill_tokens);
+    prefix_hit_ += static_cast<uint64_t>(hit_tokens);
+  }
   void on_completion(const serving::RequestRecord& rec) override;
   void on_token_gaps(SimTime gap_ns, uint64_t count) override;
   void on_token_gap_series(const StepSeries& series, int64_t k, uint64_t per_iteration) override;
@@ -57,6 +64,7 @@ class Collector final : public serving::ServingObserver {
   Histogram ttft_, tpot_, itl_, e2e_, queue_;
   uint64_t arrived_ = 0, completed_ = 0, rejected_[3] = {0, 0, 0}, preemptions_ = 0, good_ = 0;
   uint64_t input_tokens_ = 0, output_tokens_ = 0, iterations_ = 0;
+  uint64_t prefix_lookup_ = 0, prefix_hit_ = 0;
   double busy_s_ = 0, kv_weighted_s_ = 0, kv_peak_ = 0;
 };
 

@@ -217,6 +217,7 @@ Scenario load_map(yaml::Map root, const std::string& file,
     sc.vllm.max_num_seqs = sv.integer_or("max_num_seqs", 1, 65536, 256);
     sc.vllm.max_batched_tokens = sv.integer_or("max_batched_tokens", 1, 1 << 24, 8192);
     sc.vllm.fast_forward = sv.boolean_or("fast_forward", true);
+    sc.vllm.prefix_caching = sv.boolean_or("prefix_caching", false);
     sc.gpu_memory_utilization = sv.number_or("gpu_memory_utilization", 0.05, 1.0, 0.9);
     sc.runtime_reserve_bytes = sv.quantity_or("runtime_reserve", units::Dim::kBytes, 1.0 * (1 << 30));
     if (sc.vllm.chunked_prefill && sc.vllm.max_batched_tokens < sc.vllm.max_num_seqs) {
@@ -250,8 +251,24 @@ Scenario load_map(yaml::Map root, const std::string& file,
   sc.workload_section = root.map("workload");
   {
     yaml::Map copy = *sc.workload_section;
-    sc.workload_description = workload::Workload::from_yaml(copy, RngStreams(sc.seed), sc.base_dir)->describe();
+    const auto w = workload::Workload::from_yaml(copy, RngStreams(sc.seed), sc.base_dir);
+    sc.workload_description = w->describe();
     copy.finish();
+    if (sc.vllm.prefix_caching) {
+      const workload::Trace* t = w->trace();
+      yaml::Map sv = root.map("serving");
+      if (t == nullptr || t->hashes.empty() || t->block_tokens <= 0)
+        sv.fail("prefix_caching",
+                "prefix caching needs a workload that carries prefix-block hashes",
+                "replay a trace with hash_ids (workload: {trace: {format: mooncake, ...}}), or "
+                "set prefix_caching: false");
+      if (t->block_tokens % sc.vllm.block_tokens != 0)
+        sv.fail("block_tokens",
+                "the trace's prefix blocks (" + std::to_string(t->block_tokens) +
+                    " tokens) are not a whole number of KV blocks of " +
+                    std::to_string(sc.vllm.block_tokens) + " tokens",
+                "use a block_tokens that divides " + std::to_string(t->block_tokens));
+    }
   }
   root.finish();
   return sc;

@@ -45,6 +45,9 @@ class ServingObserver {
   virtual void on_reject(const workload::RequestSpec&, int /*replica*/, RejectReason, SimTime) {}
   virtual void on_first_token(const workload::RequestSpec&, int /*replica*/, SimTime) {}
   virtual void on_preemption(const workload::RequestSpec&, int /*replica*/, SimTime) {}
+  /// A request was admitted needing `prefill_tokens` of KV, of which `hit_tokens` were found
+  /// in the prefix cache and are not computed.
+  virtual void on_prefix_lookup(int /*replica*/, int64_t /*prefill_tokens*/, int64_t /*hit_tokens*/) {}
   virtual void on_completion(const RequestRecord&) {}
   /// `count` inter-token gaps of the same value.
   virtual void on_token_gaps(SimTime /*gap_ns*/, uint64_t /*count*/) {}

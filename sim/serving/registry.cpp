@@ -21,6 +21,17 @@ const std::vector<RouterInfo>& routers() {
        [](const RngStreams&) { return std::make_unique<RoundRobin>(); }},
       {"least-outstanding", "the replica with the fewest waiting + running requests",
        [](const RngStreams&) { return std::make_unique<LeastOutstanding>(); }},
+      {"random", "a replica uniformly at random (random stream 'router')",
+       [](const RngStreams& rng) { return std::make_unique<RandomRouter>(rng); }},
+      {"least-kv", "the replica with the lowest KV-cache occupancy",
+       [](const RngStreams&) { return std::make_unique<LeastKvLoad>(); }},
+      {"power-of-two", "two replicas at random, the one with fewer outstanding requests "
+                       "(Mitzenmacher, IEEE TPDS 2001)",
+       [](const RngStreams& rng) { return std::make_unique<PowerOfTwo>(rng); }},
+      {"prefix-aware", "the replica with the longest cached prompt prefix unless it has more "
+                       "than 8 outstanding requests above the least loaded one (SGLang "
+                       "cache-aware router, Mooncake Conductor); needs prefix_caching",
+       [](const RngStreams&) { return std::make_unique<PrefixAware>(8); }},
   };
   return table;
 }

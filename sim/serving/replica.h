@@ -33,6 +33,8 @@ class Replica : public core::EventTarget {
   virtual int64_t outstanding() const = 0;
   virtual int64_t kv_blocks_used() const = 0;
   virtual int64_t kv_blocks_total() const = 0;
+  /// Prompt tokens of `r` found in this replica's prefix cache (0 without one).
+  virtual int64_t cached_prefix_tokens(const workload::RequestSpec& /*r*/) const { return 0; }
   /// Checks internal invariants (KV accounting, batch aggregates); throws std::logic_error.
   /// O(batch): for tests, not for the hot loop.
   virtual void check_invariants() const = 0;

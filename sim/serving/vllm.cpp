@@ -33,6 +33,63 @@ Vllm::Vllm(int index, core::Engine& engine, ServingObserver& observer, const Ste
     throw std::logic_error("Vllm: invalid configuration");
   }
   phase_count_.assign(static_cast<size_t>(cfg_.block_tokens), 0);
+  if (cfg_.prefix_caching) {
+    if (cfg_.hashes == nullptr || cfg_.prefix_block_tokens < cfg_.block_tokens ||
+        cfg_.prefix_block_tokens % cfg_.block_tokens != 0)
+      throw std::logic_error("Vllm: prefix caching needs hashes and a prefix block size that is "
+                             "a multiple of block_tokens");
+    blocks_per_hash_ = cfg_.prefix_block_tokens / cfg_.block_tokens;
+  }
+}
+
+// ---- prefix caching --------------------------------------------------------------------
+
+int64_t Vllm::full_hash_blocks(const Seq& s) const {
+  // Only whole hash blocks of the prompt are cached (generated tokens have no hashes).
+  return std::min<int64_t>(s.spec.hash_count, s.spec.prompt_tokens / cfg_.prefix_block_tokens);
+}
+
+Vllm::Lookup Vllm::lookup(const Seq& s) const {
+  Lookup l;
+  if (cfg_.prefix_caching && s.spec.hash_count > 0) {
+    const int64_t limit =
+        std::min<int64_t>(full_hash_blocks(s), (s.target - 1) / cfg_.prefix_block_tokens);
+    l.hits = cache_.match(hashes_of(s), limit);
+    // Matched entries that are unreferenced now are counted as evictable by the cache but
+    // will be pinned by this admission.
+    int64_t matched_free = 0;
+    for (int64_t i = 0; i < l.hits; ++i)
+      if (cache_.refs(hashes_of(s)[i]) == 0) ++matched_free;
+    l.evictable_blocks = (cache_.evictable() - matched_free) * blocks_per_hash_;
+  }
+  l.need_blocks = blocks_for(s.target) - l.hits * blocks_per_hash_;
+  return l;
+}
+
+int64_t Vllm::cached_prefix_tokens(const workload::RequestSpec& r) const {
+  if (!cfg_.prefix_caching || r.hash_count == 0) return 0;
+  const int64_t n = std::min<int64_t>(r.hash_count, r.prompt_tokens / cfg_.prefix_block_tokens);
+  return cache_.match(cfg_.hashes->data() + r.hash_begin, n) * cfg_.prefix_block_tokens;
+}
+
+void Vllm::cache_prompt(Seq& s) {
+  if (!cfg_.prefix_caching || s.spec.hash_count == 0) return;
+  const int64_t full = full_hash_blocks(s);
+  const uint64_t* h = hashes_of(s);
+  for (int64_t i = s.pinned; i < full; ++i) {
+    // A new entry takes over this sequence's blocks; an entry another request cached in the
+    // meantime is shared and this sequence's duplicate blocks are freed.
+    if (!cache_.insert_pinned(h[i])) used_blocks_ -= blocks_per_hash_;
+  }
+  s.pinned = static_cast<int32_t>(std::max<int64_t>(s.pinned, full));
+}
+
+void Vllm::release(Seq& s, int64_t tokens) {
+  used_blocks_ -= own_blocks(s, tokens);
+  if (s.pinned > 0) {
+    cache_.unpin(hashes_of(s), s.pinned);
+    s.pinned = 0;
+  }
 }
 
 int Vllm::phase_of(int64_t join_iter, int32_t ctx) const {
@@ -137,25 +194,34 @@ void Vllm::on_event(const core::Event& e) {
 
 bool Vllm::can_admit(const Seq& s, int64_t free_blocks, int64_t batch_tokens) const {
   if (running() >= cfg_.max_num_seqs) return false;
-  if (blocks_for(s.target) > free_blocks) return false;
+  const Lookup l = lookup(s);
+  if (l.need_blocks > free_blocks + l.evictable_blocks) return false;
   if (!cfg_.chunked_prefill) {
     // Whole prompts only; a recompute longer than the budget may run alone.
-    if (batch_tokens > 0 && batch_tokens + s.target > cfg_.max_batched_tokens) return false;
+    const int64_t compute = s.target - l.hits * cfg_.prefix_block_tokens;
+    if (batch_tokens > 0 && batch_tokens + compute > cfg_.max_batched_tokens) return false;
   }
   return true;
 }
 
-void Vllm::admit(uint32_t slot, SimTime now) {
+void Vllm::admit(uint32_t slot, SimTime now, int64_t keep_free) {
   Seq& s = seqs_[slot];
   s.state = State::kPrefilling;
-  s.prefilled = 0;
+  const Lookup l = lookup(s);
+  if (l.hits > 0) cache_.pin(hashes_of(s), l.hits);
+  s.pinned = static_cast<int32_t>(l.hits);
+  s.prefilled = static_cast<int32_t>(l.hits * cfg_.prefix_block_tokens);
+  if (cfg_.prefix_caching) observer_.on_prefix_lookup(index_, s.target, s.prefilled);
+  // Make room by evicting unreferenced cached prefixes, least recently used first.
+  while (cfg_.kv_blocks - used_blocks_ - keep_free < l.need_blocks && cache_.evict_one())
+    used_blocks_ -= blocks_per_hash_;
   // prefilling_ stays in arrival order (a readmitted preempted request goes back to its
   // place), so chunks are handed out first come, first served. It is short: at most the
   // prompts in flight within one token budget.
   const auto at = std::upper_bound(prefilling_.begin(), prefilling_.end(), s.spec.id,
                                    [&](uint64_t id, uint32_t other) { return id < seqs_[other].spec.id; });
   prefilling_.insert(at, slot);
-  used_blocks_ += blocks_for(s.target);
+  used_blocks_ += l.need_blocks;
   if (s.scheduled_ns < 0) s.scheduled_ns = now;
 }
 
@@ -169,9 +235,9 @@ void Vllm::schedule_next(SimTime now) {
       if (!can_admit(head, cfg_.kv_blocks - used_blocks_, tokens)) break;
       const uint32_t slot = waiting_.front();
       waiting_.pop_front();
-      admit(slot, now);
-      seg_chunks_.push_back({slot, head.target});
-      tokens += head.target;
+      admit(slot, now, 0);
+      seg_chunks_.push_back({slot, head.target - head.prefilled});
+      tokens += head.target - head.prefilled;
     }
     if (!seg_chunks_.empty()) return start_mixed(now, false);
     if (!decoding_.empty()) {
@@ -198,8 +264,8 @@ void Vllm::schedule_next(SimTime now) {
     if (!can_admit(head, cfg_.kv_blocks - used_blocks_ - decode_blocks, 0)) break;
     const uint32_t slot = waiting_.front();
     waiting_.pop_front();
-    admit(slot, now);
-    const int32_t c = static_cast<int32_t>(std::min<int64_t>(head.target, budget));
+    admit(slot, now, decode_blocks);
+    const int32_t c = static_cast<int32_t>(std::min<int64_t>(head.target - head.prefilled, budget));
     seg_chunks_.push_back({slot, c});
     budget -= c;
   }
@@ -210,8 +276,13 @@ void Vllm::schedule_next(SimTime now) {
 void Vllm::reserve_decode_blocks(SimTime now) {
   // vLLM: while the running batch cannot get the blocks it needs for the next step,
   // preempt the lowest-priority (most recently arrived) running request.
+  // Unreferenced cached prefixes go first.
   while (!decoding_.empty() &&
          decode_blocks_needed(decode_iter_, 1) > cfg_.kv_blocks - used_blocks_) {
+    if (cache_.evict_one()) {
+      used_blocks_ -= blocks_per_hash_;
+      continue;
+    }
     preempt_one(now);
   }
 }
@@ -232,10 +303,10 @@ void Vllm::preempt_one(SimTime now) {
   Seq& s = seqs_[victim];
   if (s.state == State::kDecoding) {
     s.generated = s.generated + static_cast<int32_t>(decode_iter_ - s.join_iter);
-    used_blocks_ -= blocks_for(ctx_of(s));
+    release(s, ctx_of(s));
     leave_decode(victim);
   } else {
-    used_blocks_ -= blocks_for(s.target);
+    release(s, s.target);
     remove_prefilling(victim);
   }
   // Recompute: the prompt plus every token generated so far is prefilled again.
@@ -357,6 +428,7 @@ void Vllm::finish_mixed(SimTime now) {
     Seq& s = seqs_[c.slot];
     if (s.prefilled < s.target) continue;
     remove_prefilling(c.slot);
+    cache_prompt(s);
     ++s.generated;
     if (s.first_token_ns < 0) {
       s.first_token_ns = now;
@@ -366,7 +438,7 @@ void Vllm::finish_mixed(SimTime now) {
     }
     s.last_token_ns = now;
     if (s.generated >= s.spec.output_tokens) {
-      used_blocks_ -= blocks_for(s.target);
+      release(s, s.target);
       complete(c.slot, now);
     } else {
       join_decode(c.slot);
@@ -420,7 +492,7 @@ void Vllm::complete_due(SimTime now) {
     Seq& s = seqs_[f.slot];
     s.generated = s.spec.output_tokens;
     s.last_token_ns = now;
-    used_blocks_ -= blocks_for(ctx_of(s));
+    release(s, ctx_of(s));
     leave_decode(f.slot);  // pops the entry
     complete(f.slot, now);
   }
@@ -484,13 +556,14 @@ void Vllm::check_invariants() const {
   for (uint32_t slot : decoding_) {
     const Seq& s = seqs_[slot];
     if (s.state != State::kDecoding) fail("decoding set holds a non-decoding request");
-    blocks += blocks_for(ctx_of(s));
+    blocks += own_blocks(s, ctx_of(s));
     offset += s.ctx_at_join - s.join_iter;
     ++phases[static_cast<size_t>(phase_of(s.join_iter, s.ctx_at_join))];
     if (s.finish_iter <= decode_iter_) fail("overdue completion");
     if (s.first_token_ns < 0) fail("decoding before first token");
   }
-  for (uint32_t slot : prefilling_) blocks += blocks_for(seqs_[slot].target);
+  for (uint32_t slot : prefilling_) blocks += own_blocks(seqs_[slot], seqs_[slot].target);
+  blocks += cache_.entries() * blocks_per_hash_;
   // A mixed iteration allocates its decode blocks when it starts; a stretch when it ends.
   if (segment_ == Segment::kMixed && seg_decodes_) blocks += decode_blocks_needed(decode_iter_, 1);
   if (blocks != used_blocks_) {

@@ -14,6 +14,11 @@
 // - Preemption by recompute: when a decode step needs a block and none is free, the most
 //   recently arrived running request is evicted (its blocks freed) and put back at the
 //   head of the queue; on readmission it prefills prompt + tokens generated so far.
+// - Automatic prefix caching (`prefix_caching: true`, vLLM APC): a prompt's full prefix
+//   blocks (the trace's hash blocks) are kept in a PrefixCache when its prefill completes,
+//   shared by running requests, and evicted least recently used when blocks run out (before
+//   any preemption). An admitted request skips the cached part of its prompt: its prefill
+//   starts after the cached tokens (at least one token is always computed).
 // - Requests that can never run (longer than the model's context, than the whole KV
 //   cache, or — without chunked prefill — than max_batched_tokens) are rejected on arrival.
 //
@@ -31,6 +36,7 @@
 #include <deque>
 #include <vector>
 
+#include "sim/serving/prefix_cache.h"
 #include "sim/serving/replica.h"
 #include "sim/serving/step_model.h"
 
@@ -44,6 +50,9 @@ struct VllmConfig {
   bool chunked_prefill = false;
   bool fast_forward = true;
   int64_t max_context_tokens = 0;   ///< the model's context window (0: unlimited)
+  bool prefix_caching = false;
+  int prefix_block_tokens = 0;      ///< tokens per prefix hash (a multiple of block_tokens)
+  const std::vector<uint64_t>* hashes = nullptr;  ///< the trace's hashes (RequestSpec ranges)
 };
 
 class Vllm final : public Replica {
@@ -58,6 +67,10 @@ class Vllm final : public Replica {
   int64_t kv_blocks_total() const override { return cfg_.kv_blocks; }
   void check_invariants() const override;
   void on_event(const core::Event& event) override;
+
+  /// Prompt tokens of `r` this replica holds in its prefix cache now (prefix-aware routing).
+  int64_t cached_prefix_tokens(const workload::RequestSpec& r) const override;
+  const PrefixCache& prefix_cache() const { return cache_; }
 
   /// Decode iterations executed so far (for tests).
   int64_t decode_iterations() const { return decode_iter_; }
@@ -78,6 +91,7 @@ class Vllm final : public Replica {
     uint32_t pos = 0;            // index in decoding_ (while decoding)
     bool in_joined = false;      // in joined_ (joined decode since the last decode iteration)
     int32_t preemptions = 0;
+    int32_t pinned = 0;          // prefix-cache entries this sequence holds a reference to
     SimTime scheduled_ns = -1, first_token_ns = -1, last_token_ns = -1;
   };
   struct Finish {
@@ -96,8 +110,22 @@ class Vllm final : public Replica {
 
   // Scheduling at an iteration boundary.
   void schedule_next(SimTime now);
+  // Prefix caching: entries of s's prompt already cached (at most (target − 1) / prefix
+  // block tokens, so one token is always computed), and KV blocks that eviction could
+  // free without touching them.
+  struct Lookup {
+    int64_t hits = 0, need_blocks = 0, evictable_blocks = 0;
+  };
+  Lookup lookup(const Seq& s) const;
   bool can_admit(const Seq& s, int64_t free_blocks, int64_t batch_tokens) const;
-  void admit(uint32_t slot, SimTime now);
+  void admit(uint32_t slot, SimTime now, int64_t keep_free);
+  void cache_prompt(Seq& s);       // at prefill end: the prompt's full blocks into the cache
+  void release(Seq& s, int64_t tokens);  // free own blocks for `tokens` of KV, unpin
+  const uint64_t* hashes_of(const Seq& s) const { return cfg_.hashes->data() + s.spec.hash_begin; }
+  int64_t full_hash_blocks(const Seq& s) const;
+  int64_t own_blocks(const Seq& s, int64_t tokens) const {
+    return blocks_for(tokens) - static_cast<int64_t>(s.pinned) * blocks_per_hash_;
+  }
   void reserve_decode_blocks(SimTime now);
   void preempt_one(SimTime now);
   void start_mixed(SimTime now, bool decodes);
@@ -125,6 +153,8 @@ class Vllm final : public Replica {
 
   const StepModel& steps_;
   VllmConfig cfg_;
+  PrefixCache cache_;
+  int64_t blocks_per_hash_ = 0;        // KV blocks per prefix-cache entry
 
   std::vector<Seq> seqs_;
   std::vector<uint32_t> free_slots_;

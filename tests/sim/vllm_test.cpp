@@ -36,6 +36,8 @@ struct Log final : ServingObserver {
     out[r.spec->id] = {r.scheduled_ns, r.first_token_ns, r.done_ns, r.preemptions};
   }
   void on_reject(const RequestSpec&, int, RejectReason, SimTime) override { ++rejected; }
+  std::vector<std::pair<int64_t, int64_t>> lookups;  // (prefill tokens, cached tokens)
+  void on_prefix_lookup(int, int64_t p, int64_t h) override { lookups.emplace_back(p, h); }
   void on_token_gaps(SimTime g, uint64_t c) override { gaps.insert(gaps.end(), c, g); }
   void on_token_gap_series(const StepSeries& s, int64_t k, uint64_t per) override {
     for (int64_t j = 1; j < k; ++j) gaps.insert(gaps.end(), per, s.step_ns(j));
@@ -85,6 +87,7 @@ struct RunLog {
   Log log;
   int64_t iterations = 0;
   uint64_t events = 0;
+  int64_t cache_entries = 0, evictions = 0;
 };
 
 RunLog simulate(const StepModel& steps, VllmConfig cfg, std::vector<RequestSpec> reqs) {
@@ -101,7 +104,11 @@ RunLog simulate(const StepModel& steps, VllmConfig cfg, std::vector<RequestSpec>
   eng.run();
   rep.check_invariants();
   EXPECT_EQ(rep.outstanding(), 0);
-  EXPECT_EQ(rep.kv_blocks_used(), 0);
+  // Only cached prefixes (if any) still hold KV blocks.
+  const int64_t per_entry = cfg.prefix_caching ? cfg.prefix_block_tokens / cfg.block_tokens : 0;
+  EXPECT_EQ(rep.kv_blocks_used(), rep.prefix_cache().entries() * per_entry);
+  run.cache_entries = rep.prefix_cache().entries();
+  run.evictions = rep.prefix_cache().evictions();
   run.iterations = rep.iterations();
   run.events = eng.events_dispatched();
   return run;
@@ -185,10 +192,81 @@ TEST(Vllm, RejectsRequestsThatCanNeverRun) {
   EXPECT_EQ(r.log.out.size(), 1u);  // 8 + 8 - 1 = 15 tokens fit
 }
 
+RequestSpec with_hashes(RequestSpec r, uint32_t begin, uint32_t count) {
+  r.hash_begin = begin;
+  r.hash_count = count;
+  return r;
+}
+
+TEST(Vllm, PrefixHitSkipsCachedPrefillAndEvictsLeastRecentlyUsed) {
+  const StepModel steps = simple_steps(8, 10);
+  // KV blocks of 4 tokens, prefix (hash) blocks of 8 tokens = 2 KV blocks, 8 KV blocks.
+  // Hashes: A and B share [11, 12]; C has [21, 22, 23]; D starts with 11 then differs.
+  const std::vector<uint64_t> hashes = {11, 12, 21, 22, 23, 11, 99};
+  for (bool chunked : {false, true}) {
+    for (bool ff : {true, false}) {
+      VllmConfig cfg = config(chunked, 64, 8, 4);
+      cfg.fast_forward = ff;
+      cfg.prefix_caching = true;
+      cfg.prefix_block_tokens = 8;
+      cfg.hashes = &hashes;
+      // A (t=0, 20 prompt, 2 output): nothing cached; prefill 0..20 ms, first token at 20;
+      //   its two full prefix blocks (16 tokens) go into the cache. Decode 20..30: done.
+      // B (t=100, same 20-token prompt prefix): 16 tokens cached (2 entries; at most
+      //   (20−1)/8 = 2 may be used), only 4 computed: 100..104 ms. TTFT 4 ms, not 20.
+      // C (t=200, 24 prompt, hashes 21..23): needs 6 blocks; 8 − 4 cached = 4 free, so one
+      //   unreferenced entry is evicted — the deepest of A's prefix, 12 — and C computes 24
+      //   tokens 200..224. Its 3 entries join the cache: 11, 21, 22, 23 = 8 blocks.
+      // D (t=300, 20 prompt, hashes [11, 99]): 11 is cached (8 tokens), 99 is not; it needs
+      //   blocks_for(20) − 2 = 3 blocks and evicts C's deepest two (23, then 22) to get 4;
+      //   computes 12 tokens 300..312. Then 99's entry is added: 11, 21, 99 = 6 blocks.
+      RunLog r = simulate(steps, cfg,
+                          {with_hashes(req(0, 0, 20, 2), 0, 2), with_hashes(req(1, 100 * kMs, 20, 1), 0, 2),
+                           with_hashes(req(2, 200 * kMs, 24, 1), 2, 3),
+                           with_hashes(req(3, 300 * kMs, 20, 1), 5, 2)});
+      SCOPED_TRACE(std::string(chunked ? "chunked" : "prefill-first") + (ff ? " fast" : " step"));
+      EXPECT_EQ(r.log.out[0], (Outcome{0, 20 * kMs, 30 * kMs, 0}));
+      EXPECT_EQ(r.log.out[1], (Outcome{100 * kMs, 104 * kMs, 104 * kMs, 0}));
+      EXPECT_EQ(r.log.out[2], (Outcome{200 * kMs, 224 * kMs, 224 * kMs, 0}));
+      EXPECT_EQ(r.log.out[3], (Outcome{300 * kMs, 312 * kMs, 312 * kMs, 0}));
+      EXPECT_EQ(r.log.lookups, (std::vector<std::pair<int64_t, int64_t>>{{20, 0}, {20, 16}, {24, 0}, {20, 8}}));
+      EXPECT_EQ(r.evictions, 3);
+      EXPECT_EQ(r.cache_entries, 3);
+    }
+  }
+}
+
+TEST(PrefixCache, MatchPinUnpinAndEvictionOrder) {
+  PrefixCache c;
+  const uint64_t a[] = {1, 2, 3}, b[] = {1, 2, 7};
+  EXPECT_EQ(c.match(a, 3), 0);
+  EXPECT_TRUE(c.insert_pinned(1));
+  EXPECT_TRUE(c.insert_pinned(2));
+  EXPECT_TRUE(c.insert_pinned(3));
+  EXPECT_FALSE(c.insert_pinned(1));  // already there: a second reference
+  EXPECT_EQ(c.match(a, 3), 3);
+  EXPECT_EQ(c.match(b, 3), 2);       // diverges at the third block
+  EXPECT_EQ(c.evictable(), 0);
+  EXPECT_FALSE(c.evict_one());        // everything is referenced
+  c.unpin(a, 3);                      // 1 still has one reference
+  EXPECT_EQ(c.refs(1), 1);
+  EXPECT_EQ(c.evictable(), 2);
+  EXPECT_TRUE(c.evict_one());         // the deepest first: 3
+  EXPECT_EQ(c.match(a, 3), 2);
+  const uint64_t one[] = {1};
+  c.unpin(one, 1);
+  EXPECT_TRUE(c.evict_one());         // then 2 (queued before 1)
+  EXPECT_TRUE(c.evict_one());
+  EXPECT_FALSE(c.evict_one());
+  EXPECT_EQ(c.entries(), 0);
+  EXPECT_EQ(c.evictions(), 3);
+}
+
 // The fast path must give the same per-request results as one iteration per event.
 TEST(Vllm, FastPathMatchesSteppingOnRandomScenarios) {
   Rng rng(2024);
   int preemptions = 0, chunked_trials = 0;
+  int64_t hit_tokens = 0, evictions = 0;
   uint64_t fast_events = 0, slow_events = 0;
   for (int trial = 0; trial < 60; ++trial) {
     const int bs = 1 + static_cast<int>(rng.uniform_u64(16));
@@ -203,14 +281,29 @@ TEST(Vllm, FastPathMatchesSteppingOnRandomScenarios) {
       return 2 * kMs + b.prefill_tokens * 50'000 + b.decode_seqs * 100'000 +
              static_cast<SimTime>(b.prefill_attn_pairs * 10.0) + b.decode_ctx_tokens * 1234;
     });
+    // Every third trial caches prefixes: requests of one of 4 "conversations" share their
+    // leading hash blocks (4 KV blocks each), so hits, sharing and eviction all happen.
+    const bool caching = trial % 3 == 2;
+    const int pbt = bs * 4;
+    std::vector<uint64_t> hashes;
     std::vector<RequestSpec> reqs;
     SimTime t = 0;
     for (uint64_t id = 0; id < 120; ++id) {
       t += static_cast<SimTime>(rng.exponential(20.0 * kMs));
-      reqs.push_back(req(id, t, 1 + static_cast<int32_t>(rng.uniform_u64(150)),
-                         1 + static_cast<int32_t>(rng.uniform_u64(60))));
+      RequestSpec r = req(id, t, 1 + static_cast<int32_t>(rng.uniform_u64(150)),
+                          1 + static_cast<int32_t>(rng.uniform_u64(60)));
+      if (caching) {
+        const uint64_t conv = rng.uniform_u64(4);
+        r.hash_begin = static_cast<uint32_t>(hashes.size());
+        r.hash_count = static_cast<uint32_t>(r.prompt_tokens / pbt + 1);
+        for (uint32_t i = 0; i < r.hash_count; ++i) hashes.push_back(conv * 1000 + i);
+      }
+      reqs.push_back(r);
     }
     VllmConfig cfg;
+    cfg.prefix_caching = caching;
+    cfg.prefix_block_tokens = pbt;
+    cfg.hashes = &hashes;
     cfg.block_tokens = bs;
     cfg.kv_blocks = kv_blocks;
     cfg.max_num_seqs = max_seqs;
@@ -231,6 +324,9 @@ TEST(Vllm, FastPathMatchesSteppingOnRandomScenarios) {
     ASSERT_EQ(fast.log.preemptions, slow.log.preemptions);
     preemptions += fast.log.preemptions;
     chunked_trials += chunked;
+    ASSERT_EQ(fast.log.lookups, slow.log.lookups);
+    for (const auto& [p, h] : fast.log.lookups) hit_tokens += h;
+    evictions += fast.evictions;
     fast_events += fast.events;
     slow_events += slow.events;
     // First token before completion, completion after arrival.
@@ -244,6 +340,8 @@ TEST(Vllm, FastPathMatchesSteppingOnRandomScenarios) {
   // and stretches of several iterations (fewer events than stepping).
   EXPECT_GT(preemptions, 0);
   EXPECT_GT(chunked_trials, 10);
+  EXPECT_GT(hit_tokens, 0);
+  EXPECT_GT(evictions, 0);
   EXPECT_LT(fast_events * 2, slow_events);
 }
 
