@@ -23,7 +23,7 @@ Simulation::Simulation(const scenario::Scenario& sc, RunOptions options)
     vcfg.prefix_block_tokens = trace->block_tokens;
   }
   for (int i = 0; i < sc.replicas; ++i) {
-    replicas_.push_back(std::make_unique<serving::Vllm>(
+    replicas_.push_back(serving::policy(sc.policy).make(
         i, engine_, static_cast<serving::ServingObserver&>(*this), *steps_, vcfg));
   }
 }

@@ -193,8 +193,13 @@ int cmd_list(const std::vector<std::string>& args) {
                     units::format(l.latency_s, units::Dim::kTime).c_str());
     }
   } else if (w == "policies") {
-    for (const auto& pol : serving::policies())
-      std::printf("%-12s %s\n%-12s [%s]\n", pol.name.c_str(), pol.summary.c_str(), "", pol.citation.c_str());
+    for (const auto& pol : serving::policies()) {
+      std::printf("%-12s %s\n%-12s [%s]\n", pol.name.c_str(), pol.summary.c_str(), "",
+                  pol.citation.c_str());
+      for (const auto& p : pol.params)
+        std::printf("%-12s   serving.%-20s %-8s default %-6s %-7s %s\n", "", p.key.c_str(),
+                    p.type.c_str(), p.fallback.c_str(), p.unit.c_str(), p.help.c_str());
+    }
   } else if (w == "routers") {
     for (const auto& r : serving::routers()) std::printf("%-20s %s\n", r.name.c_str(), r.summary.c_str());
   } else {

@@ -8,9 +8,21 @@ const std::vector<PolicyInfo>& policies() {
   static const std::vector<PolicyInfo> table = {
       {"vllm",
        "continuous batching with paged KV cache, prefill-first or chunked prefill "
-       "(chunked_prefill: true), preemption by recompute",
+       "(chunked_prefill: true), preemption by recompute, automatic prefix caching",
        "Kwon et al., Efficient Memory Management for LLM Serving with PagedAttention, SOSP 2023; "
-       "chunked prefill: Agrawal et al., Sarathi-Serve, OSDI 2024"},
+       "chunked prefill: Agrawal et al., Sarathi-Serve, OSDI 2024",
+       {{"max_num_seqs", "integer", "256", "", "running sequences at most (vLLM --max-num-seqs)"},
+        {"max_batched_tokens", "integer", "8192", "tokens", "tokens per iteration at most"},
+        {"block_tokens", "integer", "16", "tokens", "KV block size (vLLM --block-size)"},
+        {"chunked_prefill", "bool", "false", "",
+         "decodes first, then prompt chunks in the token budget (Sarathi-Serve)"},
+        {"prefix_caching", "bool", "false", "",
+         "keep prompt prefix blocks by content hash, evict least recently used (needs a trace "
+         "with prefix hashes)"},
+        {"fast_forward", "bool", "true", "", "advance unchanging decode batches in closed form"}},
+       [](int i, core::Engine& e, ServingObserver& o, const StepModel& s, const VllmConfig& c) {
+         return std::make_unique<Vllm>(i, e, o, s, c);
+       }},
   };
   return table;
 }
@@ -46,6 +58,12 @@ std::vector<std::string> router_names() {
   std::vector<std::string> out;
   for (const auto& r : routers()) out.push_back(r.name);
   return out;
+}
+
+const PolicyInfo& policy(const std::string& name) {
+  for (const auto& p : policies())
+    if (p.name == name) return p;
+  throw std::out_of_range("unknown policy '" + name + "'");
 }
 
 std::unique_ptr<Router> make_router(const std::string& name, const RngStreams& rng) {

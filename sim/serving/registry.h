@@ -7,14 +7,35 @@
 #include <string>
 #include <vector>
 
+#include "sim/core/engine.h"
+#include "sim/serving/observer.h"
 #include "sim/serving/router.h"
+#include "sim/serving/step_model.h"
+#include "sim/serving/vllm.h"
 
 namespace fleetsim::serving {
+
+/// A policy's parameter, for `fleetsim list policies` and the scenario reference.
+struct ParamInfo {
+  std::string key;      ///< serving.<key> in a scenario
+  std::string type;     ///< "integer", "bool", "time", ...
+  std::string fallback; ///< default, as written in a scenario
+  std::string unit;     ///< "" for dimensionless
+  std::string help;
+};
+
+/// Builds one replica of a policy. Every policy reads the shared serving configuration
+/// (VllmConfig: KV blocks, block size, limits, and its own fields).
+using ReplicaFactory = std::function<std::unique_ptr<Replica>(
+    int index, core::Engine& engine, ServingObserver& observer, const StepModel& steps,
+    const VllmConfig& cfg)>;
 
 struct PolicyInfo {
   std::string name;
   std::string summary;
   std::string citation;
+  std::vector<ParamInfo> params;
+  ReplicaFactory make;
 };
 
 struct RouterInfo {
@@ -27,7 +48,8 @@ const std::vector<PolicyInfo>& policies();
 const std::vector<RouterInfo>& routers();
 std::vector<std::string> policy_names();
 std::vector<std::string> router_names();
-/// Throws std::out_of_range for an unknown name (scenario validation reports it first).
+/// Throw std::out_of_range for an unknown name (scenario validation reports it first).
 std::unique_ptr<Router> make_router(const std::string& name, const RngStreams& rng);
+const PolicyInfo& policy(const std::string& name);
 
 }  // namespace fleetsim::serving
