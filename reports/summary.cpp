@@ -101,6 +101,9 @@ json summary_json(const scenario::Scenario& sc, const RunResult& run) {
   j["prefix_lookup_tokens"] = s.prefix_lookup_tokens;
   j["prefix_hit_tokens"] = s.prefix_hit_tokens;
   j["prefix_hit_rate"] = s.prefix_hit_rate;
+  j["kv_transfers"] = s.kv_transfers;
+  j["kv_transfer_bytes"] = s.kv_transfer_bytes;
+  j["kv_transfer_mean_s"] = s.kv_transfer_mean_s;
   j["input_tokens"] = s.input_tokens;
   j["output_tokens"] = s.output_tokens;
   put_latency(j, "ttft", s.ttft);
@@ -155,6 +158,10 @@ std::string summary_table(const scenario::Scenario& sc, const RunResult& run) {
     << row("end-to-end", s.e2e) << row("queueing", s.queue) << "\n";
   o << "  requests    " << s.requests_completed << " completed of " << s.requests_arrived
     << " arrived, " << s.requests_rejected << " rejected, " << s.preemptions << " preemptions\n";
+  if (sc.prefill_pool)
+    o << "  KV moves   " << s.kv_transfers << " transfers prefill → decode pool, "
+      << units::format(s.kv_transfer_bytes, Dim::kBytes) << " in all, mean "
+      << units::format(s.kv_transfer_mean_s, Dim::kTime) << " each (in TTFT)\n";
   if (sc.vllm.prefix_caching)
     o << "  prefix     " << units::format_count(static_cast<double>(s.prefix_hit_tokens))
       << " of " << units::format_count(static_cast<double>(s.prefix_lookup_tokens))

@@ -9,7 +9,8 @@ namespace fleetsim {
 Simulation::Simulation(const scenario::Scenario& sc, RunOptions options)
     : sc_(sc),
       options_(std::move(options)),
-      collector_(sc.replicas, sc.slo_ttft_s, sc.slo_tpot_s) {
+      collector_(sc.replicas + (sc.prefill_pool ? sc.prefill_pool->replicas : 0), sc.slo_ttft_s,
+                 sc.slo_tpot_s) {
   const RngStreams rng(sc.seed);
   workload_ = sc.make_workload(sc.seed);
   steps_ = std::make_unique<serving::StepModel>(
@@ -22,10 +23,23 @@ Simulation::Simulation(const scenario::Scenario& sc, RunOptions options)
     vcfg.hashes = &trace->hashes;
     vcfg.prefix_block_tokens = trace->block_tokens;
   }
-  for (int i = 0; i < sc.replicas; ++i) {
-    replicas_.push_back(serving::policy(sc.policy).make(
-        i, engine_, static_cast<serving::ServingObserver&>(*this), *steps_, vcfg));
+  auto& self = static_cast<serving::ServingObserver&>(*this);
+  // Disaggregated: prefill replicas are 0..P-1 and take the arrivals; the decode pool
+  // (the scenario's own hardware) follows, P..P+D-1, and takes the handed-over requests.
+  int index = 0;
+  if (sc.prefill_pool) {
+    prefill_steps_ = std::make_unique<serving::StepModel>(
+        serving::StepModelConfig{sc.prefill_pool->dep}, sc.prefill_pool->vllm.max_num_seqs);
+    for (int i = 0; i < sc.prefill_pool->replicas; ++i)
+      prefill_replicas_.push_back(serving::policy(sc.policy).make(
+          index++, engine_, self, *prefill_steps_, sc.prefill_pool->vllm));
+    decode_router_ = serving::make_router(sc.router, RngStreams(sc.seed ^ 0x9e3779b97f4a7c15ULL));
+    // KV bytes per prompt token of the whole model, moved over min(GPUs) parallel links.
+    kv_bytes_per_token_ = sc.model.kv_bytes_per_token(sc.prec.kv_bytes);
+    kv_links_ = std::min(sc.prefill_pool->par.gpus(), sc.par.gpus());
   }
+  for (int i = 0; i < sc.replicas; ++i)
+    replicas_.push_back(serving::policy(sc.policy).make(index++, engine_, self, *steps_, vcfg));
 }
 
 Simulation::~Simulation() = default;
@@ -50,12 +64,42 @@ void Simulation::pull_open_loop() {
 }
 
 void Simulation::on_event(const core::Event& e) {
+  if (e.kind() == kKindHandoff) {
+    // A KV transfer from the prefill pool ended: the decode pool takes the request.
+    serving::Handoff h = handoffs_[e.data];
+    handoffs_free_.push_back(static_cast<uint32_t>(e.data));
+    h.first_token_ns = e.time;
+    const size_t target = decode_router_->route(h.spec, replicas_);
+    replicas_[target]->submit_prefilled(h);
+    return;
+  }
   const auto slot = static_cast<uint32_t>(e.data);
   const workload::RequestSpec r = pending_[slot];
   pending_free_.push_back(slot);
   if (r.client < 0) pull_open_loop();
-  const size_t target = router_->route(r, replicas_);
-  replicas_[target]->submit(r);
+  auto& pool = prefill_replicas_.empty() ? replicas_ : prefill_replicas_;
+  const size_t target = router_->route(r, pool);
+  pool[target]->submit(r);
+}
+
+void Simulation::on_prefill_done(const serving::Handoff& h, int replica) {
+  for (auto* o : options_.observers) o->on_prefill_done(h, replica);
+  // Transfer time over the decode pool's scale-out level (α-β; contention between
+  // transfers is not modelled by the analytic network).
+  const double bytes = kv_bytes_per_token_ * h.spec.prompt_tokens;
+  const double t = sc_.dep.network->p2p_s(bytes / kv_links_, true);
+  collector_.on_kv_transfer(bytes, t);
+  uint32_t slot;
+  if (!handoffs_free_.empty()) {
+    slot = handoffs_free_.back();
+    handoffs_free_.pop_back();
+    handoffs_[slot] = h;
+  } else {
+    slot = static_cast<uint32_t>(handoffs_.size());
+    handoffs_.push_back(h);
+  }
+  engine_.schedule(engine_.now() + seconds_to_ns(t), serving::kPhaseArrival, this, kKindHandoff,
+                   slot);
 }
 
 RunResult Simulation::run() {
@@ -75,6 +119,7 @@ RunResult Simulation::run() {
     for (int i = 0; i < 65536 && (more = engine_.step()); ++i) {
       if (checking) {
         for (const auto& rep : replicas_) rep->check_invariants();
+        for (const auto& rep : prefill_replicas_) rep->check_invariants();
       }
     }
     if (more && options_.progress) {

@@ -53,6 +53,7 @@ class Simulation final : public core::EventTarget, private serving::ServingObser
   void on_preemption(const workload::RequestSpec& r, int replica, SimTime t) override;
   void on_prefix_lookup(int replica, int64_t prefill_tokens, int64_t hit_tokens) override;
   void on_completion(const serving::RequestRecord& rec) override;
+  void on_prefill_done(const serving::Handoff& h, int replica) override;
   void on_token_gaps(SimTime gap_ns, uint64_t count) override;
   void on_token_gap_series(const StepSeries& s, int64_t k, uint64_t per) override;
   void on_segment(const serving::SegmentRecord& seg) override;
@@ -67,7 +68,17 @@ class Simulation final : public core::EventTarget, private serving::ServingObser
   std::unique_ptr<workload::Workload> workload_;
   std::unique_ptr<serving::StepModel> steps_;
   std::unique_ptr<serving::Router> router_;
-  std::vector<std::unique_ptr<serving::Replica>> replicas_;
+  std::vector<std::unique_ptr<serving::Replica>> replicas_;  // the decode pool when disaggregated
+  // Disaggregation: the prefill pool, its step model and router for the decode pool, and
+  // the KV transfers in flight (event kind kKindHandoff, data = slot).
+  static constexpr uint8_t kKindHandoff = 1;
+  std::unique_ptr<serving::StepModel> prefill_steps_;
+  std::vector<std::unique_ptr<serving::Replica>> prefill_replicas_;
+  std::unique_ptr<serving::Router> decode_router_;
+  std::vector<serving::Handoff> handoffs_;
+  std::vector<uint32_t> handoffs_free_;
+  double kv_bytes_per_token_ = 0;
+  int kv_links_ = 1;
   metrics::Collector collector_;
   // Requests scheduled to arrive, by slot (open loop: one at a time; closed loop: one per user).
   std::vector<workload::RequestSpec> pending_;

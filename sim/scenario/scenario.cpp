@@ -173,6 +173,55 @@ Scenario load(const std::string& file, const std::vector<std::string>& overrides
                   std::move(calibration));
 }
 
+namespace {
+
+// Prefill/decode disaggregation: the scenario's hardware and serving.replicas are the decode
+// pool; `serving.disaggregation` gives the prefill pool's replica count and any hardware
+// fields that differ (gpu, node, tp, pp, ...).
+void load_disaggregation(const yaml::Map& root, yaml::Map& dg, Scenario& sc,
+                         const hw::Catalog& catalog,
+                         const std::shared_ptr<const hw::CalibrationSet>& calibration) {
+  if (sc.policy != "vllm")
+    dg.fail("", "disaggregation needs the vllm policy", "set serving.policy: vllm");
+  if (sc.vllm.prefix_caching)
+    dg.fail("", "prefix caching with disaggregation is not modelled yet",
+            "set serving.prefix_caching: false");
+  PrefillPool pool;
+  pool.replicas = static_cast<int>(dg.integer("prefill_replicas", 1, 1'000'000));
+  // The prefill pool's deployment: the scenario's sections with `hardware` overridden.
+  YAML::Node merged = YAML::Clone(root.node());
+  if (auto ph = dg.map_opt("prefill_hardware")) {
+    for (const auto& kv : ph->node()) merged["hardware"][kv.first.as<std::string>()] = kv.second;
+    (void)ph;  // its keys are checked by load_deployment on the merged section
+  }
+  yaml::Map mroot(merged, std::make_shared<yaml::Source>(yaml::Source{root.file(), {}}), "");
+  Scenario tmp;
+  tmp.model = sc.model;
+  load_deployment(mroot, tmp, catalog, calibration);
+  pool.gpu = tmp.gpu;
+  pool.node = tmp.node;
+  pool.par = tmp.par;
+  pool.dep = tmp.dep;
+  pool.efficiency_source = tmp.efficiency_source;
+  if (tmp.prec.kv_bytes != sc.prec.kv_bytes)
+    dg.fail("prefill_hardware", "the pools must keep KV in the same format", "");
+  try {
+    pool.memory = hw::fit_memory(pool.dep, sc.gpu_memory_utilization, sc.runtime_reserve_bytes,
+                                 sc.vllm.max_batched_tokens, sc.vllm.block_tokens,
+                                 sc.vllm.block_tokens);
+  } catch (const InputError& e) {
+    throw dg.locate("prefill_hardware", InputError(e.message() + " [memory fit, prefill pool]", e.hint()));
+  }
+  pool.vllm = sc.vllm;
+  pool.vllm.kv_blocks = pool.memory.kv_blocks;
+  pool.vllm.role = serving::VllmConfig::Role::kPrefill;
+  sc.vllm.role = serving::VllmConfig::Role::kDecode;
+  dg.finish();
+  sc.prefill_pool = pool;
+}
+
+}  // namespace
+
 Scenario load_map(yaml::Map root, const std::string& file,
                   const std::vector<std::string>& overrides, std::optional<uint64_t> seed,
                   const hw::Catalog& catalog,
@@ -204,7 +253,7 @@ Scenario load_map(yaml::Map root, const std::string& file,
   } catch (const InputError& e) {
     throw root.locate("model", e);
   }
-  load_deployment(root, sc, catalog, std::move(calibration));
+  load_deployment(root, sc, catalog, calibration);
 
   // Serving.
   {
@@ -238,6 +287,7 @@ Scenario load_map(yaml::Map root, const std::string& file,
       throw root.locate("hardware", InputError(e.message() + " [memory fit]", e.hint()));
     }
     sc.vllm.kv_blocks = sc.memory.kv_blocks;
+    if (auto dg = sv.map_opt("disaggregation")) load_disaggregation(root, *dg, sc, catalog, calibration);
     sv.finish();
   }
 

@@ -42,6 +42,19 @@
 
 namespace fleetsim::scenario {
 
+/// The prefill pool of a disaggregated deployment (the scenario's own hardware and
+/// serving.replicas are then the decode pool).
+struct PrefillPool {
+  int replicas = 0;
+  hw::GpuSpec gpu;
+  std::optional<hw::NodeSpec> node;
+  hw::Parallelism par;
+  hw::Deployment dep;
+  hw::MemoryFit memory;
+  serving::VllmConfig vllm;
+  std::string efficiency_source;
+};
+
 struct Scenario {
   std::string file;
   std::string name;
@@ -68,6 +81,8 @@ struct Scenario {
   double gpu_memory_utilization = 0.9;
   double runtime_reserve_bytes = 0;
   hw::MemoryFit memory;
+
+  std::optional<PrefillPool> prefill_pool;  ///< set when disaggregated
 
   std::optional<double> slo_ttft_s, slo_tpot_s;
 

@@ -26,6 +26,16 @@ struct RequestRecord {
   int32_t preemptions = 0;
 };
 
+/// A request whose prefill finished on a prefill-pool replica, handed to the decode pool
+/// (prefill/decode disaggregation). Its KV cache travels with it.
+struct Handoff {
+  workload::RequestSpec spec;
+  SimTime scheduled_ns = 0;   ///< admission on the prefill replica
+  SimTime prefill_done_ns = 0;
+  SimTime first_token_ns = 0; ///< set by the simulation: the KV transfer's end
+  int32_t preemptions = 0;
+};
+
 /// A replica's aggregate activity over a segment of one or more iterations.
 struct SegmentRecord {
   int replica = -1;
@@ -49,6 +59,9 @@ class ServingObserver {
   /// in the prefix cache and are not computed.
   virtual void on_prefix_lookup(int /*replica*/, int64_t /*prefill_tokens*/, int64_t /*hit_tokens*/) {}
   virtual void on_completion(const RequestRecord&) {}
+  /// Disaggregation: a prefill-pool replica finished `h`'s prompt; the KV cache must now be
+  /// moved to a decode replica.
+  virtual void on_prefill_done(const Handoff& /*h*/, int /*replica*/) {}
   /// `count` inter-token gaps of the same value.
   virtual void on_token_gaps(SimTime /*gap_ns*/, uint64_t /*count*/) {}
   /// Gaps step(j) for j = 1..k-1 of a decode stretch, each `per_iteration` times; step(j)

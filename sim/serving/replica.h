@@ -6,6 +6,8 @@
 // form (see vllm.h); the engine, the router and the observers see only this interface.
 #pragma once
 
+#include <stdexcept>
+
 #include <cstdint>
 #include <string>
 
@@ -28,6 +30,12 @@ class Replica : public core::EventTarget {
 
   /// A request routed here at engine.now().
   virtual void submit(const workload::RequestSpec& request) = 0;
+
+  /// Disaggregation: a request prefilled elsewhere arrives with its KV cache and first
+  /// token, at engine.now(). Only decode-pool replicas accept it.
+  virtual void submit_prefilled(const Handoff& /*h*/) {
+    throw std::logic_error("this replica does not take prefilled requests");
+  }
 
   /// Requests accepted and not yet completed (waiting + running).
   virtual int64_t outstanding() const = 0;

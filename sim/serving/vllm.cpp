@@ -172,6 +172,74 @@ void Vllm::submit(const workload::RequestSpec& r) {
   }
 }
 
+void Vllm::submit_prefilled(const Handoff& h) {
+  const SimTime now = engine_.now();
+  const workload::RequestSpec& r = h.spec;
+  const int64_t total = static_cast<int64_t>(r.prompt_tokens) + r.output_tokens;
+  if (blocks_for(total - 1) > cfg_.kv_blocks) {
+    observer_.on_reject(r, index_, RejectReason::kTooLongForKvCache, now);
+    return;
+  }
+  const uint32_t slot = new_slot();
+  Seq& s = seqs_[slot];
+  const uint32_t gen = s.gen;
+  s = Seq{};
+  s.gen = gen;
+  s.spec = r;
+  s.state = State::kWaiting;
+  s.target = r.prompt_tokens;
+  s.prefilled_elsewhere = true;
+  s.generated = 1;  // the first token came out of the prefill
+  s.scheduled_ns = h.scheduled_ns;
+  s.first_token_ns = h.first_token_ns;
+  s.last_token_ns = h.first_token_ns;
+  s.preemptions = h.preemptions;
+  observer_.on_first_token(r, index_, h.first_token_ns);
+  const bool queue_was_empty = waiting_.empty();
+  waiting_.push_back(slot);
+  ++outstanding_;
+  switch (segment_) {
+    case Segment::kNone:
+      segment_ = Segment::kKick;
+      schedule_end(now);
+      break;
+    case Segment::kStretch: {
+      if (!queue_was_empty || seg_k_ <= 1) break;
+      SimTime run_ns = 0;
+      const int64_t k = steps_.decode_iterations_to_reach(seg_n_, seg_ctx0_, seg_k_,
+                                                          now - seg_start_ns_, &run_ns);
+      if (k < seg_k_) {
+        seg_k_ = k;
+        schedule_end(seg_start_ns_ + run_ns);
+      }
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+void Vllm::admit_prefilled(SimTime now) {
+  // Handed-over requests at the head of the queue join the decode batch at this boundary
+  // with their whole context (no prefill work), while blocks and sequence slots allow.
+  while (!waiting_.empty()) {
+    const uint32_t slot = waiting_.front();
+    Seq& s = seqs_[slot];
+    if (!s.prefilled_elsewhere || !can_admit(s, cfg_.kv_blocks - used_blocks_, 0)) break;
+    waiting_.pop_front();
+    admit(slot, now, 0);
+    remove_prefilling(slot);
+    s.prefilled = s.target;
+    s.prefilled_elsewhere = false;  // a later preemption recomputes here
+    if (s.generated >= s.spec.output_tokens) {
+      release(s, s.target);
+      complete(slot, now);
+    } else {
+      join_decode(slot);  // its last token came out at the transfer's end (last_token_ns)
+    }
+  }
+}
+
 void Vllm::schedule_end(SimTime end) {
   seg_end_ns_ = end;
   ++event_gen_;
@@ -227,11 +295,13 @@ void Vllm::admit(uint32_t slot, SimTime now, int64_t keep_free) {
 
 void Vllm::schedule_next(SimTime now) {
   seg_chunks_.clear();
+  if (cfg_.role == VllmConfig::Role::kDecode) admit_prefilled(now);
   if (!cfg_.chunked_prefill) {
     // Prefill-first: admit what fits; if anything was admitted, run a prefill-only iteration.
     int64_t tokens = 0;
     while (!waiting_.empty()) {
       Seq& head = seqs_[waiting_.front()];
+      if (head.prefilled_elsewhere) break;  // waits for blocks to join decode
       if (!can_admit(head, cfg_.kv_blocks - used_blocks_, tokens)) break;
       const uint32_t slot = waiting_.front();
       waiting_.pop_front();
@@ -261,6 +331,7 @@ void Vllm::schedule_next(SimTime now) {
   }
   while (budget > 0 && !waiting_.empty()) {
     Seq& head = seqs_[waiting_.front()];
+    if (head.prefilled_elsewhere) break;  // waits for blocks to join decode
     if (!can_admit(head, cfg_.kv_blocks - used_blocks_ - decode_blocks, 0)) break;
     const uint32_t slot = waiting_.front();
     waiting_.pop_front();
@@ -429,6 +500,16 @@ void Vllm::finish_mixed(SimTime now) {
     if (s.prefilled < s.target) continue;
     remove_prefilling(c.slot);
     cache_prompt(s);
+    if (cfg_.role == VllmConfig::Role::kPrefill && s.spec.output_tokens > 1 && s.generated == 0) {
+      // Disaggregated: the prompt is done here; the KV cache goes to the decode pool, which
+      // reports the first token when it arrives. This replica's blocks are freed now (the
+      // transfer reads them while they are reused: an optimistic simplification).
+      observer_.on_prefill_done({s.spec, s.scheduled_ns, now, -1, s.preemptions}, index_);
+      release(s, s.target);
+      --outstanding_;
+      free_slot(c.slot);
+      continue;
+    }
     ++s.generated;
     if (s.first_token_ns < 0) {
       s.first_token_ns = now;

@@ -53,6 +53,12 @@ struct VllmConfig {
   bool prefix_caching = false;
   int prefix_block_tokens = 0;      ///< tokens per prefix hash (a multiple of block_tokens)
   const std::vector<uint64_t>* hashes = nullptr;  ///< the trace's hashes (RequestSpec ranges)
+  /// Prefill/decode disaggregation (DistServe, Splitwise): a `prefill` replica hands each
+  /// request over when its prompt is done (on_prefill_done) and frees its KV; a `decode`
+  /// replica takes handed-over requests (submit_prefilled) and only decodes them (it still
+  /// recomputes a preempted request itself).
+  enum class Role : uint8_t { kBoth, kPrefill, kDecode };
+  Role role = Role::kBoth;
 };
 
 class Vllm final : public Replica {
@@ -62,6 +68,7 @@ class Vllm final : public Replica {
        VllmConfig cfg);
 
   void submit(const workload::RequestSpec& request) override;
+  void submit_prefilled(const Handoff& h) override;
   int64_t outstanding() const override { return outstanding_; }
   int64_t kv_blocks_used() const override { return used_blocks_; }
   int64_t kv_blocks_total() const override { return cfg_.kv_blocks; }
@@ -92,6 +99,7 @@ class Vllm final : public Replica {
     bool in_joined = false;      // in joined_ (joined decode since the last decode iteration)
     int32_t preemptions = 0;
     int32_t pinned = 0;          // prefix-cache entries this sequence holds a reference to
+    bool prefilled_elsewhere = false;  // arrived with its KV (decode pool): join decode directly
     SimTime scheduled_ns = -1, first_token_ns = -1, last_token_ns = -1;
   };
   struct Finish {
@@ -119,7 +127,8 @@ class Vllm final : public Replica {
   Lookup lookup(const Seq& s) const;
   bool can_admit(const Seq& s, int64_t free_blocks, int64_t batch_tokens) const;
   void admit(uint32_t slot, SimTime now, int64_t keep_free);
-  void cache_prompt(Seq& s);       // at prefill end: the prompt's full blocks into the cache
+  void cache_prompt(Seq& s);
+  void admit_prefilled(SimTime now);  // decode pool: handed-over requests join decode       // at prefill end: the prompt's full blocks into the cache
   void release(Seq& s, int64_t tokens);  // free own blocks for `tokens` of KV, unpin
   const uint64_t* hashes_of(const Seq& s) const { return cfg_.hashes->data() + s.spec.hash_begin; }
   int64_t full_hash_blocks(const Seq& s) const;

@@ -262,6 +262,65 @@ TEST(PrefixCache, MatchPinUnpinAndEvictionOrder) {
   EXPECT_EQ(c.evictions(), 3);
 }
 
+
+// Prefill/decode disaggregation: a prefill replica hands requests over; the test moves the
+// KV cache to the decode replica after a fixed 5 ms transfer.
+struct DisaggLog final : ServingObserver, core::EventTarget {
+  core::Engine* eng = nullptr;
+  Replica* decode = nullptr;
+  std::map<uint64_t, Outcome> out;
+  std::vector<Handoff> inflight;
+  void on_prefill_done(const Handoff& h, int) override {
+    inflight.push_back(h);
+    eng->schedule(eng->now() + 5 * kMs, kPhaseArrival, this, 0, inflight.size() - 1);
+  }
+  void on_event(const core::Event& e) override {
+    Handoff h = inflight[e.data];
+    h.first_token_ns = e.time;
+    decode->submit_prefilled(h);
+  }
+  void on_completion(const RequestRecord& r) override {
+    out[r.spec->id] = {r.scheduled_ns, r.first_token_ns, r.done_ns, r.preemptions};
+  }
+};
+
+TEST(Vllm, DisaggregatedPrefillHandsOverAndTtftIncludesTheTransfer) {
+  const StepModel steps = simple_steps(8, 10);
+  for (bool ff : {true, false}) {
+    core::Engine eng;
+    DisaggLog log;
+    log.eng = &eng;
+    VllmConfig pc = config(false, 4096, 1000), dc = config(false, 4096, 1000);
+    pc.fast_forward = dc.fast_forward = ff;
+    pc.role = VllmConfig::Role::kPrefill;
+    dc.role = VllmConfig::Role::kDecode;
+    Vllm prefill(0, eng, log, steps, pc), decode(1, eng, log, steps, dc);
+    log.decode = &decode;
+    Driver d;
+    d.rep = &prefill;
+    // A (t=0, 100 prompt, 3 output): prefill 0..100 ms on the prefill replica; its KV
+    //   arrives at the decode replica at 105 (5 ms transfer): first token at 105 (TTFT
+    //   105 ms). Decode iterations 105..115 and 115..125: done at 125.
+    // B (t=50, 100 prompt, 2 output): the prefill replica is busy until 100 (A's decodes
+    //   no longer hold it back), prefills B 100..200; KV at the decode replica at 205; one
+    //   decode iteration 205..215: done at 215. The decode replica ran no prefill at all.
+    d.reqs = {req(0, 0, 100, 3), req(1, 50 * kMs, 100, 2)};
+    d.start(eng);
+    Checker c1;
+    c1.rep = &decode;
+    eng.add_observer(&c1);
+    eng.run();
+    prefill.check_invariants();
+    EXPECT_EQ(log.out[0], (Outcome{0, 105 * kMs, 125 * kMs, 0}));
+    EXPECT_EQ(log.out[1], (Outcome{100 * kMs, 205 * kMs, 215 * kMs, 0}));
+    EXPECT_EQ(prefill.outstanding(), 0);
+    EXPECT_EQ(decode.outstanding(), 0);
+    EXPECT_EQ(prefill.kv_blocks_used(), 0);
+    EXPECT_EQ(decode.kv_blocks_used(), 0);
+    EXPECT_EQ(prefill.decode_iterations(), 0);
+  }
+}
+
 // The fast path must give the same per-request results as one iteration per event.
 TEST(Vllm, FastPathMatchesSteppingOnRandomScenarios) {
   Rng rng(2024);
