@@ -600,7 +600,7 @@ Fit compute_fit(const Deployment& d, double utilization, double reserve_bytes,
             m.expert_params() *
             m.moe_layers() / G / p.pp * prec.weight_bytes;
   f.host_weight_bytes = std::min(host, all);
-  f.weight_bytes = all - f.host_weight_bytes;
+  f.weight_bytes = all - f.host_weight_bytes + d.extra_weight_bytes_per_gpu;
 
   const double t = static_cast<double>(max_batched_tokens);
   const double qh = static_cast<double>(m.heads) / tp;
@@ -618,7 +618,8 @@ Fit compute_fit(const Deployment& d, double utilization, double reserve_bytes,
   const double per_layer = m.mla ? m.kv_elements_per_token_per_layer()
                                  : 2.0 * kvh * m.head_dim;
   f.kv_bytes_per_token =
-      static_cast<double>(m.layers - m.sliding_window_layers) / p.pp * per_layer * prec.kv_bytes;
+      static_cast<double>(m.layers - m.sliding_window_layers) / p.pp * per_layer * prec.kv_bytes +
+      d.extra_kv_bytes_per_token_per_gpu;
   const double block_bytes = block_tokens * f.kv_bytes_per_token;
   out.per_group_blocks =
       f.kv_bytes > 0 && block_bytes > 0 ? static_cast<int64_t>(std::floor(f.kv_bytes / block_bytes))

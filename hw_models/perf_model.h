@@ -142,6 +142,9 @@ struct Deployment {
   std::shared_ptr<const NetworkModel> network;  ///< null: α-β from eff (scale-up only)
   Offload offload;
   std::shared_ptr<const CalibrationSet> calibration;  ///< null: efficiency factors only
+  /// Memory of a co-resident model (a speculative-decoding draft) on each GPU.
+  double extra_weight_bytes_per_gpu = 0;
+  double extra_kv_bytes_per_token_per_gpu = 0;
   /// Rows of `calibration` for this GPU, [gemm, attn_prefill, attn_decode][memory, compute],
   /// resolved once by bind_calibration so that estimate_step does no look-ups.
   const std::vector<CalibrationRow>* calib_rows[3][2] = {};

@@ -14,7 +14,7 @@ Simulation::Simulation(const scenario::Scenario& sc, RunOptions options)
   const RngStreams rng(sc.seed);
   workload_ = sc.make_workload(sc.seed);
   steps_ = std::make_unique<serving::StepModel>(
-      serving::StepModelConfig{sc.dep}, sc.vllm.max_num_seqs);
+      serving::StepModelConfig{sc.dep, sc.spec}, sc.vllm.max_num_seqs);
   router_ = serving::make_router(sc.router, rng);
   serving::VllmConfig vcfg = sc.vllm;
   if (vcfg.prefix_caching) {
@@ -29,7 +29,7 @@ Simulation::Simulation(const scenario::Scenario& sc, RunOptions options)
   int index = 0;
   if (sc.prefill_pool) {
     prefill_steps_ = std::make_unique<serving::StepModel>(
-        serving::StepModelConfig{sc.prefill_pool->dep}, sc.prefill_pool->vllm.max_num_seqs);
+        serving::StepModelConfig{sc.prefill_pool->dep, std::nullopt}, sc.prefill_pool->vllm.max_num_seqs);
     for (int i = 0; i < sc.prefill_pool->replicas; ++i)
       prefill_replicas_.push_back(serving::policy(sc.policy).make(
           index++, engine_, self, *prefill_steps_, sc.prefill_pool->vllm));

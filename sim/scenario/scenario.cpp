@@ -222,6 +222,64 @@ void load_disaggregation(const yaml::Map& root, yaml::Map& dg, Scenario& sc,
 
 }  // namespace
 
+namespace {
+
+// serving.speculative: {draft_model: <catalog id> | mtp, k, acceptance, acceptance_spread}.
+// The draft runs on the same GPUs with the same parallelism and precision; its weights and
+// KV cache take memory from the target's KV cache.
+void load_speculative(yaml::Map& sp, Scenario& sc, const hw::Catalog& catalog) {
+  sc.draft_model = sp.str("draft_model");
+  hw::ModelSpec draft;
+  if (sc.draft_model == "mtp") {
+    if (sc.model.mtp_layers <= 0)
+      sp.fail("draft_model", sc.model.id + " has no multi-token-prediction head",
+              "name a draft model from the catalog (fleetsim list models)");
+    // The MTP module: mtp_layers transformer layers of the model's own shape.
+    draft = sc.model;
+    draft.id = sc.model.id + "-mtp";
+    draft.layers = sc.model.mtp_layers;
+    if (draft.moe) draft.moe->dense_layers = 0;
+  } else {
+    try {
+      draft = catalog.model(sc.draft_model);
+    } catch (const InputError& e) {
+      throw sp.locate("draft_model", e);
+    }
+    if (draft.vocab != sc.model.vocab)
+      sp.fail("draft_model",
+              "the draft's vocabulary (" + std::to_string(draft.vocab) + ") differs from " +
+                  sc.model.id + "'s (" + std::to_string(sc.model.vocab) + ")",
+              "a draft must share the target's tokenizer");
+    if (draft.heads % sc.par.tp != 0)
+      sp.fail("draft_model", "tp " + std::to_string(sc.par.tp) + " does not divide the draft's " +
+                                 std::to_string(draft.heads) + " heads", "");
+  }
+  sc.vllm.spec_k = static_cast<int>(sp.integer("k", 1, 64));
+  if (sc.vllm.spec_k + 1 > sc.vllm.block_tokens)
+    sp.fail("k", "k + 1 tokens per iteration must fit one KV block of " +
+                     std::to_string(sc.vllm.block_tokens) + " tokens",
+            "use k <= " + std::to_string(sc.vllm.block_tokens - 1));
+  sc.vllm.spec_acceptance = sp.number("acceptance", 0.0, 0.999);
+  sc.vllm.spec_acceptance_spread = sp.number_or("acceptance_spread", 0.0, 1.0, 0.0);
+  sp.finish();
+  serving::Speculative spec;
+  spec.k = sc.vllm.spec_k;
+  spec.draft = sc.dep;
+  spec.draft.model = std::make_shared<const hw::ModelSpec>(draft);
+  sc.spec = spec;
+  const hw::Precision& p = sc.prec;
+  sc.dep.extra_weight_bytes_per_gpu =
+      (sc.draft_model == "mtp" ? draft.derived_params() - draft.embedding_params()
+                               : draft.derived_params()) *
+      p.weight_bytes / sc.par.gpus();
+  const double kvh = std::max(static_cast<double>(draft.kv_heads) / sc.par.tp, 1.0);
+  sc.dep.extra_kv_bytes_per_token_per_gpu =
+      draft.mla ? draft.layers * draft.kv_elements_per_token_per_layer() * p.kv_bytes / sc.par.pp
+                : 2.0 * draft.layers * kvh * draft.head_dim * p.kv_bytes / sc.par.pp;
+}
+
+}  // namespace
+
 Scenario load_map(yaml::Map root, const std::string& file,
                   const std::vector<std::string>& overrides, std::optional<uint64_t> seed,
                   const hw::Catalog& catalog,
@@ -267,6 +325,17 @@ Scenario load_map(yaml::Map root, const std::string& file,
     sc.vllm.max_batched_tokens = sv.integer_or("max_batched_tokens", 1, 1 << 24, 8192);
     sc.vllm.fast_forward = sv.boolean_or("fast_forward", true);
     sc.vllm.prefix_caching = sv.boolean_or("prefix_caching", false);
+    if (sv.has("batch_timeout")) {
+      if (sc.policy != "dynamic")
+        sv.fail("batch_timeout", "batch_timeout applies only to policy 'dynamic' (policy is '" +
+                                     sc.policy + "')",
+                "set serving.policy: dynamic, or remove batch_timeout");
+      const double t = sv.quantity("batch_timeout", units::Dim::kTime);
+      if (t > 3600.0)
+        sv.fail("batch_timeout", "must be at most 1h, got " + units::format(t, units::Dim::kTime),
+                "a dynamic batcher waits milliseconds, e.g. '10ms'");
+      sc.vllm.batch_timeout_ns = seconds_to_ns(t);
+    }
     sc.gpu_memory_utilization = sv.number_or("gpu_memory_utilization", 0.05, 1.0, 0.9);
     sc.runtime_reserve_bytes = sv.quantity_or("runtime_reserve", units::Dim::kBytes, 1.0 * (1 << 30));
     if (sc.vllm.chunked_prefill && sc.vllm.max_batched_tokens < sc.vllm.max_num_seqs) {
@@ -277,6 +346,7 @@ Scenario load_map(yaml::Map root, const std::string& file,
               "or lower max_num_seqs");
     }
     sc.vllm.max_context_tokens = sc.model.max_context_tokens;
+    if (auto sp = sv.map_opt("speculative")) load_speculative(*sp, sc, catalog);
     // Memory fit: what is left for the KV cache after weights, activations and reserve.
     try {
       sc.memory = hw::fit_memory(sc.dep, sc.gpu_memory_utilization, sc.runtime_reserve_bytes,

@@ -83,6 +83,8 @@ struct Scenario {
   hw::MemoryFit memory;
 
   std::optional<PrefillPool> prefill_pool;  ///< set when disaggregated
+  std::optional<serving::Speculative> spec; ///< speculative decoding (draft deployment)
+  std::string draft_model;                  ///< catalog id, or "mtp"
 
   std::optional<double> slo_ttft_s, slo_tpot_s;
 

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "hw_models/perf_model.h"
@@ -21,8 +22,20 @@ namespace fleetsim::serving {
 // 128-bit unsigned for exact sums of fixed-point step times (GCC/Clang extension).
 __extension__ typedef unsigned __int128 u128;
 
+/// Speculative decoding (Leviathan et al., "Fast Inference from Transformers via
+/// Speculative Decoding", ICML 2023; Chen et al., arXiv:2302.01318): a draft model proposes
+/// k tokens per sequence (k sequential draft decode steps), the target verifies k + 1
+/// positions in one forward pass. A decode iteration of n sequences at Σctx then costs
+///   target(rows n·(k+1), attended context (k+1)·Σctx) + k · draft(n, Σctx),
+/// still affine in Σctx. Iterations with prompt chunks also prefill them on the draft.
+struct Speculative {
+  int k = 0;                ///< draft tokens per iteration
+  hw::Deployment draft;     ///< the draft model (or an MTP head) on the same GPUs
+};
+
 struct StepModelConfig {
   hw::Deployment dep;
+  std::optional<Speculative> spec;
 };
 
 class StepModel {
@@ -41,15 +54,21 @@ class StepModel {
     return fixed_ns_[static_cast<size_t>(n)] +
            static_cast<SimTime>((static_cast<u128>(ctx_tokens) * slope_ns_q32_) >> 32);
   }
-  /// Σ_{j<k} decode_step_ns(n, ctx0 + n·j): k decode iterations of an unchanging batch
-  /// whose attended context grows by n tokens per iteration. O(log) time.
-  SimTime decode_run_ns(int64_t n, int64_t ctx0, int64_t k) const;
+  /// Σ_{j<k} decode_step_ns(n, ctx0 + g·j): k decode iterations of an unchanging batch
+  /// whose attended context grows by g tokens per iteration (g = n without speculative
+  /// decoding; the tokens accepted per iteration with it). O(log) time.
+  SimTime decode_run_ns(int64_t n, int64_t g, int64_t ctx0, int64_t k) const;
+  SimTime decode_run_ns(int64_t n, int64_t ctx0, int64_t k) const { return decode_run_ns(n, n, ctx0, k); }
 
   /// The smallest k in [1, k_max] with decode_run_ns(n, ctx0, k) >= delta_ns (k_max when
   /// none): the first iteration boundary at or after delta_ns into a stretch. Stores
   /// decode_run_ns(n, ctx0, k) in *run_ns.
+  int64_t decode_iterations_to_reach(int64_t n, int64_t g, int64_t ctx0, int64_t k_max,
+                                     SimTime delta_ns, SimTime* run_ns) const;
   int64_t decode_iterations_to_reach(int64_t n, int64_t ctx0, int64_t k_max, SimTime delta_ns,
-                                     SimTime* run_ns) const;
+                                     SimTime* run_ns) const {
+    return decode_iterations_to_reach(n, n, ctx0, k_max, delta_ns, run_ns);
+  }
 
   /// Any iteration with prefill work.
   SimTime mixed_step_ns(const hw::BatchShape& shape) const;

@@ -6,21 +6,40 @@
 
 namespace fleetsim::serving {
 
+int32_t tokens_per_iteration(const VllmConfig& cfg, uint64_t id) {
+  if (cfg.spec_k <= 0) return 1;
+  // Two deterministic uniforms from the request id (splitmix64).
+  auto mix = [](uint64_t x) {
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+  };
+  const double u1 = static_cast<double>(mix(id * 2 + 1) >> 11) * 0x1.0p-53;
+  const double u2 = static_cast<double>(mix(id * 2 + 2) >> 11) * 0x1.0p-53;
+  const double alpha = std::clamp(
+      cfg.spec_acceptance + cfg.spec_acceptance_spread * (2 * u1 - 1), 0.0, 0.999);
+  const double expected = (1 - std::pow(alpha, cfg.spec_k + 1)) / (1 - alpha);
+  const double whole = std::floor(expected);
+  const int32_t tau = static_cast<int32_t>(whole) + (u2 < expected - whole ? 1 : 0);
+  return std::clamp(tau, 1, cfg.spec_k + 1);
+}
+
 namespace {
 // Gaps step(j) of a decode stretch: step(j) = fixed + floor((ctx0 + n·j)·slope / 2^32).
 class StretchSeries final : public ServingObserver::StepSeries {
  public:
-  StretchSeries(const StepModel& m, int64_t n, int64_t ctx0, int64_t k, SimTime total_ns)
-      : m_(m), n_(n), ctx0_(ctx0), k_(k), total_ns_(total_ns) {}
-  SimTime step_ns(int64_t j) const override { return m_.decode_step_ns(n_, ctx0_ + n_ * j); }
+  StretchSeries(const StepModel& m, int64_t n, int64_t g, int64_t ctx0, int64_t k, SimTime total_ns)
+      : m_(m), n_(n), g_(g), ctx0_(ctx0), k_(k), total_ns_(total_ns) {}
+  SimTime step_ns(int64_t j) const override { return m_.decode_step_ns(n_, ctx0_ + g_ * j); }
   SimTime sum_ns(int64_t b, int64_t e) const override {
     if (b == 1 && e == k_) return total_ns_ - step_ns(0);  // the whole run but the first
-    return m_.decode_run_ns(n_, ctx0_ + n_ * b, e - b);
+    return m_.decode_run_ns(n_, g_, ctx0_ + g_ * b, e - b);
   }
 
  private:
   const StepModel& m_;
-  int64_t n_, ctx0_, k_;
+  int64_t n_, g_, ctx0_, k_;
   SimTime total_ns_;
 };
 }  // namespace
@@ -100,6 +119,22 @@ int Vllm::phase_of(int64_t join_iter, int32_t ctx) const {
   return static_cast<int>(((join_iter - ctx) % bs + bs) % bs);
 }
 
+void Vllm::add_phases(const Seq& s, int64_t delta, std::vector<int64_t>& counts) const {
+  if (s.tau == 1) {
+    counts[static_cast<size_t>(phase_of(s.join_iter, s.ctx_at_join))] += delta;
+    return;
+  }
+  // At join iteration + e the sequence writes positions c + τe .. c + τe + τ − 1; it needs a
+  // block when that range holds a multiple of block_tokens (at most one: τ ≤ block_tokens).
+  // The pattern repeats every block_tokens iterations.
+  const int64_t bs = cfg_.block_tokens, c = s.ctx_at_join, tau = s.tau;
+  for (int64_t e = 0; e < bs; ++e) {
+    const int64_t lo = c + tau * e;
+    const int64_t next_multiple = (lo + bs - 1) / bs * bs;
+    if (next_multiple <= lo + tau - 1) counts[static_cast<size_t>((s.join_iter + e) % bs)] += delta;
+  }
+}
+
 uint32_t Vllm::new_slot() {
   if (!free_slots_.empty()) {
     const uint32_t s = free_slots_.back();
@@ -128,7 +163,9 @@ void Vllm::submit(const workload::RequestSpec& r) {
     observer_.on_reject(r, index_, RejectReason::kTooLongForModel, now);
     return;
   }
-  if (blocks_for(total - 1) > cfg_.kv_blocks) {
+  // With speculative decoding the last iteration may write up to τ − 1 positions past the
+  // final length (blocks are accounted τ per iteration).
+  if (blocks_for(total - 1 + tokens_per_iteration(cfg_, r.id) - 1) > cfg_.kv_blocks) {
     observer_.on_reject(r, index_, RejectReason::kTooLongForKvCache, now);
     return;
   }
@@ -144,6 +181,7 @@ void Vllm::submit(const workload::RequestSpec& r) {
   s.spec = r;
   s.state = State::kWaiting;
   s.target = r.prompt_tokens;
+  s.tau = tokens_per_iteration(cfg_, r.id);
   const bool queue_was_empty = waiting_.empty();
   waiting_.push_back(slot);
   ++outstanding_;
@@ -159,7 +197,7 @@ void Vllm::submit(const workload::RequestSpec& r) {
       // changes. Otherwise end the stretch at the first boundary at or after now.
       if (!queue_was_empty || seg_k_ <= 1) break;
       SimTime run_ns = 0;
-      const int64_t k = steps_.decode_iterations_to_reach(seg_n_, seg_ctx0_, seg_k_,
+      const int64_t k = steps_.decode_iterations_to_reach(seg_n_, seg_g_, seg_ctx0_, seg_k_,
                                                           now - seg_start_ns_, &run_ns);
       if (k < seg_k_) {
         seg_k_ = k;
@@ -176,7 +214,7 @@ void Vllm::submit_prefilled(const Handoff& h) {
   const SimTime now = engine_.now();
   const workload::RequestSpec& r = h.spec;
   const int64_t total = static_cast<int64_t>(r.prompt_tokens) + r.output_tokens;
-  if (blocks_for(total - 1) > cfg_.kv_blocks) {
+  if (blocks_for(total - 1 + tokens_per_iteration(cfg_, r.id) - 1) > cfg_.kv_blocks) {
     observer_.on_reject(r, index_, RejectReason::kTooLongForKvCache, now);
     return;
   }
@@ -189,6 +227,7 @@ void Vllm::submit_prefilled(const Handoff& h) {
   s.state = State::kWaiting;
   s.target = r.prompt_tokens;
   s.prefilled_elsewhere = true;
+  s.tau = tokens_per_iteration(cfg_, r.id);
   s.generated = 1;  // the first token came out of the prefill
   s.scheduled_ns = h.scheduled_ns;
   s.first_token_ns = h.first_token_ns;
@@ -206,7 +245,7 @@ void Vllm::submit_prefilled(const Handoff& h) {
     case Segment::kStretch: {
       if (!queue_was_empty || seg_k_ <= 1) break;
       SimTime run_ns = 0;
-      const int64_t k = steps_.decode_iterations_to_reach(seg_n_, seg_ctx0_, seg_k_,
+      const int64_t k = steps_.decode_iterations_to_reach(seg_n_, seg_g_, seg_ctx0_, seg_k_,
                                                           now - seg_start_ns_, &run_ns);
       if (k < seg_k_) {
         seg_k_ = k;
@@ -312,7 +351,8 @@ void Vllm::schedule_next(SimTime now) {
     if (!seg_chunks_.empty()) return start_mixed(now, false);
     if (!decoding_.empty()) {
       reserve_decode_blocks(now);
-      return start_stretch(now);
+      if (!decoding_.empty()) return start_stretch(now);
+      return schedule_next(now);  // everything was preempted: admit again
     }
     return;
   }
@@ -373,7 +413,7 @@ void Vllm::preempt_one(SimTime now) {
   }
   Seq& s = seqs_[victim];
   if (s.state == State::kDecoding) {
-    s.generated = s.generated + static_cast<int32_t>(decode_iter_ - s.join_iter);
+    s.generated = s.generated + s.tau * static_cast<int32_t>(decode_iter_ - s.join_iter);
     release(s, ctx_of(s));
     leave_decode(victim);
   } else {
@@ -436,9 +476,10 @@ void Vllm::start_stretch(SimTime now) {
   seg_n_ = n;
   seg_k_ = k;
   seg_ctx0_ = attended_ctx(decode_iter_);
+  seg_g_ = tau_sum_;
   seg_kv_start_ = used_blocks_;
   seg_decodes_ = true;
-  schedule_end(now + steps_.decode_run_ns(n, seg_ctx0_, k));
+  schedule_end(now + steps_.decode_run_ns(n, seg_g_, seg_ctx0_, k));
 }
 
 // ---- end of a segment ----------------------------------------------------------------
@@ -464,9 +505,11 @@ void Vllm::record_first_decode_gaps(SimTime end, SimTime step_ns) {
 
 void Vllm::finish_stretch(SimTime now) {
   const int64_t k = seg_k_;
-  const StretchSeries series(steps_, seg_n_, seg_ctx0_, k, now - seg_start_ns_);
+  const StretchSeries series(steps_, seg_n_, seg_g_, seg_ctx0_, k, now - seg_start_ns_);
   record_first_decode_gaps(seg_start_ns_ + series.step_ns(0), series.step_ns(0));
   if (k > 1) observer_.on_token_gap_series(series, k, static_cast<uint64_t>(seg_n_));
+  // Speculative decoding: the other τ − 1 tokens of each sequence arrive with the first.
+  if (tau_sum_ > seg_n_) observer_.on_token_gaps(0, static_cast<uint64_t>((tau_sum_ - seg_n_) * k));
   used_blocks_ += decode_blocks_needed(decode_iter_, k);
   decode_iter_ += k;
   iterations_ += k;
@@ -480,6 +523,7 @@ void Vllm::finish_mixed(SimTime now) {
   int64_t prefill_tokens = 0;
   if (seg_decodes_) {
     record_first_decode_gaps(now, now - seg_start_ns_);
+    if (tau_sum_ > seg_n_) observer_.on_token_gaps(0, static_cast<uint64_t>(tau_sum_ - seg_n_));
     ++decode_iter_;
     last_decode_end_ns_ = now;
   }
@@ -538,11 +582,12 @@ void Vllm::join_decode(uint32_t slot) {
   s.state = State::kDecoding;
   s.join_iter = decode_iter_;
   s.ctx_at_join = s.target;
-  s.finish_iter = decode_iter_ + (s.spec.output_tokens - s.generated);
+  s.finish_iter = decode_iter_ + (s.spec.output_tokens - s.generated + s.tau - 1) / s.tau;
   s.pos = static_cast<uint32_t>(decoding_.size());
   decoding_.push_back(slot);
-  ctx_offset_sum_ += s.ctx_at_join - s.join_iter;
-  ++phase_count_[static_cast<size_t>(phase_of(s.join_iter, s.ctx_at_join))];
+  ctx_offset_sum_ += s.ctx_at_join - static_cast<int64_t>(s.tau) * s.join_iter;
+  tau_sum_ += s.tau;
+  add_phases(s, +1, phase_count_);
   finish_heap_.push_back({s.finish_iter, s.spec.id, slot, s.gen});
   std::push_heap(finish_heap_.begin(), finish_heap_.end());
   s.in_joined = true;
@@ -554,8 +599,9 @@ void Vllm::leave_decode(uint32_t slot) {
   decoding_[s.pos] = decoding_.back();
   seqs_[decoding_[s.pos]].pos = s.pos;
   decoding_.pop_back();
-  ctx_offset_sum_ -= s.ctx_at_join - s.join_iter;
-  --phase_count_[static_cast<size_t>(phase_of(s.join_iter, s.ctx_at_join))];
+  ctx_offset_sum_ -= s.ctx_at_join - static_cast<int64_t>(s.tau) * s.join_iter;
+  tau_sum_ -= s.tau;
+  add_phases(s, -1, phase_count_);
   s.in_joined = false;
   ++s.gen;  // invalidates its finish-heap entry
   // Drop invalid entries at the top so front() is always live.
@@ -596,17 +642,16 @@ void Vllm::complete(uint32_t slot, SimTime now) {
 // ---- closed-form helpers ---------------------------------------------------------------
 
 int64_t Vllm::attended_ctx(int64_t d) const {
-  // Σ over decoding seqs of (ctx_at_join + d - join_iter + 1): context plus the new token.
+  // Σ over decoding seqs of (ctx_at_join + τ·(d - join_iter) + 1): context plus the new token.
   const int64_t n = static_cast<int64_t>(decoding_.size());
-  return ctx_offset_sum_ + n * d + n;
+  return ctx_offset_sum_ + tau_sum_ * d + n;
 }
 
 int64_t Vllm::decode_blocks_needed(int64_t d0, int64_t k) const {
-  // Each full cycle of block_tokens iterations gives every sequence exactly one new block;
+  // Each full cycle of block_tokens iterations gives every sequence exactly τ new blocks;
   // the remainder is a partial sum over the phase counts.
   const int64_t bs = cfg_.block_tokens;
-  const int64_t n = static_cast<int64_t>(decoding_.size());
-  int64_t total = (k / bs) * n;
+  int64_t total = (k / bs) * tau_sum_;
   for (int64_t j = 0; j < k % bs; ++j) total += phase_count_[static_cast<size_t>((d0 + j) % bs)];
   return total;
 }
@@ -614,9 +659,8 @@ int64_t Vllm::decode_blocks_needed(int64_t d0, int64_t k) const {
 int64_t Vllm::max_stretch_for_blocks(int64_t d0, int64_t free_blocks) const {
   // Largest k with decode_blocks_needed(d0, k) <= free_blocks (>= 1 after reservation).
   const int64_t bs = cfg_.block_tokens;
-  const int64_t n = static_cast<int64_t>(decoding_.size());
-  const int64_t cycles = free_blocks / n;
-  int64_t left = free_blocks - cycles * n;
+  const int64_t cycles = free_blocks / tau_sum_;
+  int64_t left = free_blocks - cycles * tau_sum_;
   int64_t k = cycles * bs;
   for (int64_t j = 0; j < bs; ++j) {
     left -= phase_count_[static_cast<size_t>((d0 + j) % bs)];
@@ -632,14 +676,15 @@ void Vllm::check_invariants() const {
   auto fail = [&](const std::string& what) {
     throw std::logic_error("replica " + std::to_string(index_) + ": " + what);
   };
-  int64_t blocks = 0, offset = 0;
+  int64_t blocks = 0, offset = 0, tau = 0;
   std::vector<int64_t> phases(phase_count_.size(), 0);
   for (uint32_t slot : decoding_) {
     const Seq& s = seqs_[slot];
     if (s.state != State::kDecoding) fail("decoding set holds a non-decoding request");
     blocks += own_blocks(s, ctx_of(s));
-    offset += s.ctx_at_join - s.join_iter;
-    ++phases[static_cast<size_t>(phase_of(s.join_iter, s.ctx_at_join))];
+    offset += s.ctx_at_join - static_cast<int64_t>(s.tau) * s.join_iter;
+    tau += s.tau;
+    add_phases(s, +1, phases);
     if (s.finish_iter <= decode_iter_) fail("overdue completion");
     if (s.first_token_ns < 0) fail("decoding before first token");
   }
@@ -652,6 +697,7 @@ void Vllm::check_invariants() const {
   }
   if (used_blocks_ > cfg_.kv_blocks || used_blocks_ < 0) fail("KV blocks over capacity");
   if (offset != ctx_offset_sum_) fail("context aggregate drifted");
+  if (tau != tau_sum_) fail("tokens-per-iteration aggregate drifted");
   if (phases != phase_count_) fail("block phase counts drifted");
   if (outstanding_ != static_cast<int64_t>(waiting_.size()) + running()) fail("requests not conserved");
   if (running() > cfg_.max_num_seqs) fail("more running sequences than max_num_seqs");

@@ -59,7 +59,21 @@ struct VllmConfig {
   /// recomputes a preempted request itself).
   enum class Role : uint8_t { kBoth, kPrefill, kDecode };
   Role role = Role::kBoth;
+  /// Speculative decoding: k draft tokens per iteration (0 = off) and the per-token
+  /// acceptance rate α, per request uniform in [α − spread, α + spread]. A request emits
+  /// τ = (1 − α^(k+1)) / (1 − α) tokens per decode iteration on average (Leviathan et al.,
+  /// ICML 2023); the replica uses an integer τ per request, rounded up or down at random
+  /// (deterministically from the request id) so that the mean over requests is exact.
+  /// Dynamic batching (policy `dynamic`): launch a partial batch once the oldest waiting
+  /// request has waited this long.
+  SimTime batch_timeout_ns = 10'000'000;
+  int spec_k = 0;
+  double spec_acceptance = 0;
+  double spec_acceptance_spread = 0;
 };
+
+/// Tokens per decode iteration of request `id` under `cfg`'s speculative decoding (1 when off).
+int32_t tokens_per_iteration(const VllmConfig& cfg, uint64_t id);
 
 class Vllm final : public Replica {
  public:
@@ -99,6 +113,7 @@ class Vllm final : public Replica {
     bool in_joined = false;      // in joined_ (joined decode since the last decode iteration)
     int32_t preemptions = 0;
     int32_t pinned = 0;          // prefix-cache entries this sequence holds a reference to
+    int32_t tau = 1;             // tokens per decode iteration (speculative decoding)
     bool prefilled_elsewhere = false;  // arrived with its KV (decode pool): join decode directly
     SimTime scheduled_ns = -1, first_token_ns = -1, last_token_ns = -1;
   };
@@ -153,7 +168,12 @@ class Vllm final : public Replica {
   int64_t decode_blocks_needed(int64_t d0, int64_t k) const;
   int64_t max_stretch_for_blocks(int64_t d0, int64_t free_blocks) const;
   int64_t attended_ctx(int64_t d) const;  // Σ (ctx + 1) over decoding seqs at iteration d
-  int32_t ctx_of(const Seq& s) const { return s.ctx_at_join + static_cast<int32_t>(decode_iter_ - s.join_iter); }
+  int32_t ctx_of(const Seq& s) const {
+    return s.ctx_at_join + s.tau * static_cast<int32_t>(decode_iter_ - s.join_iter);
+  }
+  // Adds `delta` to the phase counts of the iterations (mod block_tokens) at which s needs
+  // a new KV block: those whose τ written positions cross a block boundary.
+  void add_phases(const Seq& s, int64_t delta, std::vector<int64_t>& counts) const;
   int64_t blocks_for(int64_t tokens) const { return (tokens + cfg_.block_tokens - 1) / cfg_.block_tokens; }
   int phase_of(int64_t join_iter, int32_t ctx) const;
   uint32_t new_slot();
@@ -173,7 +193,8 @@ class Vllm final : public Replica {
   std::vector<Finish> finish_heap_;
   std::vector<int64_t> phase_count_;   // decoding seqs needing a block when d % bs == phase
   std::vector<uint32_t> joined_;       // slots that joined decode since the last decode iteration
-  int64_t ctx_offset_sum_ = 0;         // Σ (ctx_at_join - join_iter) over decoding seqs
+  int64_t ctx_offset_sum_ = 0;         // Σ (ctx_at_join - τ·join_iter) over decoding seqs
+  int64_t tau_sum_ = 0;                // Σ τ over decoding seqs: context growth per iteration
   int64_t used_blocks_ = 0;
   int64_t outstanding_ = 0;
   int64_t decode_iter_ = 0;            // decode iterations completed
@@ -184,7 +205,7 @@ class Vllm final : public Replica {
   Segment segment_ = Segment::kNone;
   uint64_t event_gen_ = 0;
   SimTime seg_start_ns_ = 0, seg_end_ns_ = 0;
-  int64_t seg_k_ = 0, seg_n_ = 0, seg_ctx0_ = 0, seg_kv_start_ = 0;
+  int64_t seg_k_ = 0, seg_n_ = 0, seg_g_ = 0, seg_ctx0_ = 0, seg_kv_start_ = 0;
   bool seg_decodes_ = false;
   std::vector<Chunk> seg_chunks_;
 };

@@ -321,11 +321,56 @@ TEST(Vllm, DisaggregatedPrefillHandsOverAndTtftIncludesTheTransfer) {
   }
 }
 
+
+TEST(Speculative, TokensPerIterationHasTheExpectedMean) {
+  VllmConfig cfg;
+  EXPECT_EQ(tokens_per_iteration(cfg, 7), 1);  // off
+  cfg.spec_k = 4;
+  cfg.spec_acceptance = 0.7;
+  // E[tokens] = (1 − 0.7^5) / (1 − 0.7) = (1 − 0.16807) / 0.3 = 2.7731: each request gets 2 or
+  // 3, 3 with probability 0.7731.
+  double sum = 0;
+  for (uint64_t id = 0; id < 100000; ++id) {
+    const int32_t t = tokens_per_iteration(cfg, id);
+    ASSERT_TRUE(t == 2 || t == 3) << t;
+    sum += t;
+  }
+  EXPECT_NEAR(sum / 100000, 2.7731, 0.01);
+  cfg.spec_acceptance = 0;
+  EXPECT_EQ(tokens_per_iteration(cfg, 3), 1);  // nothing accepted: one token per step
+  // A per-request spread keeps every τ within [1, k + 1].
+  cfg.spec_acceptance = 0.5;
+  cfg.spec_acceptance_spread = 0.5;
+  for (uint64_t id = 0; id < 1000; ++id) {
+    EXPECT_GE(tokens_per_iteration(cfg, id), 1);
+    EXPECT_LE(tokens_per_iteration(cfg, id), 5);
+  }
+}
+
+TEST(Speculative, AcceptedTokensShortenTheDecode) {
+  const StepModel steps = simple_steps(8, 10);
+  VllmConfig cfg = config(false, 4096, 1000);
+  cfg.spec_k = 3;
+  cfg.spec_acceptance = 0.999;  // E = (1 − 0.999^4)/0.001 = 3.994: almost always τ = 4
+  uint64_t id = 0;
+  while (tokens_per_iteration(cfg, id) != 4) ++id;
+  // A (10 prompt, 9 output), τ = 4: prefill 0..10 ms gives token 1; the other 8 come 4 per
+  // decode iteration: 10..20 and 20..30 ms. Done at 30 (TPOT (30 − 10)/8 = 2.5 ms); without
+  // speculation it would take 8 iterations (done at 90).
+  for (bool ff : {true, false}) {
+    cfg.fast_forward = ff;
+    RunLog r = simulate(steps, cfg, {req(id, 0, 10, 9)});
+    EXPECT_EQ(r.log.out[id], (Outcome{0, 10 * kMs, 30 * kMs, 0}));
+    EXPECT_EQ(r.iterations, 3);
+  }
+}
+
 // The fast path must give the same per-request results as one iteration per event.
 TEST(Vllm, FastPathMatchesSteppingOnRandomScenarios) {
   Rng rng(2024);
   int preemptions = 0, chunked_trials = 0;
   int64_t hit_tokens = 0, evictions = 0;
+  int spec_trials = 0;
   uint64_t fast_events = 0, slow_events = 0;
   for (int trial = 0; trial < 60; ++trial) {
     const int bs = 1 + static_cast<int>(rng.uniform_u64(16));
@@ -361,6 +406,13 @@ TEST(Vllm, FastPathMatchesSteppingOnRandomScenarios) {
     }
     VllmConfig cfg;
     cfg.prefix_caching = caching;
+    // Every fourth trial decodes speculatively (τ of 1..4 tokens per iteration).
+    if (trial % 4 == 1 && bs >= 4) {
+      cfg.spec_k = 3;
+      cfg.spec_acceptance = 0.6;
+      cfg.spec_acceptance_spread = 0.35;
+      ++spec_trials;
+    }
     cfg.prefix_block_tokens = pbt;
     cfg.hashes = &hashes;
     cfg.block_tokens = bs;
@@ -400,6 +452,7 @@ TEST(Vllm, FastPathMatchesSteppingOnRandomScenarios) {
   EXPECT_GT(preemptions, 0);
   EXPECT_GT(chunked_trials, 10);
   EXPECT_GT(hit_tokens, 0);
+  EXPECT_GT(spec_trials, 5);
   EXPECT_GT(evictions, 0);
   EXPECT_LT(fast_events * 2, slow_events);
 }
