@@ -357,6 +357,20 @@ Scenario load_map(yaml::Map root, const std::string& file,
       throw root.locate("hardware", InputError(e.message() + " [memory fit]", e.hint()));
     }
     sc.vllm.kv_blocks = sc.memory.kv_blocks;
+    // Preemption mode and load shedding.
+    sc.vllm.swap = sv.choice_or("preemption", {"recompute", "swap"}, "recompute") == "swap";
+    const double swap_space = sv.quantity_or("swap_space", units::Dim::kBytes, 4.0 * (1 << 30));
+    if (sc.vllm.swap) {
+      // Each GPU moves its shard of a block over its own host link, in parallel.
+      const double block_bytes = sc.memory.kv_bytes_per_token * sc.vllm.block_tokens;
+      const hw::InterconnectSpec& host = catalog.interconnect(sc.gpu.host_link);
+      sc.vllm.host_blocks = static_cast<int64_t>(swap_space / block_bytes);
+      sc.vllm.swap_ns_per_block = block_bytes / host.bw_bytes_per_s * 1e9;
+      sc.vllm.swap_latency_ns = seconds_to_ns(host.latency_s);
+    } else if (sv.has("swap_space")) {
+      sv.fail("swap_space", "swap_space without preemption: swap", "set preemption: swap, or drop swap_space");
+    }
+    sc.vllm.max_queue = sv.integer_or("max_queue", 0, 1LL << 40, 0);
     if (auto dg = sv.map_opt("disaggregation")) load_disaggregation(root, *dg, sc, catalog, calibration);
     sv.finish();
   }

@@ -13,6 +13,7 @@ enum class RejectReason : uint8_t {
   kTooLongForModel,     ///< prompt + output exceeds the model's context window
   kTooLongForKvCache,   ///< one request needs more KV blocks than the replica has
   kTooLongForBatch,     ///< prompt exceeds max_batched_tokens without chunked prefill
+  kQueueFull,           ///< load shedding: the waiting queue was at max_queue
 };
 const char* reject_reason_name(RejectReason r);
 

@@ -173,6 +173,10 @@ void Vllm::submit(const workload::RequestSpec& r) {
     observer_.on_reject(r, index_, RejectReason::kTooLongForBatch, now);
     return;
   }
+  if (cfg_.max_queue > 0 && static_cast<int64_t>(waiting_.size()) >= cfg_.max_queue) {
+    observer_.on_reject(r, index_, RejectReason::kQueueFull, now);
+    return;
+  }
   const uint32_t slot = new_slot();
   Seq& s = seqs_[slot];
   const uint32_t gen = s.gen;
@@ -264,12 +268,23 @@ void Vllm::admit_prefilled(SimTime now) {
   while (!waiting_.empty()) {
     const uint32_t slot = waiting_.front();
     Seq& s = seqs_[slot];
-    if (!s.prefilled_elsewhere || !can_admit(s, cfg_.kv_blocks - used_blocks_, 0)) break;
+    if (!s.prefilled_elsewhere) break;
+    // Room for its context and its next iteration's tokens, after the running batch's next
+    // iteration (as vLLM checks before swapping in), so it does not bounce straight back.
+    const int64_t reserve = (decoding_.empty() ? 0 : decode_blocks_needed(decode_iter_, 1)) +
+                            blocks_for(s.target + s.tau) - blocks_for(s.target);
+    if (!can_admit(s, cfg_.kv_blocks - used_blocks_ - reserve, 0)) break;
     waiting_.pop_front();
     admit(slot, now, 0);
     remove_prefilling(slot);
     s.prefilled = s.target;
-    s.prefilled_elsewhere = false;  // a later preemption recomputes here
+    s.prefilled_elsewhere = false;  // a later preemption recomputes here (or swaps again)
+    if (s.swapped_blocks > 0) {
+      // Swap in: the blocks come back over the host link before the next iteration.
+      host_used_blocks_ -= s.swapped_blocks;
+      pending_stall_ns_ += swap_ns(s.swapped_blocks);
+      s.swapped_blocks = 0;
+    }
     if (s.generated >= s.spec.output_tokens) {
       release(s, s.target);
       complete(slot, now);
@@ -334,7 +349,7 @@ void Vllm::admit(uint32_t slot, SimTime now, int64_t keep_free) {
 
 void Vllm::schedule_next(SimTime now) {
   seg_chunks_.clear();
-  if (cfg_.role == VllmConfig::Role::kDecode) admit_prefilled(now);
+  admit_prefilled(now);  // handed-over (decode pool) or swapped-out requests first
   if (!cfg_.chunked_prefill) {
     // Prefill-first: admit what fits; if anything was admitted, run a prefill-only iteration.
     int64_t tokens = 0;
@@ -412,6 +427,27 @@ void Vllm::preempt_one(SimTime now) {
     }
   }
   Seq& s = seqs_[victim];
+  if (s.state == State::kDecoding && cfg_.swap) {
+    const int32_t ctx = ctx_of(s);
+    const int64_t blocks = blocks_for(ctx);
+    if (host_used_blocks_ + blocks <= cfg_.host_blocks) {
+      // Swap out: its whole KV goes to host memory; it rejoins decode without recompute.
+      s.generated = s.generated + s.tau * static_cast<int32_t>(decode_iter_ - s.join_iter);
+      release(s, ctx);
+      leave_decode(victim);
+      host_used_blocks_ += blocks;
+      pending_stall_ns_ += swap_ns(blocks);
+      s.swapped_blocks = static_cast<int32_t>(blocks);
+      s.state = State::kWaiting;
+      s.target = ctx;
+      s.prefilled = ctx;
+      s.prefilled_elsewhere = true;
+      ++s.preemptions;
+      waiting_.push_front(victim);
+      observer_.on_preemption(s.spec, index_, now);
+      return;
+    }
+  }
   if (s.state == State::kDecoding) {
     s.generated = s.generated + s.tau * static_cast<int32_t>(decode_iter_ - s.join_iter);
     release(s, ctx_of(s));
@@ -451,7 +487,9 @@ void Vllm::start_mixed(SimTime now, bool decodes) {
   segment_ = Segment::kMixed;
   seg_start_ns_ = now;
   seg_k_ = 1;
-  schedule_end(now + steps_.mixed_step_ns(shape));
+  seg_stall_ns_ = pending_stall_ns_;
+  pending_stall_ns_ = 0;
+  schedule_end(now + seg_stall_ns_ + steps_.mixed_step_ns(shape));
 }
 
 void Vllm::start_stretch(SimTime now) {
@@ -473,13 +511,16 @@ void Vllm::start_stretch(SimTime now) {
   }
   segment_ = Segment::kStretch;
   seg_start_ns_ = now;
+  seg_stall_ns_ = pending_stall_ns_;
+  pending_stall_ns_ = 0;
+  if (seg_stall_ns_ > 0) k = 1;  // a swap transfer first: one iteration, then reschedule
   seg_n_ = n;
   seg_k_ = k;
   seg_ctx0_ = attended_ctx(decode_iter_);
   seg_g_ = tau_sum_;
   seg_kv_start_ = used_blocks_;
   seg_decodes_ = true;
-  schedule_end(now + steps_.decode_run_ns(n, seg_g_, seg_ctx0_, k));
+  schedule_end(now + seg_stall_ns_ + steps_.decode_run_ns(n, seg_g_, seg_ctx0_, k));
 }
 
 // ---- end of a segment ----------------------------------------------------------------
@@ -505,8 +546,9 @@ void Vllm::record_first_decode_gaps(SimTime end, SimTime step_ns) {
 
 void Vllm::finish_stretch(SimTime now) {
   const int64_t k = seg_k_;
-  const StretchSeries series(steps_, seg_n_, seg_g_, seg_ctx0_, k, now - seg_start_ns_);
-  record_first_decode_gaps(seg_start_ns_ + series.step_ns(0), series.step_ns(0));
+  const SimTime stall = seg_stall_ns_;
+  const StretchSeries series(steps_, seg_n_, seg_g_, seg_ctx0_, k, now - seg_start_ns_ - stall);
+  record_first_decode_gaps(seg_start_ns_ + stall + series.step_ns(0), stall + series.step_ns(0));
   if (k > 1) observer_.on_token_gap_series(series, k, static_cast<uint64_t>(seg_n_));
   // Speculative decoding: the other τ − 1 tokens of each sequence arrive with the first.
   if (tau_sum_ > seg_n_) observer_.on_token_gaps(0, static_cast<uint64_t>((tau_sum_ - seg_n_) * k));
@@ -698,6 +740,10 @@ void Vllm::check_invariants() const {
   if (used_blocks_ > cfg_.kv_blocks || used_blocks_ < 0) fail("KV blocks over capacity");
   if (offset != ctx_offset_sum_) fail("context aggregate drifted");
   if (tau != tau_sum_) fail("tokens-per-iteration aggregate drifted");
+  int64_t host = 0;
+  for (uint32_t slot : waiting_) host += seqs_[slot].swapped_blocks;
+  if (host != host_used_blocks_) fail("host (swap) blocks drifted");
+  if (host_used_blocks_ > cfg_.host_blocks && cfg_.swap) fail("host swap space over capacity");
   if (phases != phase_count_) fail("block phase counts drifted");
   if (outstanding_ != static_cast<int64_t>(waiting_.size()) + running()) fail("requests not conserved");
   if (running() > cfg_.max_num_seqs) fail("more running sequences than max_num_seqs");

@@ -70,6 +70,16 @@ struct VllmConfig {
   int spec_k = 0;
   double spec_acceptance = 0;
   double spec_acceptance_spread = 0;
+  /// Preemption by swap (vLLM --preemption-mode swap): a decoding victim's KV blocks go to
+  /// host memory (`host_blocks` of them fit) over the host link, and come back when it is
+  /// readmitted; each transfer stalls the GPU for latency + blocks · swap_ns_per_block.
+  /// Without room on the host, or for a prefilling victim, recompute as before.
+  bool swap = false;
+  int64_t host_blocks = 0;
+  double swap_ns_per_block = 0;
+  SimTime swap_latency_ns = 0;
+  /// Load shedding: arrivals are rejected while this many requests wait (0 = no limit).
+  int64_t max_queue = 0;
 };
 
 /// Tokens per decode iteration of request `id` under `cfg`'s speculative decoding (1 when off).
@@ -85,6 +95,7 @@ class Vllm final : public Replica {
   void submit_prefilled(const Handoff& h) override;
   int64_t outstanding() const override { return outstanding_; }
   int64_t kv_blocks_used() const override { return used_blocks_; }
+  int64_t host_blocks_used() const { return host_used_blocks_; }
   int64_t kv_blocks_total() const override { return cfg_.kv_blocks; }
   void check_invariants() const override;
   void on_event(const core::Event& event) override;
@@ -114,7 +125,8 @@ class Vllm final : public Replica {
     int32_t preemptions = 0;
     int32_t pinned = 0;          // prefix-cache entries this sequence holds a reference to
     int32_t tau = 1;             // tokens per decode iteration (speculative decoding)
-    bool prefilled_elsewhere = false;  // arrived with its KV (decode pool): join decode directly
+    bool prefilled_elsewhere = false;  // has its KV (handed over, or swapped): join decode directly
+    int32_t swapped_blocks = 0;  // KV blocks held in host memory while swapped out
     SimTime scheduled_ns = -1, first_token_ns = -1, last_token_ns = -1;
   };
   struct Finish {
@@ -206,6 +218,12 @@ class Vllm final : public Replica {
   uint64_t event_gen_ = 0;
   SimTime seg_start_ns_ = 0, seg_end_ns_ = 0;
   int64_t seg_k_ = 0, seg_n_ = 0, seg_g_ = 0, seg_ctx0_ = 0, seg_kv_start_ = 0;
+  SimTime seg_stall_ns_ = 0;           // swap transfers at the start of the segment
+  SimTime pending_stall_ns_ = 0;       // swap transfers waiting for the next segment
+  int64_t host_used_blocks_ = 0;       // swapped-out KV in host memory
+  SimTime swap_ns(int64_t blocks) const {
+    return cfg_.swap_latency_ns + static_cast<SimTime>(static_cast<double>(blocks) * cfg_.swap_ns_per_block);
+  }
   bool seg_decodes_ = false;
   std::vector<Chunk> seg_chunks_;
 };

@@ -365,12 +365,47 @@ TEST(Speculative, AcceptedTokensShortenTheDecode) {
   }
 }
 
+
+TEST(Vllm, PreemptionBySwapPaysTheHostLink) {
+  const StepModel steps = simple_steps(8, 10);
+  // As PreemptionByRecompute (3 KV blocks of 4 tokens; A and B with 4-token prompts and 5
+  // output tokens, both prefilled 0..8 ms), but B is swapped out at 8 instead of dropped:
+  // its 1 block goes to host memory, which stalls the GPU 2 ms (2 ms per block, no latency).
+  // 8..20: A's decode iteration after the 2 ms stall (token 2). B may come back only when its
+  //   block and the block of its next token fit (2 blocks); 1 is free while A runs, so A
+  //   decodes alone 20..50 (tokens 3..5) and completes.
+  // 50: B is swapped in (2 ms stall) and decodes 50..62 (token 2), then 62..92 (3..5).
+  //   No recompute: B's first token stays at 8; done at 92 with one preemption.
+  for (bool ff : {true, false}) {
+    VllmConfig cfg = config(false, 4096, 3, 4);
+    cfg.fast_forward = ff;
+    cfg.swap = true;
+    cfg.host_blocks = 10;
+    cfg.swap_ns_per_block = 2.0 * kMs;
+    RunLog r = simulate(steps, cfg, {req(0, 0, 4, 5), req(1, 0, 4, 5)});
+    EXPECT_EQ(r.log.out[0], (Outcome{0, 8 * kMs, 50 * kMs, 0}));
+    EXPECT_EQ(r.log.out[1], (Outcome{0, 8 * kMs, 92 * kMs, 1}));
+  }
+}
+
+TEST(Vllm, LoadSheddingRejectsPastTheQueueLimit) {
+  const StepModel steps = simple_steps(8, 10);
+  // max_queue 1. A (t=0) is admitted at once; B (t=1 ms) waits behind A's 100 ms prefill;
+  // C (t=2 ms) finds one request waiting: rejected (queue full). B runs after A's prefill.
+  VllmConfig cfg = config(false, 100, 1000);
+  cfg.max_queue = 1;
+  RunLog r = simulate(steps, cfg, {req(0, 0, 100, 1), req(1, 1 * kMs, 100, 1), req(2, 2 * kMs, 100, 1)});
+  EXPECT_EQ(r.log.rejected, 1);
+  EXPECT_EQ(r.log.out.size(), 2u);
+  EXPECT_EQ(r.log.out[1], (Outcome{100 * kMs, 200 * kMs, 200 * kMs, 0}));
+}
+
 // The fast path must give the same per-request results as one iteration per event.
 TEST(Vllm, FastPathMatchesSteppingOnRandomScenarios) {
   Rng rng(2024);
   int preemptions = 0, chunked_trials = 0;
   int64_t hit_tokens = 0, evictions = 0;
-  int spec_trials = 0;
+  int spec_trials = 0, swap_trials = 0;
   uint64_t fast_events = 0, slow_events = 0;
   for (int trial = 0; trial < 60; ++trial) {
     const int bs = 1 + static_cast<int>(rng.uniform_u64(16));
@@ -406,6 +441,14 @@ TEST(Vllm, FastPathMatchesSteppingOnRandomScenarios) {
     }
     VllmConfig cfg;
     cfg.prefix_caching = caching;
+    // Every fifth trial preempts by swap, with a host space that sometimes runs out.
+    if (trial % 5 == 3) {
+      cfg.swap = true;
+      cfg.host_blocks = static_cast<int64_t>(rng.uniform_u64(40));
+      cfg.swap_ns_per_block = 0.3 * kMs;
+      cfg.swap_latency_ns = 50'000;
+      ++swap_trials;
+    }
     // Every fourth trial decodes speculatively (τ of 1..4 tokens per iteration).
     if (trial % 4 == 1 && bs >= 4) {
       cfg.spec_k = 3;
@@ -453,6 +496,7 @@ TEST(Vllm, FastPathMatchesSteppingOnRandomScenarios) {
   EXPECT_GT(chunked_trials, 10);
   EXPECT_GT(hit_tokens, 0);
   EXPECT_GT(spec_trials, 5);
+  EXPECT_GT(swap_trials, 5);
   EXPECT_GT(evictions, 0);
   EXPECT_LT(fast_events * 2, slow_events);
 }
