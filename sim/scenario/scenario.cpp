@@ -371,6 +371,13 @@ Scenario load_map(yaml::Map root, const std::string& file,
       sv.fail("swap_space", "swap_space without preemption: swap", "set preemption: swap, or drop swap_space");
     }
     sc.vllm.max_queue = sv.integer_or("max_queue", 0, 1LL << 40, 0);
+    sc.vllm.forced_token_share = sv.number_or("forced_token_share", 0.0, 0.9, 0.0);
+    if (serving::max_tokens_per_iteration(sc.vllm) > sc.vllm.block_tokens)
+      sv.fail(sv.has("forced_token_share") ? "forced_token_share" : "speculative",
+              "a sequence could advance " + std::to_string(serving::max_tokens_per_iteration(sc.vllm)) +
+                  " tokens per iteration, more than one KV block of " +
+                  std::to_string(sc.vllm.block_tokens) + " tokens",
+              "use a larger block_tokens, a smaller speculative k or forced_token_share");
     if (auto dg = sv.map_opt("disaggregation")) load_disaggregation(root, *dg, sc, catalog, calibration);
     sv.finish();
   }

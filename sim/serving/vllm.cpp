@@ -6,8 +6,13 @@
 
 namespace fleetsim::serving {
 
+int32_t max_tokens_per_iteration(const VllmConfig& cfg) {
+  return static_cast<int32_t>(
+      std::ceil((cfg.spec_k + 1) / (1 - cfg.forced_token_share) - 1e-9));
+}
+
 int32_t tokens_per_iteration(const VllmConfig& cfg, uint64_t id) {
-  if (cfg.spec_k <= 0) return 1;
+  if (cfg.spec_k <= 0 && cfg.forced_token_share <= 0) return 1;
   // Two deterministic uniforms from the request id (splitmix64).
   auto mix = [](uint64_t x) {
     x += 0x9e3779b97f4a7c15ULL;
@@ -17,12 +22,16 @@ int32_t tokens_per_iteration(const VllmConfig& cfg, uint64_t id) {
   };
   const double u1 = static_cast<double>(mix(id * 2 + 1) >> 11) * 0x1.0p-53;
   const double u2 = static_cast<double>(mix(id * 2 + 2) >> 11) * 0x1.0p-53;
-  const double alpha = std::clamp(
-      cfg.spec_acceptance + cfg.spec_acceptance_spread * (2 * u1 - 1), 0.0, 0.999);
-  const double expected = (1 - std::pow(alpha, cfg.spec_k + 1)) / (1 - alpha);
+  double expected = 1;
+  if (cfg.spec_k > 0) {
+    const double alpha = std::clamp(
+        cfg.spec_acceptance + cfg.spec_acceptance_spread * (2 * u1 - 1), 0.0, 0.999);
+    expected = (1 - std::pow(alpha, cfg.spec_k + 1)) / (1 - alpha);
+  }
+  expected /= 1 - cfg.forced_token_share;
   const double whole = std::floor(expected);
   const int32_t tau = static_cast<int32_t>(whole) + (u2 < expected - whole ? 1 : 0);
-  return std::clamp(tau, 1, cfg.spec_k + 1);
+  return std::clamp(tau, 1, max_tokens_per_iteration(cfg));
 }
 
 namespace {

@@ -70,6 +70,12 @@ struct VllmConfig {
   int spec_k = 0;
   double spec_acceptance = 0;
   double spec_acceptance_spread = 0;
+  /// Structured output with forced tokens (SGLang's jump-forward decoding): this share of
+  /// the output tokens is dictated by the grammar and appended without a decode step, so a
+  /// sequence advances 1 / (1 − share) tokens per decode iteration (times the speculative
+  /// gain). The appended tokens' KV is written with the next iteration; their few extra
+  /// GEMM rows are not charged.
+  double forced_token_share = 0;
   /// Preemption by swap (vLLM --preemption-mode swap): a decoding victim's KV blocks go to
   /// host memory (`host_blocks` of them fit) over the host link, and come back when it is
   /// readmitted; each transfer stalls the GPU for latency + blocks · swap_ns_per_block.
@@ -82,8 +88,11 @@ struct VllmConfig {
   int64_t max_queue = 0;
 };
 
-/// Tokens per decode iteration of request `id` under `cfg`'s speculative decoding (1 when off).
+/// Tokens per decode iteration of request `id` under `cfg`'s speculative decoding and
+/// forced-token share (1 when both are off).
 int32_t tokens_per_iteration(const VllmConfig& cfg, uint64_t id);
+/// The most tokens one iteration can advance a sequence: ceil((k + 1) / (1 − share)).
+int32_t max_tokens_per_iteration(const VllmConfig& cfg);
 
 class Vllm final : public Replica {
  public:

@@ -400,6 +400,22 @@ TEST(Vllm, LoadSheddingRejectsPastTheQueueLimit) {
   EXPECT_EQ(r.log.out[1], (Outcome{100 * kMs, 200 * kMs, 200 * kMs, 0}));
 }
 
+
+TEST(Vllm, ForcedTokensNeedNoDecodeStep) {
+  const StepModel steps = simple_steps(8, 10);
+  VllmConfig cfg = config(false, 4096, 1000);
+  cfg.forced_token_share = 0.5;  // τ = 1 / (1 − 0.5) = 2 tokens per decode iteration, exactly
+  EXPECT_EQ(tokens_per_iteration(cfg, 12345), 2);
+  EXPECT_EQ(max_tokens_per_iteration(cfg), 2);
+  // 10-token prompt, 9 output: prefill 0..10 ms (token 1); the other 8 two per iteration:
+  // 4 iterations 10..50 ms. Without forced tokens: 8 iterations, done at 90.
+  for (bool ff : {true, false}) {
+    cfg.fast_forward = ff;
+    RunLog r = simulate(steps, cfg, {req(0, 0, 10, 9)});
+    EXPECT_EQ(r.log.out[0], (Outcome{0, 10 * kMs, 50 * kMs, 0}));
+  }
+}
+
 // The fast path must give the same per-request results as one iteration per event.
 TEST(Vllm, FastPathMatchesSteppingOnRandomScenarios) {
   Rng rng(2024);
