@@ -101,7 +101,10 @@ json summary_json(const scenario::Scenario& sc, const RunResult& run) {
   j["prefix_lookup_tokens"] = s.prefix_lookup_tokens;
   j["prefix_hit_tokens"] = s.prefix_hit_tokens;
   j["prefix_hit_rate"] = s.prefix_hit_rate;
+  j["prefix_host_tokens"] = s.prefix_host_tokens;
   j["kv_transfers"] = s.kv_transfers;
+  j["response_cache_hits"] = s.response_cache_hits;
+  j["escalations"] = s.escalations;
   j["kv_transfer_bytes"] = s.kv_transfer_bytes;
   j["kv_transfer_mean_s"] = s.kv_transfer_mean_s;
   j["input_tokens"] = s.input_tokens;
@@ -147,7 +150,8 @@ std::string summary_table(const scenario::Scenario& sc, const RunResult& run) {
   std::ostringstream o;
   o << "fleetsim " << FLEETSIM_VERSION << " — " << sc.name << " (seed " << sc.seed << ")\n";
   o << "  " << sc.model.name << " on " << sc.replicas << " × " << sc.par.tp << " × " << sc.gpu.name
-    << ", " << sc.policy << (sc.vllm.chunked_prefill ? " (chunked prefill)" : " (prefill-first)")
+    << ", " << sc.policy
+    << (sc.policy != "vllm" ? "" : sc.vllm.chunked_prefill ? " (chunked prefill)" : " (prefill-first)")
     << ", router " << sc.router << "\n";
   o << "  workload: " << sc.workload_description << "\n\n";
   char buf[256];
@@ -158,6 +162,11 @@ std::string summary_table(const scenario::Scenario& sc, const RunResult& run) {
     << row("end-to-end", s.e2e) << row("queueing", s.queue) << "\n";
   o << "  requests    " << s.requests_completed << " completed of " << s.requests_arrived
     << " arrived, " << s.requests_rejected << " rejected, " << s.preemptions << " preemptions\n";
+  if (sc.response_cache)
+    o << "  response cache " << s.response_cache_hits << " requests answered without a model call\n";
+  if (sc.small_pool)
+    o << "  cascade    " << s.escalations << " requests escalated from " << sc.small_pool->model.id
+      << " to " << sc.model.id << "\n";
   if (sc.prefill_pool)
     o << "  KV moves   " << s.kv_transfers << " transfers prefill → decode pool, "
       << units::format(s.kv_transfer_bytes, Dim::kBytes) << " in all, mean "
@@ -166,7 +175,12 @@ std::string summary_table(const scenario::Scenario& sc, const RunResult& run) {
     o << "  prefix     " << units::format_count(static_cast<double>(s.prefix_hit_tokens))
       << " of " << units::format_count(static_cast<double>(s.prefix_lookup_tokens))
       << " prompt tokens found cached (hit rate " << std::fixed << std::setprecision(1)
-      << 100 * s.prefix_hit_rate << " %), not computed\n" << std::defaultfloat;
+      << 100 * s.prefix_hit_rate << " %), not computed"
+      << (s.prefix_host_tokens > 0
+              ? "; " + units::format_count(static_cast<double>(s.prefix_host_tokens)) +
+                    " of them loaded from host memory"
+              : std::string())
+      << "\n" << std::defaultfloat;
   o << "  throughput  " << units::format_count(s.requests_per_s) << " req/s, "
     << units::format_count(s.input_tok_per_s) << " input tok/s, "
     << units::format_count(s.output_tok_per_s) << " output tok/s\n";

@@ -9,8 +9,9 @@ namespace fleetsim {
 Simulation::Simulation(const scenario::Scenario& sc, RunOptions options)
     : sc_(sc),
       options_(std::move(options)),
-      collector_(sc.replicas + (sc.prefill_pool ? sc.prefill_pool->replicas : 0), sc.slo_ttft_s,
-                 sc.slo_tpot_s) {
+      collector_(sc.replicas + (sc.prefill_pool ? sc.prefill_pool->replicas : 0) +
+                     (sc.small_pool ? sc.small_pool->replicas : 0),
+                 sc.slo_ttft_s, sc.slo_tpot_s) {
   const RngStreams rng(sc.seed);
   workload_ = sc.make_workload(sc.seed);
   steps_ = std::make_unique<serving::StepModel>(
@@ -22,6 +23,7 @@ Simulation::Simulation(const scenario::Scenario& sc, RunOptions options)
     const workload::Trace* trace = workload_->trace();
     vcfg.hashes = &trace->hashes;
     vcfg.prefix_block_tokens = trace->block_tokens;
+    vcfg.prefix_host_entries = sc.prefix_host_blocks / (trace->block_tokens / vcfg.block_tokens);
   }
   auto& self = static_cast<serving::ServingObserver&>(*this);
   // Disaggregated: prefill replicas are 0..P-1 and take the arrivals; the decode pool
@@ -38,8 +40,65 @@ Simulation::Simulation(const scenario::Scenario& sc, RunOptions options)
     kv_bytes_per_token_ = sc.model.kv_bytes_per_token(sc.prec.kv_bytes);
     kv_links_ = std::min(sc.prefill_pool->par.gpus(), sc.par.gpus());
   }
+  if (sc.small_pool) {
+    // Cascade: the small model's replicas are 0..S-1 and take the arrivals.
+    first_pool_steps_ = std::make_unique<serving::StepModel>(
+        serving::StepModelConfig{sc.small_pool->dep, std::nullopt}, sc.small_pool->vllm.max_num_seqs);
+    for (int i = 0; i < sc.small_pool->replicas; ++i)
+      prefill_replicas_.push_back(serving::policy(sc.policy).make(
+          index++, engine_, self, *first_pool_steps_, sc.small_pool->vllm));
+    first_pool_size_ = sc.small_pool->replicas;
+  }
+  if (sc.prefill_pool) first_pool_size_ = sc.prefill_pool->replicas;
   for (int i = 0; i < sc.replicas; ++i)
     replicas_.push_back(serving::policy(sc.policy).make(index++, engine_, self, *steps_, vcfg));
+}
+
+namespace {
+// A uniform number in [0, 1) from a request id (splitmix64): per-request choices that do
+// not depend on event order.
+double unit_hash(uint64_t id, uint64_t salt) {
+  uint64_t x = id * 0x9e3779b97f4a7c15ULL + salt;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  x ^= x >> 31;
+  return static_cast<double>(x >> 11) * 0x1.0p-53;
+}
+}  // namespace
+
+bool Simulation::escalates(const workload::RequestSpec& r) const {
+  return sc_.small_pool && unit_hash(r.id, 0xca5cade) < sc_.escalation;
+}
+
+uint64_t Simulation::prompt_key(const workload::RequestSpec& r) const {
+  // Identical prompts: the same prefix-block hashes and the same length.
+  uint64_t k = 1469598103934665603ULL ^ static_cast<uint64_t>(r.prompt_tokens);
+  const workload::Trace* t = workload_->trace();
+  for (uint32_t i = 0; i < r.hash_count; ++i) {
+    k ^= t->hashes[r.hash_begin + i];
+    k *= 1099511628211ULL;
+  }
+  return k;
+}
+
+bool Simulation::response_cache_hit(const workload::RequestSpec& r) {
+  if (sc_.response_cache_hit_rate >= 0) return unit_hash(r.id, 0x5eed) < sc_.response_cache_hit_rate;
+  if (r.hash_count == 0) return false;
+  auto it = cache_index_.find(prompt_key(r));
+  if (it == cache_index_.end()) return false;
+  cache_lru_.splice(cache_lru_.end(), cache_lru_, it->second);  // most recently used
+  return true;
+}
+
+void Simulation::response_cache_insert(const workload::RequestSpec& r) {
+  if (!sc_.response_cache || sc_.response_cache_hit_rate >= 0 || r.hash_count == 0) return;
+  const uint64_t key = prompt_key(r);
+  if (cache_index_.count(key)) return;
+  if (static_cast<int64_t>(cache_lru_.size()) >= sc_.response_cache_capacity) {
+    cache_index_.erase(cache_lru_.front());
+    cache_lru_.pop_front();
+  }
+  cache_index_[key] = cache_lru_.insert(cache_lru_.end(), key);
 }
 
 Simulation::~Simulation() = default;
@@ -73,10 +132,39 @@ void Simulation::on_event(const core::Event& e) {
     replicas_[target]->submit_prefilled(h);
     return;
   }
+  if (e.kind() == kKindCacheHit) {
+    // Answered from the response cache: no model call.
+    const workload::RequestSpec r = cached_[e.data];
+    cached_free_.push_back(static_cast<uint32_t>(e.data));
+    serving::RequestRecord rec;
+    rec.spec = &r;
+    rec.replica = -1;
+    rec.scheduled_ns = r.arrival_ns;
+    rec.first_token_ns = rec.done_ns = e.time;
+    collector_.on_response_cache_hit();
+    on_completion(rec);
+    return;
+  }
   const auto slot = static_cast<uint32_t>(e.data);
   const workload::RequestSpec r = pending_[slot];
   pending_free_.push_back(slot);
   if (r.client < 0) pull_open_loop();
+  if (sc_.response_cache && response_cache_hit(r)) {
+    collector_.on_arrival(r, -1, e.time);
+    for (auto* o : options_.observers) o->on_arrival(r, -1, e.time);
+    uint32_t c;
+    if (!cached_free_.empty()) {
+      c = cached_free_.back();
+      cached_free_.pop_back();
+      cached_[c] = r;
+    } else {
+      c = static_cast<uint32_t>(cached_.size());
+      cached_.push_back(r);
+    }
+    engine_.schedule(e.time + seconds_to_ns(sc_.response_cache_latency_s), serving::kPhaseArrival,
+                     this, kKindCacheHit, c);
+    return;
+  }
   auto& pool = prefill_replicas_.empty() ? replicas_ : prefill_replicas_;
   const size_t target = router_->route(r, pool);
   pool[target]->submit(r);
@@ -119,7 +207,7 @@ RunResult Simulation::run() {
     for (int i = 0; i < 65536 && (more = engine_.step()); ++i) {
       if (checking) {
         for (const auto& rep : replicas_) rep->check_invariants();
-        for (const auto& rep : prefill_replicas_) rep->check_invariants();
+        for (const auto& rep : prefill_replicas_) rep->check_invariants();  // or the small pool
       }
     }
     if (more && options_.progress) {
@@ -141,6 +229,8 @@ RunResult Simulation::run() {
 // ---- observer fan-out ------------------------------------------------------------------
 
 void Simulation::on_arrival(const workload::RequestSpec& r, int replica, SimTime t) {
+  // A cascade's escalated request arrived once already, at the small model.
+  if (sc_.small_pool && replica >= first_pool_size_ && escalates(r)) return;
   collector_.on_arrival(r, replica, t);
   for (auto* o : options_.observers) o->on_arrival(r, replica, t);
 }
@@ -153,6 +243,7 @@ void Simulation::on_reject(const workload::RequestSpec& r, int replica, serving:
 }
 
 void Simulation::on_first_token(const workload::RequestSpec& r, int replica, SimTime t) {
+  if (sc_.small_pool && replica < first_pool_size_ && escalates(r)) return;  // not the answer
   collector_.on_first_token(r, replica, t);
   for (auto* o : options_.observers) o->on_first_token(r, replica, t);
 }
@@ -162,12 +253,26 @@ void Simulation::on_prefix_lookup(int replica, int64_t prefill_tokens, int64_t h
   for (auto* o : options_.observers) o->on_prefix_lookup(replica, prefill_tokens, hit_tokens);
 }
 
+void Simulation::on_prefix_host_load(int replica, int64_t tokens) {
+  collector_.on_prefix_host_load(replica, tokens);
+  for (auto* o : options_.observers) o->on_prefix_host_load(replica, tokens);
+}
+
 void Simulation::on_preemption(const workload::RequestSpec& r, int replica, SimTime t) {
   collector_.on_preemption(r, replica, t);
   for (auto* o : options_.observers) o->on_preemption(r, replica, t);
 }
 
 void Simulation::on_completion(const serving::RequestRecord& rec) {
+  if (sc_.small_pool && rec.replica >= 0 && rec.replica < first_pool_size_ && escalates(*rec.spec)) {
+    // The small model's answer is not good enough: the large model answers again. The
+    // request keeps its arrival time, so its TTFT and end-to-end include the small model's.
+    collector_.on_escalation();
+    const workload::RequestSpec spec = *rec.spec;
+    replicas_[router_->route(spec, replicas_)]->submit(spec);
+    return;
+  }
+  if (rec.replica >= 0) response_cache_insert(*rec.spec);
   collector_.on_completion(rec);
   for (auto* o : options_.observers) o->on_completion(rec);
   client_done(*rec.spec);

@@ -3,6 +3,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <list>
+#include <unordered_map>
 #include <memory>
 #include <vector>
 
@@ -52,6 +54,7 @@ class Simulation final : public core::EventTarget, private serving::ServingObser
   void on_first_token(const workload::RequestSpec& r, int replica, SimTime t) override;
   void on_preemption(const workload::RequestSpec& r, int replica, SimTime t) override;
   void on_prefix_lookup(int replica, int64_t prefill_tokens, int64_t hit_tokens) override;
+  void on_prefix_host_load(int replica, int64_t tokens) override;
   void on_completion(const serving::RequestRecord& rec) override;
   void on_prefill_done(const serving::Handoff& h, int replica) override;
   void on_token_gaps(SimTime gap_ns, uint64_t count) override;
@@ -72,6 +75,19 @@ class Simulation final : public core::EventTarget, private serving::ServingObser
   // Disaggregation: the prefill pool, its step model and router for the decode pool, and
   // the KV transfers in flight (event kind kKindHandoff, data = slot).
   static constexpr uint8_t kKindHandoff = 1;
+  static constexpr uint8_t kKindCacheHit = 2;
+  // Cascade: the small model's pool (in prefill_replicas_, indices 0..first_pool_size_-1).
+  std::unique_ptr<serving::StepModel> first_pool_steps_;
+  int first_pool_size_ = 0;
+  bool escalates(const workload::RequestSpec& r) const;
+  // Response cache: LRU of prompt keys (exact mode), and hits waiting for their latency.
+  uint64_t prompt_key(const workload::RequestSpec& r) const;
+  bool response_cache_hit(const workload::RequestSpec& r);
+  void response_cache_insert(const workload::RequestSpec& r);
+  std::list<uint64_t> cache_lru_;
+  std::unordered_map<uint64_t, std::list<uint64_t>::iterator> cache_index_;
+  std::vector<workload::RequestSpec> cached_;
+  std::vector<uint32_t> cached_free_;
   std::unique_ptr<serving::StepModel> prefill_steps_;
   std::vector<std::unique_ptr<serving::Replica>> prefill_replicas_;
   std::unique_ptr<serving::Router> decode_router_;

@@ -97,10 +97,13 @@ Summary Collector::summarize(SimTime sim_end_ns) const {
   s.requests_rejected = rejected_[0] + rejected_[1] + rejected_[2];
   s.preemptions = preemptions_;
   s.kv_transfers = kv_transfers_;
+  s.response_cache_hits = cache_hits_;
+  s.escalations = escalations_;
   s.kv_transfer_bytes = kv_transfer_bytes_;
   s.kv_transfer_mean_s = kv_transfers_ > 0 ? kv_transfer_s_ / static_cast<double>(kv_transfers_) : 0.0;
   s.prefix_lookup_tokens = prefix_lookup_;
   s.prefix_hit_tokens = prefix_hit_;
+  s.prefix_host_tokens = prefix_host_;
   s.prefix_hit_rate = prefix_lookup_ > 0 ? static_cast<double>(prefix_hit_) / static_cast<double>(prefix_lookup_) : 0.0;
   s.input_tokens = input_tokens_;
   s.output_tokens = output_tokens_;

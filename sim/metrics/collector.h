@@ -34,9 +34,12 @@ struct Summary {
   /// Prefix caching: prompt tokens looked up at admission and found cached (not computed).
   uint64_t prefix_lookup_tokens = 0, prefix_hit_tokens = 0;
   double prefix_hit_rate = 0;       ///< hit / lookup tokens (0 without prefix caching)
+  uint64_t prefix_host_tokens = 0;  ///< of the hits, loaded back from the host-memory tier
   /// Disaggregation: KV transfers from the prefill to the decode pool.
   uint64_t kv_transfers = 0;
   double kv_transfer_bytes = 0, kv_transfer_mean_s = 0;
+  uint64_t response_cache_hits = 0;  ///< requests answered from the response cache
+  uint64_t escalations = 0;          ///< cascade: requests the large model answered again
 };
 
 class Collector final : public serving::ServingObserver {
@@ -46,6 +49,9 @@ class Collector final : public serving::ServingObserver {
   void on_arrival(const workload::RequestSpec&, int, SimTime) override { ++arrived_; }
   void on_reject(const workload::RequestSpec&, int, serving::RejectReason r, SimTime) override;
   void on_preemption(const workload::RequestSpec&, int, SimTime) override { ++preemptions_; }
+  void on_response_cache_hit() { ++cache_hits_; }
+  void on_prefix_host_load(int, int64_t tokens) override { prefix_host_ += static_cast<uint64_t>(tokens); }
+  void on_escalation() { ++escalations_; }
   void on_kv_transfer(double bytes, double seconds) {
     ++kv_transfers_;
     kv_transfer_bytes_ += bytes;
@@ -72,8 +78,8 @@ class Collector final : public serving::ServingObserver {
   Histogram ttft_, tpot_, itl_, e2e_, queue_;
   uint64_t arrived_ = 0, completed_ = 0, rejected_[3] = {0, 0, 0}, preemptions_ = 0, good_ = 0;
   uint64_t input_tokens_ = 0, output_tokens_ = 0, iterations_ = 0;
-  uint64_t prefix_lookup_ = 0, prefix_hit_ = 0;
-  uint64_t kv_transfers_ = 0;
+  uint64_t prefix_lookup_ = 0, prefix_hit_ = 0, prefix_host_ = 0;
+  uint64_t kv_transfers_ = 0, cache_hits_ = 0, escalations_ = 0;
   double kv_transfer_bytes_ = 0, kv_transfer_s_ = 0;
   double busy_s_ = 0, kv_weighted_s_ = 0, kv_peak_ = 0;
 };

@@ -175,6 +175,39 @@ Scenario load(const std::string& file, const std::vector<std::string>& overrides
 
 namespace {
 
+// A second pool's deployment: the scenario's hardware/precision/efficiency/offload sections
+// with `hardware` fields overridden by `override_key` (when given), for `model`.
+Pool load_pool(const yaml::Map& root, yaml::Map& section, const std::string& override_key,
+               const hw::ModelSpec& model, const Scenario& sc, const hw::Catalog& catalog,
+               const std::shared_ptr<const hw::CalibrationSet>& calibration, const char* what) {
+  Pool pool;
+  pool.model = model;
+  YAML::Node merged = YAML::Clone(root.node());
+  if (auto ph = section.map_opt(override_key))
+    for (const auto& kv : ph->node()) merged["hardware"][kv.first.as<std::string>()] = kv.second;
+  yaml::Map mroot(merged, std::make_shared<yaml::Source>(yaml::Source{root.file(), {}}), "");
+  Scenario tmp;
+  tmp.model = model;
+  load_deployment(mroot, tmp, catalog, calibration);
+  pool.gpu = tmp.gpu;
+  pool.node = tmp.node;
+  pool.par = tmp.par;
+  pool.dep = tmp.dep;
+  pool.efficiency_source = tmp.efficiency_source;
+  try {
+    pool.memory = hw::fit_memory(pool.dep, sc.gpu_memory_utilization, sc.runtime_reserve_bytes,
+                                 sc.vllm.max_batched_tokens, sc.vllm.block_tokens,
+                                 sc.vllm.block_tokens);
+  } catch (const InputError& e) {
+    throw section.locate(override_key,
+                         InputError(e.message() + " [memory fit, " + what + "]", e.hint()));
+  }
+  pool.vllm = sc.vllm;
+  pool.vllm.kv_blocks = pool.memory.kv_blocks;
+  pool.vllm.max_context_tokens = model.max_context_tokens;
+  return pool;
+}
+
 // Prefill/decode disaggregation: the scenario's hardware and serving.replicas are the decode
 // pool; `serving.disaggregation` gives the prefill pool's replica count and any hardware
 // fields that differ (gpu, node, tp, pp, ...).
@@ -186,38 +219,37 @@ void load_disaggregation(const yaml::Map& root, yaml::Map& dg, Scenario& sc,
   if (sc.vllm.prefix_caching)
     dg.fail("", "prefix caching with disaggregation is not modelled yet",
             "set serving.prefix_caching: false");
-  PrefillPool pool;
-  pool.replicas = static_cast<int>(dg.integer("prefill_replicas", 1, 1'000'000));
-  // The prefill pool's deployment: the scenario's sections with `hardware` overridden.
-  YAML::Node merged = YAML::Clone(root.node());
-  if (auto ph = dg.map_opt("prefill_hardware")) {
-    for (const auto& kv : ph->node()) merged["hardware"][kv.first.as<std::string>()] = kv.second;
-    (void)ph;  // its keys are checked by load_deployment on the merged section
-  }
-  yaml::Map mroot(merged, std::make_shared<yaml::Source>(yaml::Source{root.file(), {}}), "");
-  Scenario tmp;
-  tmp.model = sc.model;
-  load_deployment(mroot, tmp, catalog, calibration);
-  pool.gpu = tmp.gpu;
-  pool.node = tmp.node;
-  pool.par = tmp.par;
-  pool.dep = tmp.dep;
-  pool.efficiency_source = tmp.efficiency_source;
-  if (tmp.prec.kv_bytes != sc.prec.kv_bytes)
+  const int replicas = static_cast<int>(dg.integer("prefill_replicas", 1, 1'000'000));
+  Pool pool = load_pool(root, dg, "prefill_hardware", sc.model, sc, catalog, calibration,
+                        "prefill pool");
+  pool.replicas = replicas;
+  if (pool.dep.prec.kv_bytes != sc.prec.kv_bytes)
     dg.fail("prefill_hardware", "the pools must keep KV in the same format", "");
-  try {
-    pool.memory = hw::fit_memory(pool.dep, sc.gpu_memory_utilization, sc.runtime_reserve_bytes,
-                                 sc.vllm.max_batched_tokens, sc.vllm.block_tokens,
-                                 sc.vllm.block_tokens);
-  } catch (const InputError& e) {
-    throw dg.locate("prefill_hardware", InputError(e.message() + " [memory fit, prefill pool]", e.hint()));
-  }
-  pool.vllm = sc.vllm;
-  pool.vllm.kv_blocks = pool.memory.kv_blocks;
   pool.vllm.role = serving::VllmConfig::Role::kPrefill;
   sc.vllm.role = serving::VllmConfig::Role::kDecode;
   dg.finish();
   sc.prefill_pool = pool;
+}
+
+// Cascade (FrugalGPT, Chen et al., arXiv:2305.05176): every request goes to the small model
+// first; a share `escalation` (chosen per request id) is then answered again by the
+// scenario's model, and the user waits for both.
+void load_cascade(const yaml::Map& root, yaml::Map& cs, Scenario& sc, const hw::Catalog& catalog,
+                  const std::shared_ptr<const hw::CalibrationSet>& calibration) {
+  if (sc.policy != "vllm") cs.fail("", "a cascade needs the vllm policy", "set serving.policy: vllm");
+  hw::ModelSpec small;
+  try {
+    small = catalog.model(cs.str("small_model"));
+  } catch (const InputError& e) {
+    throw cs.locate("small_model", e);
+  }
+  const int replicas = static_cast<int>(cs.integer("small_replicas", 1, 1'000'000));
+  sc.escalation = cs.number("escalation", 0.0, 1.0);
+  Pool pool = load_pool(root, cs, "small_hardware", small, sc, catalog, calibration,
+                        "cascade small model");
+  pool.replicas = replicas;
+  cs.finish();
+  sc.small_pool = pool;
 }
 
 }  // namespace
@@ -254,7 +286,13 @@ void load_speculative(yaml::Map& sp, Scenario& sc, const hw::Catalog& catalog) {
       sp.fail("draft_model", "tp " + std::to_string(sc.par.tp) + " does not divide the draft's " +
                                  std::to_string(draft.heads) + " heads", "");
   }
-  sc.vllm.spec_k = static_cast<int>(sp.integer("k", 1, 64));
+  sc.vllm.spec_k = static_cast<int>(sp.integer("k", 0, 64));
+  if (sc.vllm.spec_k == 0) {  // k: 0 turns speculative decoding off (handy with --set)
+    sp.number_or("acceptance", 0.0, 0.999, 0.0);
+    sp.number_or("acceptance_spread", 0.0, 1.0, 0.0);
+    sp.finish();
+    return;
+  }
   if (sc.vllm.spec_k + 1 > sc.vllm.block_tokens)
     sp.fail("k", "k + 1 tokens per iteration must fit one KV block of " +
                      std::to_string(sc.vllm.block_tokens) + " tokens",
@@ -357,6 +395,13 @@ Scenario load_map(yaml::Map root, const std::string& file,
       throw root.locate("hardware", InputError(e.message() + " [memory fit]", e.hint()));
     }
     sc.vllm.kv_blocks = sc.memory.kv_blocks;
+    // The techniques below live in the vllm policy; the others would silently ignore them.
+    if (sc.policy != "vllm")
+      for (const char* k : {"prefix_caching", "speculative", "preemption", "swap_space", "max_queue",
+                            "forced_token_share", "prefix_cache_host_space", "disaggregation", "cascade"})
+        if (sv.has(k))
+          sv.fail(k, std::string(k) + " is modelled by the vllm policy only (policy is '" + sc.policy + "')",
+                  std::string("set serving.policy: vllm, or drop ") + k);
     // Preemption mode and load shedding.
     sc.vllm.swap = sv.choice_or("preemption", {"recompute", "swap"}, "recompute") == "swap";
     const double swap_space = sv.quantity_or("swap_space", units::Dim::kBytes, 4.0 * (1 << 30));
@@ -371,6 +416,18 @@ Scenario load_map(yaml::Map root, const std::string& file,
       sv.fail("swap_space", "swap_space without preemption: swap", "set preemption: swap, or drop swap_space");
     }
     sc.vllm.max_queue = sv.integer_or("max_queue", 0, 1LL << 40, 0);
+    if (sv.has("prefix_cache_host_space")) {
+      if (!sc.vllm.prefix_caching)
+        sv.fail("prefix_cache_host_space", "a host tier for the prefix cache needs prefix_caching: true", "");
+      const double bytes = sv.quantity("prefix_cache_host_space", units::Dim::kBytes, 1.0);
+      const double block_bytes = sc.memory.kv_bytes_per_token * sc.vllm.block_tokens;
+      const hw::InterconnectSpec& host = catalog.interconnect(sc.gpu.host_link);
+      // Entries are whole trace prefix blocks; their size is known once the trace is read
+      // (Simulation divides by the KV blocks per entry).
+      sc.prefix_host_blocks = static_cast<int64_t>(bytes / block_bytes);
+      sc.vllm.swap_ns_per_block = block_bytes / host.bw_bytes_per_s * 1e9;
+      sc.vllm.swap_latency_ns = seconds_to_ns(host.latency_s);
+    }
     sc.vllm.forced_token_share = sv.number_or("forced_token_share", 0.0, 0.9, 0.0);
     if (serving::max_tokens_per_iteration(sc.vllm) > sc.vllm.block_tokens)
       sv.fail(sv.has("forced_token_share") ? "forced_token_share" : "speculative",
@@ -379,6 +436,21 @@ Scenario load_map(yaml::Map root, const std::string& file,
                   std::to_string(sc.vllm.block_tokens) + " tokens",
               "use a larger block_tokens, a smaller speculative k or forced_token_share");
     if (auto dg = sv.map_opt("disaggregation")) load_disaggregation(root, *dg, sc, catalog, calibration);
+    if (auto cs = sv.map_opt("cascade")) {
+      if (sc.prefill_pool) cs->fail("", "a cascade with disaggregation is not modelled", "");
+      load_cascade(root, *cs, sc, catalog, calibration);
+    }
+    if (auto rc = sv.map_opt("response_cache")) {
+      sc.response_cache = true;
+      sc.response_cache_latency_s = rc->quantity_or("latency", units::Dim::kTime, 0.005);
+      if (rc->has("hit_rate") == rc->has("capacity"))
+        rc->fail("", "give either hit_rate (a fixed share of hits) or capacity (exact matches "
+                     "of trace prompts, LRU)",
+                 "e.g. response_cache: {hit_rate: 0.1} or {capacity: 100000}");
+      if (rc->has("hit_rate")) sc.response_cache_hit_rate = rc->number("hit_rate", 0.0, 1.0);
+      else sc.response_cache_capacity = rc->integer("capacity", 1, 1LL << 40);
+      rc->finish();
+    }
     sv.finish();
   }
 
@@ -395,6 +467,15 @@ Scenario load_map(yaml::Map root, const std::string& file,
     const auto w = workload::Workload::from_yaml(copy, RngStreams(sc.seed), sc.base_dir);
     sc.workload_description = w->describe();
     copy.finish();
+    if (sc.response_cache && sc.response_cache_hit_rate < 0) {
+      const workload::Trace* t = w->trace();
+      if (t == nullptr || t->hashes.empty()) {
+        yaml::Map sv = root.map("serving");
+        yaml::Map rc = sv.map("response_cache");
+        rc.fail("capacity", "exact response caching needs prompts with identities (trace hashes)",
+                "replay a trace with hash_ids, or give response_cache: {hit_rate: ...}");
+      }
+    }
     if (sc.vllm.prefix_caching) {
       const workload::Trace* t = w->trace();
       yaml::Map sv = root.map("serving");

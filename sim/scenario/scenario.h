@@ -42,10 +42,12 @@
 
 namespace fleetsim::scenario {
 
-/// The prefill pool of a disaggregated deployment (the scenario's own hardware and
-/// serving.replicas are then the decode pool).
-struct PrefillPool {
+/// A second pool of replicas: the prefill pool of a disaggregated deployment (the
+/// scenario's own hardware and serving.replicas are then the decode pool), or the small
+/// model of a cascade (the scenario's model is then the large one).
+struct Pool {
   int replicas = 0;
+  hw::ModelSpec model;
   hw::GpuSpec gpu;
   std::optional<hw::NodeSpec> node;
   hw::Parallelism par;
@@ -82,7 +84,15 @@ struct Scenario {
   double runtime_reserve_bytes = 0;
   hw::MemoryFit memory;
 
-  std::optional<PrefillPool> prefill_pool;  ///< set when disaggregated
+  std::optional<Pool> prefill_pool;         ///< set when disaggregated
+  std::optional<Pool> small_pool;           ///< set for a cascade
+  int64_t prefix_host_blocks = 0;           ///< host-memory tier of the prefix cache, in KV blocks
+  double escalation = 0;                    ///< cascade: share of requests sent on to the large model
+  /// Response cache: identical prompts answered without a model call.
+  bool response_cache = false;
+  double response_cache_hit_rate = -1;      ///< fixed share of hits (synthetic workloads), or
+  int64_t response_cache_capacity = 0;      ///< exact matching of trace prompts, LRU entries
+  double response_cache_latency_s = 0;
   std::optional<serving::Speculative> spec; ///< speculative decoding (draft deployment)
   std::string draft_model;                  ///< catalog id, or "mtp"
 

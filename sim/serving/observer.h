@@ -59,6 +59,8 @@ class ServingObserver {
   /// A request was admitted needing `prefill_tokens` of KV, of which `hit_tokens` were found
   /// in the prefix cache and are not computed.
   virtual void on_prefix_lookup(int /*replica*/, int64_t /*prefill_tokens*/, int64_t /*hit_tokens*/) {}
+  /// Of those hits, `tokens` were loaded back from the host-memory tier.
+  virtual void on_prefix_host_load(int /*replica*/, int64_t /*tokens*/) {}
   virtual void on_completion(const RequestRecord&) {}
   /// Disaggregation: a prefill-pool replica finished `h`'s prompt; the KV cache must now be
   /// moved to a decode replica.

@@ -2,6 +2,10 @@
 
 #include <stdexcept>
 
+#include "sim/serving/dynamic.h"
+#include "sim/serving/orca.h"
+#include "sim/serving/static.h"
+
 namespace fleetsim::serving {
 
 const std::vector<PolicyInfo>& policies() {
@@ -22,6 +26,43 @@ const std::vector<PolicyInfo>& policies() {
         {"fast_forward", "bool", "true", "", "advance unchanging decode batches in closed form"}},
        [](int i, core::Engine& e, ServingObserver& o, const StepModel& s, const VllmConfig& c) {
          return std::make_unique<Vllm>(i, e, o, s, c);
+       }},
+      {"static",
+       "static batching, run to completion: an idle replica takes up to max_num_seqs waiting "
+       "requests, prefills them together and decodes until the longest is done; the batch "
+       "returns at once, then the next one forms",
+       "FasterTransformer / pre-continuous-batching serving, as described in Yu et al., Orca, "
+       "OSDI 2022, section 3",
+       {{"max_num_seqs", "integer", "256", "", "requests per batch at most"},
+        {"block_tokens", "integer", "16", "tokens", "granularity of the KV reservation"},
+        {"fast_forward", "bool", "true", "", "advance decode iterations in closed form"}},
+       [](int i, core::Engine& e, ServingObserver& o, const StepModel& s, const VllmConfig& c) {
+         return std::make_unique<Static>(i, e, o, s, c);
+       }},
+      {"dynamic",
+       "dynamic batching: static batching whose batch launches when max_num_seqs requests "
+       "wait or the oldest has waited batch_timeout, whichever comes first",
+       "NVIDIA Triton Inference Server dynamic batcher (max_queue_delay_microseconds); "
+       "TorchServe batch_size / max_batch_delay",
+       {{"max_num_seqs", "integer", "256", "", "requests per batch at most"},
+        {"batch_timeout", "time", "10ms", "s",
+         "longest wait of the oldest queued request before a partial batch launches"},
+        {"block_tokens", "integer", "16", "tokens", "granularity of the KV reservation"},
+        {"fast_forward", "bool", "true", "", "advance decode iterations in closed form"}},
+       [](int i, core::Engine& e, ServingObserver& o, const StepModel& s, const VllmConfig& c) {
+         return std::make_unique<Dynamic>(i, e, o, s, c);
+       }},
+      {"orca",
+       "iteration-level scheduling with selective batching: new requests join every iteration "
+       "with their whole prompt, each reserving KV for prompt + output tokens (no paging, no "
+       "preemption)",
+       "Yu et al., Orca: A Distributed Serving System for Transformer-Based Generative Models, "
+       "OSDI 2022",
+       {{"max_num_seqs", "integer", "256", "", "running requests at most (Orca max_bs)"},
+        {"block_tokens", "integer", "16", "tokens", "granularity of the KV reservation"},
+        {"fast_forward", "bool", "true", "", "advance unchanging decode batches in closed form"}},
+       [](int i, core::Engine& e, ServingObserver& o, const StepModel& s, const VllmConfig& c) {
+         return std::make_unique<Orca>(i, e, o, s, c);
        }},
   };
   return table;

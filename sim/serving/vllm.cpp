@@ -67,6 +67,7 @@ Vllm::Vllm(int index, core::Engine& engine, ServingObserver& observer, const Ste
       throw std::logic_error("Vllm: prefix caching needs hashes and a prefix block size that is "
                              "a multiple of block_tokens");
     blocks_per_hash_ = cfg_.prefix_block_tokens / cfg_.block_tokens;
+    cache_.set_host_capacity(cfg_.prefix_host_entries);
   }
 }
 
@@ -82,11 +83,14 @@ Vllm::Lookup Vllm::lookup(const Seq& s) const {
   if (cfg_.prefix_caching && s.spec.hash_count > 0) {
     const int64_t limit =
         std::min<int64_t>(full_hash_blocks(s), (s.target - 1) / cfg_.prefix_block_tokens);
-    l.hits = cache_.match(hashes_of(s), limit);
+    const PrefixCache::Match m = cache_.match_tiers(hashes_of(s), limit);
+    l.hits = m.gpu + m.host;
+    l.host_hits = m.host;
+    l.load_blocks = m.host * blocks_per_hash_;
     // Matched entries that are unreferenced now are counted as evictable by the cache but
     // will be pinned by this admission.
     int64_t matched_free = 0;
-    for (int64_t i = 0; i < l.hits; ++i)
+    for (int64_t i = 0; i < m.gpu; ++i)
       if (cache_.refs(hashes_of(s)[i]) == 0) ++matched_free;
     l.evictable_blocks = (cache_.evictable() - matched_free) * blocks_per_hash_;
   }
@@ -326,7 +330,7 @@ void Vllm::on_event(const core::Event& e) {
 bool Vllm::can_admit(const Seq& s, int64_t free_blocks, int64_t batch_tokens) const {
   if (running() >= cfg_.max_num_seqs) return false;
   const Lookup l = lookup(s);
-  if (l.need_blocks > free_blocks + l.evictable_blocks) return false;
+  if (l.need_blocks + l.load_blocks > free_blocks + l.evictable_blocks) return false;
   if (!cfg_.chunked_prefill) {
     // Whole prompts only; a recompute longer than the budget may run alone.
     const int64_t compute = s.target - l.hits * cfg_.prefix_block_tokens;
@@ -339,7 +343,15 @@ void Vllm::admit(uint32_t slot, SimTime now, int64_t keep_free) {
   Seq& s = seqs_[slot];
   s.state = State::kPrefilling;
   const Lookup l = lookup(s);
-  if (l.hits > 0) cache_.pin(hashes_of(s), l.hits);
+  const int64_t gpu_hits = l.hits - l.host_hits;
+  if (gpu_hits > 0) cache_.pin(hashes_of(s), gpu_hits);
+  if (l.host_hits > 0) {
+    // Load the rest of the prefix back from host memory: new GPU blocks, a host-link stall.
+    cache_.promote(hashes_of(s) + gpu_hits, l.host_hits);
+    used_blocks_ += l.load_blocks;
+    pending_stall_ns_ += swap_ns(l.load_blocks);
+    observer_.on_prefix_host_load(index_, l.host_hits * cfg_.prefix_block_tokens);
+  }
   s.pinned = static_cast<int32_t>(l.hits);
   s.prefilled = static_cast<int32_t>(l.hits * cfg_.prefix_block_tokens);
   if (cfg_.prefix_caching) observer_.on_prefix_lookup(index_, s.target, s.prefilled);

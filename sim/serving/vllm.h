@@ -86,6 +86,9 @@ struct VllmConfig {
   SimTime swap_latency_ns = 0;
   /// Load shedding: arrivals are rejected while this many requests wait (0 = no limit).
   int64_t max_queue = 0;
+  /// Prefix caching with a host-memory tier: entries the GPU evicts are kept there (this
+  /// many) and loaded back over the host link (swap_latency_ns, swap_ns_per_block).
+  int64_t prefix_host_entries = 0;
 };
 
 /// Tokens per decode iteration of request `id` under `cfg`'s speculative decoding and
@@ -158,7 +161,8 @@ class Vllm final : public Replica {
   // block tokens, so one token is always computed), and KV blocks that eviction could
   // free without touching them.
   struct Lookup {
-    int64_t hits = 0, need_blocks = 0, evictable_blocks = 0;
+    int64_t hits = 0, host_hits = 0, need_blocks = 0, evictable_blocks = 0;
+    int64_t load_blocks = 0;  // GPU blocks for the entries loaded back from the host tier
   };
   Lookup lookup(const Seq& s) const;
   bool can_admit(const Seq& s, int64_t free_blocks, int64_t batch_tokens) const;

@@ -299,4 +299,93 @@ TEST_F(Cli, MemoryFitErrorSaysWhatWouldFit) {
     EXPECT_NE(r.err.find(k), std::string::npos) << k << "\n" << r.err;
 }
 
+// ---- batching policies: static, dynamic, orca --------------------------------------------
+
+TEST_F(Cli, CheckAcceptsEveryBatchingPolicy) {
+  for (const char* p : {"static", "dynamic", "orca"}) {
+    const Result r = run(std::string("check scenarios/default.yaml --set serving.policy=") + p);
+    EXPECT_EQ(r.code, 0) << p << ": " << r.err;
+  }
+  const Result r = run("check scenarios/default.yaml --set serving.policy=dynamic --set serving.batch_timeout=5ms");
+  EXPECT_EQ(r.code, 0) << r.err;
+  const std::string list = run("list policies").out;
+  for (const char* k : {"static", "dynamic", "orca", "serving.batch_timeout", "Orca"})
+    EXPECT_NE(list.find(k), std::string::npos) << k;
+}
+
+TEST_F(Cli, BatchTimeoutOnlyWithDynamic) {
+  expect_error("check scenarios/default.yaml --set serving.batch_timeout=10ms",
+               {"serving.batch_timeout", "only to policy 'dynamic'", "policy is 'vllm'", "hint"});
+  expect_error("check scenarios/default.yaml --set serving.policy=orca --set serving.batch_timeout=10ms",
+               {"serving.batch_timeout", "policy is 'orca'"});
+  expect_error("check scenarios/default.yaml --set serving.policy=dynamic --set serving.batch_timeout=10",
+               {"serving.batch_timeout", "unit"});
+  expect_error("check scenarios/default.yaml --set serving.policy=dynamic --set serving.batch_timeout=-1ms",
+               {"serving.batch_timeout"});
+}
+
+TEST_F(Cli, EveryBatchingPolicyRuns) {
+  for (const char* p : {"static", "dynamic", "orca"}) {
+    const std::string o = (dir_ / p).string();
+    const Result r = run(std::string("run scenarios/default.yaml --quiet --set serving.policy=") + p +
+                         " --set workload.requests=300 --out " + o);
+    ASSERT_EQ(r.code, 0) << p << ": " << r.err;
+    const json j = json::parse(slurp(o + "/summary.json"));
+    EXPECT_EQ(j["scenario"]["serving"]["policy"], p);
+    EXPECT_EQ(j["requests_completed"].get<int>() + j["requests_rejected"].get<int>(), 300) << p;
+    EXPECT_GT(j["ttft_p50_s"].get<double>(), 0.0) << p;
+  }
+}
+
+// Issue 4: every comparison scenario in scenarios/examples/ runs (compare.sh runs their
+// variants and prints the tables of scenarios/README.md).
+TEST_F(Cli, ExampleScenariosRun) {
+  int n = 0;
+  for (const auto& e : fs::directory_iterator(kRoot + "/scenarios/examples")) {
+    if (e.path().extension() != ".yaml") continue;
+    ++n;
+    const std::string o = (dir_ / e.path().stem()).string();
+    const Result r = run("run " + e.path().string() + " --quiet --out " + o);
+    ASSERT_EQ(r.code, 0) << e.path() << "\n" << r.err;
+    const json j = json::parse(slurp(o + "/summary.json"));
+    EXPECT_GT(j["requests_completed"].get<int>(), 0) << e.path();
+  }
+  EXPECT_GE(n, 6);
+}
+
+TEST_F(Cli, CascadeEscalatesTheConfiguredShare) {
+  // 2,000 requests; each escalates when a hash of its id falls below 0.3, so about 600 do
+  // (binomial: sd = sqrt(2000·0.3·0.7) = 20.5; ±4 sd = ±82). All complete exactly once.
+  const std::string o = (dir_ / "c").string();
+  const Result r = run("run scenarios/examples/cascade.yaml --quiet --out " + o);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json j = json::parse(slurp(o + "/summary.json"));
+  EXPECT_EQ(j["requests_completed"], 2000);
+  EXPECT_EQ(j["requests_arrived"], 2000);
+  EXPECT_NEAR(j["escalations"].get<double>(), 600, 82);
+}
+
+TEST_F(Cli, ResponseCacheAnswersWithoutAModelCall) {
+  // hit_rate 0.25 of 6,000 requests: 1,500 ± 4·sqrt(6000·0.25·0.75) = ±134 answered from the
+  // cache, with TTFT = the 5 ms cache latency; the rest are served as before.
+  const std::string o = (dir_ / "rc").string();
+  const Result r = run("run scenarios/default.yaml --quiet --out " + o +
+                       " --set 'serving.response_cache={hit_rate: 0.25, latency: 5ms}'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json j = json::parse(slurp(o + "/summary.json"));
+  EXPECT_NEAR(j["response_cache_hits"].get<double>(), 1500, 134);
+  EXPECT_EQ(j["requests_completed"], 6000);
+  // Exact matching needs prompt identities: a synthetic workload has none.
+  const Result bad = run("check scenarios/default.yaml --set 'serving.response_cache={capacity: 10}'");
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.err.find("serving.response_cache.capacity"), std::string::npos) << bad.err;
+}
+
+TEST_F(Cli, PrefixCachingNeedsPrefixHashes) {
+  const Result r = run("check scenarios/default.yaml --set serving.prefix_caching=true");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("serving.prefix_caching"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("prefix-block hashes"), std::string::npos) << r.err;
+}
+
 }  // namespace

@@ -37,6 +37,8 @@ struct Log final : ServingObserver {
   }
   void on_reject(const RequestSpec&, int, RejectReason, SimTime) override { ++rejected; }
   std::vector<std::pair<int64_t, int64_t>> lookups;  // (prefill tokens, cached tokens)
+  int64_t host_loaded = 0;
+  void on_prefix_host_load(int, int64_t t) override { host_loaded += t; }
   void on_prefix_lookup(int, int64_t p, int64_t h) override { lookups.emplace_back(p, h); }
   void on_token_gaps(SimTime g, uint64_t c) override { gaps.insert(gaps.end(), c, g); }
   void on_token_gap_series(const StepSeries& s, int64_t k, uint64_t per) override {
@@ -416,6 +418,57 @@ TEST(Vllm, ForcedTokensNeedNoDecodeStep) {
   }
 }
 
+
+TEST(Vllm, PrefixHostTierLoadsEvictedBlocksBackOverTheHostLink) {
+  const StepModel steps = simple_steps(8, 10);
+  const std::vector<uint64_t> hashes = {1, 2, 3, 4, 1, 2};
+  // KV blocks of 4 tokens, prefix entries of 8 tokens (2 blocks), 6 KV blocks on the GPU, a
+  // host tier of 10 entries, 1 ms per block over the host link.
+  // A (t=0, 16 prompt, hashes 1 2): prefill 0..16 ms, done; entries 1, 2 stay cached (4 blocks).
+  // B (t=100, 16 prompt, hashes 3 4): needs 4 blocks, 2 free: the deepest unreferenced entry,
+  //   2, is evicted — to the host tier. Prefill 100..116; entries 1, 3, 4 on the GPU (6 blocks).
+  // C (t=200, 17 prompt, hashes 1 2): 1 is on the GPU, 2 in host memory: 16 tokens cached.
+  //   It needs 5 − 4 = 1 block of its own and 2 blocks to load entry 2 back: 2 is promoted
+  //   (8 blocks in use), then 4 and 3 are evicted to the host to make room. The load stalls
+  //   the GPU 2 ms; C computes its 1 remaining token: 200..203 ms (TTFT 3 ms, not 17).
+  for (bool ff : {true, false}) {
+    VllmConfig cfg = config(false, 64, 6, 4);
+    cfg.fast_forward = ff;
+    cfg.prefix_caching = true;
+    cfg.prefix_block_tokens = 8;
+    cfg.hashes = &hashes;
+    cfg.prefix_host_entries = 10;
+    cfg.swap_ns_per_block = 1.0 * kMs;
+    RunLog r = simulate(steps, cfg,
+                        {with_hashes(req(0, 0, 16, 1), 0, 2), with_hashes(req(1, 100 * kMs, 16, 1), 2, 2),
+                         with_hashes(req(2, 200 * kMs, 17, 1), 4, 2)});
+    EXPECT_EQ(r.log.out[2], (Outcome{200 * kMs, 203 * kMs, 203 * kMs, 0}));
+    EXPECT_EQ(r.log.lookups, (std::vector<std::pair<int64_t, int64_t>>{{16, 0}, {16, 0}, {17, 16}}));
+    EXPECT_EQ(r.log.host_loaded, 8);
+    EXPECT_EQ(r.evictions, 3);
+    EXPECT_EQ(r.cache_entries, 2);
+  }
+}
+
+TEST(PrefixCache, HostTierKeepsEvictedEntries) {
+  PrefixCache c;
+  c.set_host_capacity(1);
+  const uint64_t a[] = {1, 2};
+  c.insert_pinned(1);
+  c.insert_pinned(2);
+  c.unpin(a, 2);
+  EXPECT_TRUE(c.evict_one());  // 2 → host
+  EXPECT_EQ(c.match_tiers(a, 2).gpu, 1);
+  EXPECT_EQ(c.match_tiers(a, 2).host, 1);
+  EXPECT_TRUE(c.evict_one());  // 1 → host; the host holds one entry: 2 falls out
+  EXPECT_EQ(c.match_tiers(a, 2).gpu, 0);
+  EXPECT_EQ(c.match_tiers(a, 2).host, 1);
+  EXPECT_EQ(c.host_entries(), 1);
+  c.promote(a, 1);             // 1 back on the GPU, referenced
+  EXPECT_EQ(c.refs(1), 1);
+  EXPECT_EQ(c.host_entries(), 0);
+}
+
 // The fast path must give the same per-request results as one iteration per event.
 TEST(Vllm, FastPathMatchesSteppingOnRandomScenarios) {
   Rng rng(2024);
@@ -457,6 +510,10 @@ TEST(Vllm, FastPathMatchesSteppingOnRandomScenarios) {
     }
     VllmConfig cfg;
     cfg.prefix_caching = caching;
+    if (caching && trial % 2 == 0) {
+      cfg.prefix_host_entries = 1 + static_cast<int64_t>(rng.uniform_u64(20));
+      cfg.swap_ns_per_block = 0.2 * kMs;
+    }
     // Every fifth trial preempts by swap, with a host space that sometimes runs out.
     if (trial % 5 == 3) {
       cfg.swap = true;
