@@ -97,6 +97,7 @@ json summary_json(const scenario::Scenario& sc, const RunResult& run) {
   j["requests_rejected_too_long_for_model"] = s.rejected_too_long_for_model;
   j["requests_rejected_too_long_for_kv_cache"] = s.rejected_too_long_for_kv;
   j["requests_rejected_too_long_for_batch"] = s.rejected_too_long_for_batch;
+  j["requests_rejected_queue_full"] = s.rejected_queue_full;
   j["preemptions"] = s.preemptions;
   j["prefix_lookup_tokens"] = s.prefix_lookup_tokens;
   j["prefix_hit_tokens"] = s.prefix_hit_tokens;
@@ -104,6 +105,21 @@ json summary_json(const scenario::Scenario& sc, const RunResult& run) {
   j["prefix_host_tokens"] = s.prefix_host_tokens;
   j["kv_transfers"] = s.kv_transfers;
   j["response_cache_hits"] = s.response_cache_hits;
+  if (!s.classes.empty()) {
+    json classes = json::object();
+    for (const auto& c : s.classes) {
+      classes[c.name] = {{"priority", c.priority},
+                         {"requests_completed", c.completed},
+                         {"requests_rejected", c.rejected},
+                         {"ttft_p50_s", c.ttft.p50_s},
+                         {"ttft_p99_s", c.ttft.p99_s},
+                         {"tpot_p50_s", c.tpot.p50_s},
+                         {"tpot_p99_s", c.tpot.p99_s},
+                         {"e2e_p50_s", c.e2e.p50_s},
+                         {"slo_attainment", c.slo_attainment}};
+    }
+    j["classes"] = classes;
+  }
   j["escalations"] = s.escalations;
   j["kv_transfer_bytes"] = s.kv_transfer_bytes;
   j["kv_transfer_mean_s"] = s.kv_transfer_mean_s;
@@ -162,6 +178,19 @@ std::string summary_table(const scenario::Scenario& sc, const RunResult& run) {
     << row("end-to-end", s.e2e) << row("queueing", s.queue) << "\n";
   o << "  requests    " << s.requests_completed << " completed of " << s.requests_arrived
     << " arrived, " << s.requests_rejected << " rejected, " << s.preemptions << " preemptions\n";
+  for (const auto& c : s.classes) {
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "  class %-10s priority %d: %llu done, %llu rejected, TTFT p50/p99 %s / %s, "
+                  "TPOT p50/p99 %s / %s, SLO met %.1f %%\n",
+                  c.name.c_str(), c.priority, static_cast<unsigned long long>(c.completed),
+                  static_cast<unsigned long long>(c.rejected),
+                  units::format(c.ttft.p50_s, Dim::kTime).c_str(),
+                  units::format(c.ttft.p99_s, Dim::kTime).c_str(),
+                  units::format(c.tpot.p50_s, Dim::kTime).c_str(),
+                  units::format(c.tpot.p99_s, Dim::kTime).c_str(), 100 * c.slo_attainment);
+    o << line;
+  }
   if (sc.response_cache)
     o << "  response cache " << s.response_cache_hits << " requests answered without a model call\n";
   if (sc.small_pool)

@@ -14,6 +14,7 @@ Simulation::Simulation(const scenario::Scenario& sc, RunOptions options)
                  sc.slo_ttft_s, sc.slo_tpot_s) {
   const RngStreams rng(sc.seed);
   workload_ = sc.make_workload(sc.seed);
+  collector_.set_classes(workload_->classes());
   steps_ = std::make_unique<serving::StepModel>(
       serving::StepModelConfig{sc.dep, sc.spec}, sc.vllm.max_num_seqs);
   router_ = serving::make_router(sc.router, rng);
@@ -148,7 +149,7 @@ void Simulation::on_event(const core::Event& e) {
   const auto slot = static_cast<uint32_t>(e.data);
   const workload::RequestSpec r = pending_[slot];
   pending_free_.push_back(slot);
-  if (r.client < 0) pull_open_loop();
+  if (r.client < 0 || r.first_turn) pull_open_loop();
   if (sc_.response_cache && response_cache_hit(r)) {
     collector_.on_arrival(r, -1, e.time);
     for (auto* o : options_.observers) o->on_arrival(r, -1, e.time);
@@ -197,7 +198,7 @@ RunResult Simulation::run() {
   // open-loop ones yield requests in order, pulled one at a time.
   while (auto first = workload_->next_arrival()) {
     schedule_arrival(*first);
-    if (first->client < 0) break;
+    if (first->client < 0 || first->first_turn) break;
   }
   auto last_report = t0;
   const bool checking = options_.check_invariants;

@@ -53,6 +53,34 @@ run "on, least-outstanding" prefix-caching.yaml --set serving.router=least-outst
 run "on, prefix-aware router" prefix-caching.yaml
 run "on, prefix-aware, 1 TiB host tier per replica" prefix-caching.yaml --set serving.prefix_cache_host_space=1TiB
 
+header "Multi-turn conversations reuse their own context (conversations.yaml, 2 x H100)"
+run "prefix caching off" conversations.yaml --set serving.prefix_caching=false --set serving.router=least-outstanding
+run "on, least-outstanding" conversations.yaml --set serving.router=least-outstanding
+run "on, prefix-aware router" conversations.yaml
+
+header "Priorities and load shedding: chat (70 %, priority 1) and batch (30 %, long prompts) at 30 req/s on 1 x H100 (priorities.yaml)"
+sed 's/priority: 1,/priority: 0,/' "$here/priorities.yaml" > "$here/.priorities-flat.yaml"
+trap 'rm -rf "$out" "$here/.priorities-flat.yaml"' EXIT
+run "same priority (all)" .priorities-flat.yaml
+class_rows() {
+  python3 - "$out/r/summary.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+for name, c in j["classes"].items():
+    print(f"| {name} | {c['requests_completed']} | {c['requests_rejected']} | {1000 * c['ttft_p50_s']:.3g} | "
+          f"{1000 * c['ttft_p99_s']:.3g} | {1000 * c['tpot_p50_s']:.3g} | {100 * c['slo_attainment']:.1f} % |")
+PY
+}
+echo
+echo "| class (same priority) | done | rejected | TTFT p50 (ms) | TTFT p99 (ms) | TPOT p50 (ms) | SLO met |"
+echo "|---|---|---|---|---|---|---|"
+class_rows
+"$bin" run "$here/priorities.yaml" --quiet --out "$out/r" > /dev/null
+echo
+echo "| class (chat first) | done | rejected | TTFT p50 (ms) | TTFT p99 (ms) | TPOT p50 (ms) | SLO met |"
+echo "|---|---|---|---|---|---|---|"
+class_rows
+
 header "Speculative decoding, Llama-3.2-1B drafting k = 4 at acceptance 0.7 (speculative.yaml, 1 x H100)"
 for rate in 1 10 25; do
   run "$rate/s, off" speculative.yaml --set "workload.arrival.rate=$rate/s" --set "serving.speculative.k=0"

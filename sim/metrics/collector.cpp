@@ -19,8 +19,19 @@ LatencyStats stats_of(const Histogram& h) {
 Collector::Collector(int replicas, std::optional<double> slo_ttft_s, std::optional<double> slo_tpot_s)
     : replicas_(replicas), slo_ttft_s_(slo_ttft_s), slo_tpot_s_(slo_tpot_s) {}
 
-void Collector::on_reject(const workload::RequestSpec&, int, serving::RejectReason r, SimTime) {
+void Collector::set_classes(const std::vector<workload::RequestClass>& classes) {
+  classes_.clear();
+  for (const auto& c : classes) {
+    PerClass p;
+    p.info = c;
+    classes_.push_back(std::move(p));
+  }
+}
+
+void Collector::on_reject(const workload::RequestSpec& spec, int, serving::RejectReason r, SimTime) {
+  static_assert(static_cast<int>(serving::RejectReason::kQueueFull) == 3, "one counter per reason");
   ++rejected_[static_cast<int>(r)];
+  if (spec.cls < classes_.size()) ++classes_[spec.cls].rejected;
 }
 
 void Collector::on_completion(const serving::RequestRecord& rec) {
@@ -33,13 +44,29 @@ void Collector::on_completion(const serving::RequestRecord& rec) {
   e2e_.add(ns_to_seconds(rec.done_ns - spec.arrival_ns));
   queue_.add(ns_to_seconds(rec.scheduled_ns - spec.arrival_ns));
   bool good = !slo_ttft_s_ || ttft <= *slo_ttft_s_;
+  double tpot = -1;
   if (spec.output_tokens > 1) {
     // TPOT: mean time per output token after the first.
-    const double tpot = ns_to_seconds(rec.done_ns - rec.first_token_ns) / (spec.output_tokens - 1);
+    tpot = ns_to_seconds(rec.done_ns - rec.first_token_ns) / (spec.output_tokens - 1);
     tpot_.add(tpot);
     good = good && (!slo_tpot_s_ || tpot <= *slo_tpot_s_);
   }
   if (good) ++good_;
+  if (spec.cls < classes_.size()) {
+    PerClass& c = classes_[spec.cls];
+    ++c.completed;
+    c.ttft.add(ttft);
+    c.e2e.add(ns_to_seconds(rec.done_ns - spec.arrival_ns));
+    // The class's own targets, or the scenario's where the class has none.
+    const double t_slo = c.info.slo_ttft_s > 0 ? c.info.slo_ttft_s : slo_ttft_s_.value_or(0);
+    const double p_slo = c.info.slo_tpot_s > 0 ? c.info.slo_tpot_s : slo_tpot_s_.value_or(0);
+    bool ok = t_slo <= 0 || ttft <= t_slo;
+    if (tpot >= 0) {
+      c.tpot.add(tpot);
+      ok = ok && (p_slo <= 0 || tpot <= p_slo);
+    }
+    if (ok) ++c.good;
+  }
 }
 
 void Collector::on_token_gaps(SimTime gap_ns, uint64_t count) { itl_.add(ns_to_seconds(gap_ns), count); }
@@ -94,10 +121,23 @@ Summary Collector::summarize(SimTime sim_end_ns) const {
   s.rejected_too_long_for_model = rejected_[0];
   s.rejected_too_long_for_kv = rejected_[1];
   s.rejected_too_long_for_batch = rejected_[2];
-  s.requests_rejected = rejected_[0] + rejected_[1] + rejected_[2];
+  s.rejected_queue_full = rejected_[3];
+  s.requests_rejected = rejected_[0] + rejected_[1] + rejected_[2] + rejected_[3];
   s.preemptions = preemptions_;
   s.kv_transfers = kv_transfers_;
   s.response_cache_hits = cache_hits_;
+  for (const auto& c : classes_) {
+    ClassSummary cs;
+    cs.name = c.info.name;
+    cs.priority = c.info.priority;
+    cs.completed = c.completed;
+    cs.rejected = c.rejected;
+    cs.ttft = stats_of(c.ttft);
+    cs.tpot = stats_of(c.tpot);
+    cs.e2e = stats_of(c.e2e);
+    cs.slo_attainment = c.completed > 0 ? static_cast<double>(c.good) / static_cast<double>(c.completed) : 0.0;
+    s.classes.push_back(cs);
+  }
   s.escalations = escalations_;
   s.kv_transfer_bytes = kv_transfer_bytes_;
   s.kv_transfer_mean_s = kv_transfers_ > 0 ? kv_transfer_s_ / static_cast<double>(kv_transfers_) : 0.0;

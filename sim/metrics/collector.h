@@ -3,6 +3,8 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <vector>
 #include <vector>
 
 #include "sim/metrics/histogram.h"
@@ -17,9 +19,19 @@ struct LatencyStats {
 };
 LatencyStats stats_of(const Histogram& h);
 
+/// Per request class (workload `classes:`).
+struct ClassSummary {
+  std::string name;
+  int priority = 0;
+  uint64_t completed = 0, rejected = 0;
+  LatencyStats ttft, tpot, e2e;
+  double slo_attainment = 0;  ///< against the class's SLO (or the scenario's where it has none)
+};
+
 struct Summary {
   uint64_t requests_arrived = 0, requests_completed = 0, requests_rejected = 0;
   uint64_t rejected_too_long_for_model = 0, rejected_too_long_for_kv = 0, rejected_too_long_for_batch = 0;
+  uint64_t rejected_queue_full = 0;  ///< load shedding
   uint64_t preemptions = 0;
   uint64_t input_tokens = 0, output_tokens = 0;  ///< of completed requests
   LatencyStats ttft, tpot, itl, e2e, queue;
@@ -38,6 +50,7 @@ struct Summary {
   /// Disaggregation: KV transfers from the prefill to the decode pool.
   uint64_t kv_transfers = 0;
   double kv_transfer_bytes = 0, kv_transfer_mean_s = 0;
+  std::vector<ClassSummary> classes;  ///< empty without request classes
   uint64_t response_cache_hits = 0;  ///< requests answered from the response cache
   uint64_t escalations = 0;          ///< cascade: requests the large model answered again
 };
@@ -66,6 +79,8 @@ class Collector final : public serving::ServingObserver {
   void on_token_gap_series(const StepSeries& series, int64_t k, uint64_t per_iteration) override;
   void on_segment(const serving::SegmentRecord& seg) override;
 
+  /// Per-class metrics for these classes (call before the run).
+  void set_classes(const std::vector<workload::RequestClass>& classes);
   /// Summary over [0, sim_end_ns].
   Summary summarize(SimTime sim_end_ns) const;
   uint64_t completed() const { return completed_; }
@@ -76,7 +91,13 @@ class Collector final : public serving::ServingObserver {
   int replicas_;
   std::optional<double> slo_ttft_s_, slo_tpot_s_;
   Histogram ttft_, tpot_, itl_, e2e_, queue_;
-  uint64_t arrived_ = 0, completed_ = 0, rejected_[3] = {0, 0, 0}, preemptions_ = 0, good_ = 0;
+  struct PerClass {
+    workload::RequestClass info;
+    Histogram ttft, tpot, e2e;
+    uint64_t completed = 0, rejected = 0, good = 0;
+  };
+  std::vector<PerClass> classes_;
+  uint64_t arrived_ = 0, completed_ = 0, rejected_[4] = {0, 0, 0, 0}, preemptions_ = 0, good_ = 0;
   uint64_t input_tokens_ = 0, output_tokens_ = 0, iterations_ = 0;
   uint64_t prefix_lookup_ = 0, prefix_hit_ = 0, prefix_host_ = 0;
   uint64_t kv_transfers_ = 0, cache_hits_ = 0, escalations_ = 0;

@@ -469,7 +469,7 @@ Scenario load_map(yaml::Map root, const std::string& file,
     copy.finish();
     if (sc.response_cache && sc.response_cache_hit_rate < 0) {
       const workload::Trace* t = w->trace();
-      if (t == nullptr || t->hashes.empty()) {
+      if (t == nullptr || t->block_tokens <= 0) {
         yaml::Map sv = root.map("serving");
         yaml::Map rc = sv.map("response_cache");
         rc.fail("capacity", "exact response caching needs prompts with identities (trace hashes)",
@@ -479,11 +479,11 @@ Scenario load_map(yaml::Map root, const std::string& file,
     if (sc.vllm.prefix_caching) {
       const workload::Trace* t = w->trace();
       yaml::Map sv = root.map("serving");
-      if (t == nullptr || t->hashes.empty() || t->block_tokens <= 0)
+      if (t == nullptr || t->block_tokens <= 0)
         sv.fail("prefix_caching",
                 "prefix caching needs a workload that carries prefix-block hashes",
-                "replay a trace with hash_ids (workload: {trace: {format: mooncake, ...}}), or "
-                "set prefix_caching: false");
+                "replay a trace with hash_ids (workload: {trace: {format: mooncake, ...}}), use "
+                "workload: {conversations: ...}, or set prefix_caching: false");
       if (t->block_tokens % sc.vllm.block_tokens != 0)
         sv.fail("block_tokens",
                 "the trace's prefix blocks (" + std::to_string(t->block_tokens) +

@@ -187,8 +187,19 @@ void Vllm::submit(const workload::RequestSpec& r) {
     return;
   }
   if (cfg_.max_queue > 0 && static_cast<int64_t>(waiting_.size()) >= cfg_.max_queue) {
-    observer_.on_reject(r, index_, RejectReason::kQueueFull, now);
-    return;
+    // Load shedding by priority: a lower-priority request that never started waiting is
+    // dropped for this one; otherwise this one is.
+    uint32_t shed = 0;
+    const bool found = waiting_.remove_lowest(
+        r.priority, [&](uint32_t slot) { return seqs_[slot].scheduled_ns < 0; }, &shed);
+    if (!found) {
+      observer_.on_reject(r, index_, RejectReason::kQueueFull, now);
+      return;
+    }
+    const workload::RequestSpec dropped = seqs_[shed].spec;
+    --outstanding_;
+    free_slot(shed);
+    observer_.on_reject(dropped, index_, RejectReason::kQueueFull, now);
   }
   const uint32_t slot = new_slot();
   Seq& s = seqs_[slot];
@@ -199,8 +210,9 @@ void Vllm::submit(const workload::RequestSpec& r) {
   s.state = State::kWaiting;
   s.target = r.prompt_tokens;
   s.tau = tokens_per_iteration(cfg_, r.id);
-  const bool queue_was_empty = waiting_.empty();
-  waiting_.push_back(slot);
+  // A request that becomes the queue's head may be admitted at the next boundary.
+  const bool queue_was_empty = waiting_.empty() || r.priority > waiting_.front_priority();
+  waiting_.push_back(slot, r.priority);
   ++outstanding_;
 
   switch (segment_) {
@@ -251,8 +263,9 @@ void Vllm::submit_prefilled(const Handoff& h) {
   s.last_token_ns = h.first_token_ns;
   s.preemptions = h.preemptions;
   observer_.on_first_token(r, index_, h.first_token_ns);
-  const bool queue_was_empty = waiting_.empty();
-  waiting_.push_back(slot);
+  // A request that becomes the queue's head may be admitted at the next boundary.
+  const bool queue_was_empty = waiting_.empty() || r.priority > waiting_.front_priority();
+  waiting_.push_back(slot, r.priority);
   ++outstanding_;
   switch (segment_) {
     case Segment::kNone:
@@ -435,13 +448,15 @@ void Vllm::reserve_decode_blocks(SimTime now) {
 }
 
 void Vllm::preempt_one(SimTime now) {
-  // Victim: the running request (decoding or prefilling) that arrived last. O(batch), but
-  // preemptions are rare and each is a per-request event.
+  // Victim: the running request (decoding or prefilling) of the lowest priority that
+  // arrived last. O(batch), but preemptions are rare and each is a per-request event.
   uint32_t victim = 0;
   bool found = false;
   for (const auto* set : {&decoding_, &prefilling_}) {
     for (uint32_t slot : *set) {
-      if (!found || seqs_[slot].spec.id > seqs_[victim].spec.id) {
+      const auto& a = seqs_[slot].spec;
+      const auto& v = seqs_[victim].spec;
+      if (!found || a.priority < v.priority || (a.priority == v.priority && a.id > v.id)) {
         victim = slot;
         found = true;
       }
@@ -464,7 +479,7 @@ void Vllm::preempt_one(SimTime now) {
       s.prefilled = ctx;
       s.prefilled_elsewhere = true;
       ++s.preemptions;
-      waiting_.push_front(victim);
+      waiting_.push_front(victim, s.spec.priority);
       observer_.on_preemption(s.spec, index_, now);
       return;
     }
@@ -482,7 +497,7 @@ void Vllm::preempt_one(SimTime now) {
   s.target = s.spec.prompt_tokens + s.generated;
   s.prefilled = 0;
   ++s.preemptions;
-  waiting_.push_front(victim);
+  waiting_.push_front(victim, s.spec.priority);
   observer_.on_preemption(s.spec, index_, now);
 }
 
@@ -762,7 +777,7 @@ void Vllm::check_invariants() const {
   if (offset != ctx_offset_sum_) fail("context aggregate drifted");
   if (tau != tau_sum_) fail("tokens-per-iteration aggregate drifted");
   int64_t host = 0;
-  for (uint32_t slot : waiting_) host += seqs_[slot].swapped_blocks;
+  waiting_.for_each([&](uint32_t slot) { host += seqs_[slot].swapped_blocks; });
   if (host != host_used_blocks_) fail("host (swap) blocks drifted");
   if (host_used_blocks_ > cfg_.host_blocks && cfg_.swap) fail("host swap space over capacity");
   if (phases != phase_count_) fail("block phase counts drifted");

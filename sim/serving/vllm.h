@@ -33,7 +33,9 @@
 #pragma once
 
 #include <cstdint>
+#include <array>
 #include <deque>
+#include <iterator>
 #include <vector>
 
 #include "sim/serving/prefix_cache.h"
@@ -96,6 +98,59 @@ struct VllmConfig {
 int32_t tokens_per_iteration(const VllmConfig& cfg, uint64_t id);
 /// The most tokens one iteration can advance a sequence: ceil((k + 1) / (1 − share)).
 int32_t max_tokens_per_iteration(const VllmConfig& cfg);
+
+/// The waiting queue, by priority: first come first served within a level, higher levels
+/// first. (One level when the workload has no classes.)
+class WaitQueue {
+ public:
+  static constexpr int kLevels = 8;
+  bool empty() const { return size_ == 0; }
+  size_t size() const { return size_; }
+  uint32_t front() const { return q_[static_cast<size_t>(top())].front(); }
+  int front_priority() const { return top(); }
+  void pop_front() {
+    q_[static_cast<size_t>(top())].pop_front();
+    --size_;
+  }
+  void push_back(uint32_t slot, int priority) {
+    q_[static_cast<size_t>(priority)].push_back(slot);
+    ++size_;
+  }
+  void push_front(uint32_t slot, int priority) {
+    q_[static_cast<size_t>(priority)].push_front(slot);
+    ++size_;
+  }
+  /// Removes and returns (in *slot) the most recently queued entry of the lowest level
+  /// below `below` for which ok(slot) holds; false if none.
+  template <class Ok>
+  bool remove_lowest(int below, Ok ok, uint32_t* slot) {
+    for (int l = 0; l < below; ++l) {
+      auto& d = q_[static_cast<size_t>(l)];
+      for (auto it = d.rbegin(); it != d.rend(); ++it) {
+        if (!ok(*it)) continue;
+        *slot = *it;
+        d.erase(std::next(it).base());
+        --size_;
+        return true;
+      }
+    }
+    return false;
+  }
+  template <class F>
+  void for_each(F f) const {
+    for (const auto& d : q_)
+      for (uint32_t s : d) f(s);
+  }
+
+ private:
+  int top() const {
+    for (int l = kLevels - 1; l > 0; --l)
+      if (!q_[static_cast<size_t>(l)].empty()) return l;
+    return 0;
+  }
+  std::array<std::deque<uint32_t>, kLevels> q_;
+  size_t size_ = 0;
+};
 
 class Vllm final : public Replica {
  public:
@@ -212,7 +267,7 @@ class Vllm final : public Replica {
 
   std::vector<Seq> seqs_;
   std::vector<uint32_t> free_slots_;
-  std::deque<uint32_t> waiting_;
+  WaitQueue waiting_;
   std::vector<uint32_t> prefilling_;   // admitted, prompt not yet fully computed; arrival order
   std::vector<uint32_t> decoding_;
   std::vector<Finish> finish_heap_;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "sim/core/time.h"
 
@@ -15,6 +16,19 @@ struct RequestSpec {
   int32_t client = -1;          ///< closed-loop user index, -1 for open-loop/trace
   uint32_t hash_begin = 0;      ///< prefix-block hashes: [hash_begin, hash_begin + hash_count)
   uint32_t hash_count = 0;      ///< into Trace::hashes (Mooncake traces), 0 otherwise
+  uint8_t cls = 0;              ///< request class (index into the workload's classes; 0 if none)
+  uint8_t priority = 0;         ///< scheduling priority of its class (higher goes first)
+  bool first_turn = false;      ///< conversations: a new conversation's first request, which
+                                ///< the open-loop stream of conversation starts continues from
+};
+
+/// A request class (chat, reasoning, agent, ...): a share of the traffic with its own
+/// lengths (optional), scheduling priority and latency targets.
+struct RequestClass {
+  std::string name;
+  double share = 1;
+  int priority = 0;
+  double slo_ttft_s = 0, slo_tpot_s = 0;  ///< 0 = none
 };
 
 }  // namespace fleetsim::workload

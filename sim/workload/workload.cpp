@@ -36,17 +36,39 @@ struct Limits {
   }
 };
 
-// Prompt and output lengths drawn from the "lengths" stream, prompt first.
+// Prompt and output lengths drawn from the "lengths" stream, prompt first. With classes,
+// the class is drawn first (its own "classes" stream) and its lengths, when it has them,
+// replace the defaults.
 struct Lengths {
   std::unique_ptr<Distribution> prompt, output;
   Rng rng;
+  struct Class {
+    RequestClass info;
+    std::shared_ptr<Distribution> prompt, output;  // null: the defaults
+  };
+  std::vector<Class> classes;
+  std::vector<double> cumulative;  // normalised cumulative shares
+  Rng class_rng{0};
 
   void fill(RequestSpec& r) {
-    r.prompt_tokens = to_tokens(prompt->sample(rng));
-    r.output_tokens = to_tokens(output->sample(rng));
+    const Distribution* p = prompt.get();
+    const Distribution* o = output.get();
+    if (!classes.empty()) {
+      const double u = class_rng.uniform01();
+      size_t c = 0;
+      while (c + 1 < cumulative.size() && u >= cumulative[c]) ++c;
+      r.cls = static_cast<uint8_t>(c);
+      r.priority = static_cast<uint8_t>(classes[c].info.priority);
+      if (classes[c].prompt) p = classes[c].prompt.get();
+      if (classes[c].output) o = classes[c].output.get();
+    }
+    r.prompt_tokens = to_tokens(p->sample(rng));
+    r.output_tokens = to_tokens(o->sample(rng));
   }
   std::string describe() const {
-    return "prompt " + prompt->describe() + ", output " + output->describe();
+    std::string s = "prompt " + prompt->describe() + ", output " + output->describe();
+    for (const auto& c : classes) s += "; class " + c.info.name + " " + fmt(c.info.share);
+    return s;
   }
 };
 
@@ -224,17 +246,126 @@ class TraceReplay final : public Workload {
   size_t next_ = 0;
 };
 
+// Multi-turn conversations: conversations start as a Poisson stream; each has a number of
+// turns; after a turn completes, the user thinks and sends the next one. Turn i's prompt is
+// the shared system prompt, then every earlier turn's user tokens and answer, then the new
+// user tokens, so a conversation reuses its own context (and all of them the system
+// prompt). Prefix hashes: block b of `block_tokens` tokens is hash(0, b) inside the system
+// prompt and hash(conversation, b) after it — equal content, equal hash — so the replica's
+// prefix cache sees the reuse. A conversation ends after its turns, or before a turn whose
+// prompt + output would exceed `max_context_tokens`.
+class Conversations final : public Workload {
+ public:
+  Conversations(double rate, std::unique_ptr<Distribution> turns, std::unique_ptr<Distribution> think,
+                int32_t system_tokens, int block_tokens, int32_t max_context, Lengths lengths,
+                Rng arrivals, Rng clients, Limits limits)
+      : rate_(rate),
+        turns_(std::move(turns)),
+        think_(std::move(think)),
+        system_(system_tokens),
+        max_context_(max_context),
+        lengths_(std::move(lengths)),
+        arrivals_(arrivals),
+        clients_(clients),
+        limits_(limits) {
+    trace_.file = "conversations";
+    trace_.format = "conversations";
+    trace_.block_tokens = block_tokens;
+  }
+
+  std::optional<RequestSpec> next_arrival() override {
+    while (!done_) {
+      t_ns_ += seconds_to_ns(arrivals_.exponential(1.0 / rate_));
+      if (limits_.past_end(t_ns_) || limits_.count_reached(next_id_)) {
+        done_ = true;
+        break;
+      }
+      const int32_t c = static_cast<int32_t>(convs_.size());
+      Conv conv;
+      conv.turns_left = std::max<int32_t>(1, to_tokens(turns_->sample(clients_)));
+      conv.context = system_;
+      convs_.push_back(conv);
+      if (auto r = make(c, t_ns_, true)) return r;
+    }
+    return std::nullopt;
+  }
+
+  std::optional<RequestSpec> on_completion(const RequestSpec& done, SimTime now_ns) override {
+    if (done.client < 0 || done.client >= static_cast<int32_t>(convs_.size()))
+      throw std::invalid_argument("Conversations::on_completion: unknown conversation");
+    Conv& c = convs_[static_cast<size_t>(done.client)];
+    c.context = done.prompt_tokens + done.output_tokens;  // the answer joins the context
+    if (c.turns_left <= 0) return std::nullopt;
+    const SimTime t = now_ns + seconds_to_ns(std::max(0.0, think_->sample(clients_)));
+    return make(done.client, t, false);
+  }
+
+  const Trace* trace() const override { return &trace_; }
+  std::string describe() const override {
+    return "conversations " + fmt(rate_) + "/s, turns " + turns_->describe() + ", think " +
+           think_->describe() + " s, system prompt " + std::to_string(system_) +
+           " tokens, per turn " + lengths_.describe() + limits_.describe();
+  }
+  // Turns per second: conversation starts × mean turns (an estimate).
+  double nominal_rate_per_s() const override { return rate_; }
+
+ private:
+  struct Conv {
+    int32_t turns_left = 0;
+    int32_t context = 0;  // tokens before this turn's user message
+  };
+
+  std::optional<RequestSpec> make(int32_t conv, SimTime t_ns, bool first) {
+    if (limits_.count_reached(next_id_) || limits_.past_end(t_ns)) return std::nullopt;
+    Conv& c = convs_[static_cast<size_t>(conv)];
+    RequestSpec r;
+    lengths_.fill(r);
+    const int64_t prompt = static_cast<int64_t>(c.context) + r.prompt_tokens;
+    if (prompt + r.output_tokens > max_context_) {
+      c.turns_left = 0;  // the conversation ends (a first turn: next_arrival draws another)
+      return std::nullopt;
+    }
+    --c.turns_left;
+    r.id = next_id_++;
+    r.arrival_ns = t_ns;
+    r.client = conv;
+    r.first_turn = first;
+    r.prompt_tokens = static_cast<int32_t>(prompt);
+    // Hashes of the prompt's whole blocks.
+    const int64_t bt = trace_.block_tokens;
+    r.hash_begin = static_cast<uint32_t>(trace_.hashes.size());
+    r.hash_count = static_cast<uint32_t>(prompt / bt);
+    for (int64_t b = 0; b < prompt / bt; ++b) {
+      const uint64_t owner = (b + 1) * bt <= system_ ? 0 : static_cast<uint64_t>(conv) + 1;
+      trace_.hashes.push_back(owner * 0x9e3779b97f4a7c15ULL ^ (static_cast<uint64_t>(b) + 1) * 0xbf58476d1ce4e5b9ULL);
+    }
+    return r;
+  }
+
+  double rate_;
+  std::unique_ptr<Distribution> turns_, think_;
+  int32_t system_, max_context_;
+  Lengths lengths_;
+  Rng arrivals_, clients_;
+  Limits limits_;
+  Trace trace_;
+  std::vector<Conv> convs_;
+  SimTime t_ns_ = 0;
+  uint64_t next_id_ = 0;
+  bool done_ = false;
+};
+
 }  // namespace
 
 std::unique_ptr<Workload> Workload::from_yaml(yaml::Map& section, const RngStreams& rng,
                                               const std::string& base_dir) {
   // Exactly one source of requests.
   std::vector<std::string> given;
-  for (const char* k : {"arrival", "clients", "trace"})
+  for (const char* k : {"arrival", "clients", "trace", "conversations"})
     if (section.has(k)) given.push_back(k);
   if (given.empty())
-    section.fail("", "workload needs one of arrival (open loop), clients (closed loop) or "
-                     "trace (replay)",
+    section.fail("", "workload needs one of arrival (open loop), clients (closed loop), "
+                     "conversations (multi-turn) or trace (replay)",
                  "e.g. 'arrival: {process: poisson, rate: 20/s}'");
   if (given.size() > 1)
     section.fail(given[1], "use only one of arrival, clients and trace (got " + given[0] +
@@ -261,7 +392,7 @@ std::unique_ptr<Workload> Workload::from_yaml(yaml::Map& section, const RngStrea
                  "e.g. 'requests: 10000' or 'duration: 10min'");
 
   if (kind == "trace") {
-    for (const char* k : {"prompt_tokens", "output_tokens"})
+    for (const char* k : {"prompt_tokens", "output_tokens", "classes"})
       if (section.has(k))
         section.fail(k, std::string(k) + " cannot be used with trace: lengths come from the trace",
                      "remove it, or use arrival/clients with length distributions");
@@ -298,6 +429,62 @@ std::unique_ptr<Workload> Workload::from_yaml(yaml::Map& section, const RngStrea
   Lengths lengths{parse_distribution(section, "prompt_tokens", Quantity::kTokens, base_dir),
                   parse_distribution(section, "output_tokens", Quantity::kTokens, base_dir),
                   rng.stream("lengths")};
+  std::vector<RequestClass> classes;
+  if (section.has("classes")) {
+    const YAML::Node list = section.node()["classes"];
+    if (!list.IsSequence() || list.size() == 0)
+      section.fail("classes", "expected a non-empty list of classes",
+                   "e.g. classes: [{name: chat, share: 0.7, priority: 1}, {name: batch, share: 0.3}]");
+    if (list.size() > 255) section.fail("classes", "at most 255 classes");
+    auto src = std::make_shared<yaml::Source>(yaml::Source{section.file(), {}});
+    double total = 0;
+    for (size_t i = 0; i < list.size(); ++i) {
+      yaml::Map c(list[i], src, section.path() + ".classes[" + std::to_string(i) + "]");
+      Lengths::Class k;
+      k.info.name = c.str("name");
+      k.info.share = c.number("share", 1e-9, 1e9);
+      k.info.priority = static_cast<int>(c.integer_or("priority", 0, 7, 0));
+      if (auto slo = c.map_opt("slo")) {
+        k.info.slo_ttft_s = slo->quantity_or("ttft", units::Dim::kTime, 0.0);
+        k.info.slo_tpot_s = slo->quantity_or("tpot", units::Dim::kTime, 0.0);
+        slo->finish();
+      }
+      if (c.has("prompt_tokens"))
+        k.prompt = parse_distribution(c, "prompt_tokens", Quantity::kTokens, base_dir);
+      if (c.has("output_tokens"))
+        k.output = parse_distribution(c, "output_tokens", Quantity::kTokens, base_dir);
+      c.finish();
+      for (const auto& other : lengths.classes)
+        if (other.info.name == k.info.name) c.fail("name", "duplicate class name '" + k.info.name + "'");
+      total += k.info.share;
+      classes.push_back(k.info);
+      lengths.classes.push_back(std::move(k));
+    }
+    double acc = 0;
+    for (const auto& k : lengths.classes) lengths.cumulative.push_back((acc += k.info.share) / total);
+    lengths.class_rng = rng.stream("classes");
+  }
+
+  if (kind == "conversations") {
+    yaml::Map cv = section.map("conversations");
+    const double rate = cv.quantity("rate", units::Dim::kRate, -kInf);
+    if (rate <= 0) cv.fail("rate", "rate must be > 0", "new conversations per second, e.g. '2/s'");
+    std::unique_ptr<Distribution> turns =
+        parse_distribution(cv, "turns", Quantity::kTokens, base_dir);
+    std::unique_ptr<Distribution> think =
+        cv.has("think_time") ? parse_distribution(cv, "think_time", Quantity::kDuration, base_dir)
+                             : make_fixed(0.0);
+    const int32_t system = static_cast<int32_t>(cv.integer_or("system_prompt_tokens", 0, 1 << 20, 0));
+    const int block = static_cast<int>(cv.integer_or("block_tokens", 1, 1 << 16, 256));
+    const int32_t max_ctx = static_cast<int32_t>(cv.integer_or("max_context_tokens", 2, 1 << 30, 32768));
+    cv.finish();
+    section.finish();
+    auto w = std::make_unique<Conversations>(rate, std::move(turns), std::move(think), system,
+                                             block, max_ctx, std::move(lengths),
+                                             rng.stream("arrivals"), rng.stream("clients"), limits);
+    w->set_classes(std::move(classes));
+    return w;
+  }
 
   if (kind == "arrival") {
     yaml::Map a = section.map("arrival");
@@ -317,8 +504,10 @@ std::unique_ptr<Workload> Workload::from_yaml(yaml::Map& section, const RngStrea
     }
     a.finish();
     section.finish();
-    return std::make_unique<OpenLoop>(process == "gamma", rate, cv, std::move(lengths),
-                                      rng.stream("arrivals"), limits);
+    auto w = std::make_unique<OpenLoop>(process == "gamma", rate, cv, std::move(lengths),
+                                        rng.stream("arrivals"), limits);
+    w->set_classes(std::move(classes));
+    return w;
   }
 
   // clients
@@ -332,8 +521,10 @@ std::unique_ptr<Workload> Workload::from_yaml(yaml::Map& section, const RngStrea
                           : make_fixed(0.0);
   c.finish();
   section.finish();
-  return std::make_unique<ClosedLoop>(users, std::move(think), std::move(lengths),
-                                      rng.stream("clients"), limits);
+  auto w = std::make_unique<ClosedLoop>(users, std::move(think), std::move(lengths),
+                                        rng.stream("clients"), limits);
+  w->set_classes(std::move(classes));
+  return w;
 }
 
 }  // namespace fleetsim::workload

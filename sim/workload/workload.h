@@ -8,12 +8,19 @@
 //       rate: 20/s
 //     # or closed loop:
 //     clients: {users: 64, think_time: {dist: exponential, mean: 2s}}
+//     # or multi-turn conversations (each turn's prompt carries the conversation so far):
+//     conversations: {rate: 1/s, turns: <distribution>, think_time: <distribution>,
+//                     system_prompt_tokens: 0, block_tokens: 256, max_context_tokens: 32768}
 //     # or trace replay (arrival times and lengths from the trace):
 //     trace: {file: ../../shared/traces/mooncake_conversation.jsonl, format: auto,
 //             time_scale: 1.0}   # 2.0 replays twice as slow, 0.5 twice as fast
 //     prompt_tokens: <distribution>   # not with trace
 //     output_tokens: <distribution>   # not with trace
-// Exactly one of arrival / clients / trace. At least one of requests / duration unless a
+//     classes:                        # optional, not with trace: shares of the traffic
+//       - {name: chat, share: 0.7, priority: 1, slo: {ttft: 1s, tpot: 50ms}}
+//       - {name: batch, share: 0.3, priority: 0, prompt_tokens: ..., output_tokens: ...}
+// With conversations, prompt_tokens is the new user message of each turn.
+// Exactly one of arrival / clients / conversations / trace. At least one of requests / duration unless a
 // trace bounds the run.
 #pragma once
 
@@ -49,10 +56,16 @@ class Workload {
 
   /// Prefix-block hashes of trace requests (empty unless the trace has them).
   virtual const Trace* trace() const { return nullptr; }
+  /// The request classes (`classes:`), empty when the workload has none.
+  const std::vector<RequestClass>& classes() const { return classes_; }
+  void set_classes(std::vector<RequestClass> c) { classes_ = std::move(c); }
   /// One line, e.g. "poisson 20/s, prompt lognormal(median=400, sigma=1), output fixed(128)".
   virtual std::string describe() const = 0;
   /// Expected request rate for progress/ETA (0 when unknown).
   virtual double nominal_rate_per_s() const = 0;
+
+ protected:
+  std::vector<RequestClass> classes_;
 };
 
 }  // namespace fleetsim::workload

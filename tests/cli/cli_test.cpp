@@ -388,4 +388,24 @@ TEST_F(Cli, PrefixCachingNeedsPrefixHashes) {
   EXPECT_NE(r.err.find("prefix-block hashes"), std::string::npos) << r.err;
 }
 
+TEST_F(Cli, PriorityClassesAreReportedAndChatIsServedFirst) {
+  const std::string o = (dir_ / "p").string();
+  const Result r = run("run scenarios/examples/priorities.yaml --quiet --out " + o);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json j = json::parse(slurp(o + "/summary.json"));
+  const auto& chat = j["classes"]["chat"];
+  const auto& batch = j["classes"]["batch"];
+  // Every request is counted once: completed + rejected = arrived, per class and in all.
+  EXPECT_EQ(chat["requests_completed"].get<int>() + batch["requests_completed"].get<int>(),
+            j["requests_completed"].get<int>());
+  EXPECT_EQ(chat["requests_rejected"].get<int>() + batch["requests_rejected"].get<int>(),
+            j["requests_rejected"].get<int>());
+  EXPECT_EQ(j["requests_rejected"].get<int>(), j["requests_rejected_queue_full"].get<int>());
+  EXPECT_EQ(j["requests_completed"].get<int>() + j["requests_rejected"].get<int>(), 4000);
+  // Overloaded: shedding falls on the low-priority class only, and chat waits less.
+  EXPECT_EQ(chat["requests_rejected"], 0);
+  EXPECT_GT(batch["requests_rejected"].get<int>(), 0);
+  EXPECT_LT(chat["ttft_p99_s"].get<double>(), batch["ttft_p50_s"].get<double>());
+}
+
 }  // namespace

@@ -405,3 +405,106 @@ TEST(WorkloadValidation, RateErrorPointsAtItsLine) {
 
 }  // namespace
 }  // namespace fleetsim::workload
+
+// ---- multi-turn conversations ----------------------------------------------------------
+
+namespace fleetsim::workload {
+namespace {
+
+TEST(Conversations, EachTurnCarriesTheConversationSoFar) {
+  // Fixed lengths make the arithmetic checkable: a 600-token system prompt, 100 new user
+  // tokens and 50 answer tokens per turn, 3 turns, hash blocks of 256 tokens.
+  auto w = make(
+      "requests: 100\n"
+      "conversations: {rate: 1/s, turns: {dist: fixed, value: 3}, system_prompt_tokens: 600,\n"
+      "                block_tokens: 256}\n"
+      "prompt_tokens: {dist: fixed, value: 100}\n"
+      "output_tokens: {dist: fixed, value: 50}\n");
+  const Trace* t = w->trace();
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->block_tokens, 256);
+  auto a = w->next_arrival();  // conversation 0, turn 1
+  auto b = w->next_arrival();  // conversation 1, turn 1
+  ASSERT_TRUE(a && b);
+  EXPECT_TRUE(a->first_turn);
+  EXPECT_EQ(a->client, 0);
+  EXPECT_EQ(b->client, 1);
+  // Turn 1: 600 + 100 = 700 tokens, 2 whole blocks (512 tokens), both inside the system
+  // prompt (blocks end at 256 and 512 ≤ 600): the same hashes for every conversation.
+  EXPECT_EQ(a->prompt_tokens, 700);
+  ASSERT_EQ(a->hash_count, 2u);
+  ASSERT_EQ(b->hash_count, 2u);
+  for (uint32_t i = 0; i < 2; ++i)
+    EXPECT_EQ(t->hashes[a->hash_begin + i], t->hashes[b->hash_begin + i]);
+  // Turn 2 of conversation 0, 10 s after turn 1 ends: 700 + 50 (the answer) + 100 = 850
+  // tokens, 3 whole blocks; the first two are turn 1's, the third (512..768) is its own.
+  auto a2 = w->on_completion(*a, 10 * 1'000'000'000LL);
+  ASSERT_TRUE(a2);
+  EXPECT_FALSE(a2->first_turn);
+  EXPECT_EQ(a2->client, 0);
+  EXPECT_EQ(a2->prompt_tokens, 850);
+  EXPECT_EQ(a2->arrival_ns, 10 * 1'000'000'000LL);  // no think time given: 0
+  ASSERT_EQ(a2->hash_count, 3u);
+  EXPECT_EQ(t->hashes[a2->hash_begin], t->hashes[a->hash_begin]);
+  EXPECT_EQ(t->hashes[a2->hash_begin + 1], t->hashes[a->hash_begin + 1]);
+  // Turn 2 of conversation 1 has the same length but its own third block.
+  auto b2 = w->on_completion(*b, 11 * 1'000'000'000LL);
+  ASSERT_TRUE(b2);
+  EXPECT_NE(t->hashes[b2->hash_begin + 2], t->hashes[a2->hash_begin + 2]);
+  // Turn 3: 850 + 50 + 100 = 1000; then the conversation is over.
+  auto a3 = w->on_completion(*a2, 20 * 1'000'000'000LL);
+  ASSERT_TRUE(a3);
+  EXPECT_EQ(a3->prompt_tokens, 1000);
+  EXPECT_FALSE(w->on_completion(*a3, 30 * 1'000'000'000LL).has_value());
+}
+
+TEST(Classes, SharesPrioritiesAndLengths) {
+  auto w = make(
+      "requests: 20000\n"
+      "arrival: {process: poisson, rate: 10/s}\n"
+      "prompt_tokens: {dist: fixed, value: 100}\n"
+      "output_tokens: {dist: fixed, value: 10}\n"
+      "classes:\n"
+      "  - {name: chat, share: 7, priority: 2, slo: {ttft: 1s}}\n"
+      "  - {name: batch, share: 3, prompt_tokens: {dist: fixed, value: 5000}}\n");
+  ASSERT_EQ(w->classes().size(), 2u);
+  EXPECT_EQ(w->classes()[0].name, "chat");
+  EXPECT_EQ(w->classes()[0].priority, 2);
+  EXPECT_EQ(w->classes()[0].slo_ttft_s, 1.0);
+  int chat = 0;
+  for (int i = 0; i < 20000; ++i) {
+    auto r = w->next_arrival();
+    ASSERT_TRUE(r);
+    if (r->cls == 0) {
+      ++chat;
+      EXPECT_EQ(r->priority, 2);
+      EXPECT_EQ(r->prompt_tokens, 100);  // the default lengths
+    } else {
+      EXPECT_EQ(r->priority, 0);
+      EXPECT_EQ(r->prompt_tokens, 5000);  // the class's own
+      EXPECT_EQ(r->output_tokens, 10);
+    }
+  }
+  // Shares 7 : 3 → 70 % chat; binomial sd over 20,000 draws = sqrt(20000·0.21) = 65 (0.3 %).
+  EXPECT_NEAR(chat / 20000.0, 0.7, 0.013);
+}
+
+TEST(Conversations, EndBeforeTheContextLimit) {
+  // 1,000 new tokens per turn and a 2,500-token limit: turn 1 (1000 + 10 answer) fits,
+  // turn 2 would be 1010 + 1000 = 2010 prompt + 10 = 2020 tokens: fits; turn 3 would be
+  // 2020 + 1000 + 10 = 3030 > 2500: the conversation ends after 2 turns.
+  auto w = make(
+      "requests: 100\n"
+      "conversations: {rate: 1/s, turns: {dist: fixed, value: 10}, max_context_tokens: 2500}\n"
+      "prompt_tokens: {dist: fixed, value: 1000}\n"
+      "output_tokens: {dist: fixed, value: 10}\n");
+  auto r1 = w->next_arrival();
+  ASSERT_TRUE(r1);
+  auto r2 = w->on_completion(*r1, 0);
+  ASSERT_TRUE(r2);
+  EXPECT_EQ(r2->prompt_tokens, 2010);
+  EXPECT_FALSE(w->on_completion(*r2, 0).has_value());
+}
+
+}  // namespace
+}  // namespace fleetsim::workload
