@@ -201,6 +201,7 @@ CalibrationTable load_calibration(const std::string& path, const Catalog& catalo
     const double tf = r.flops / peak, tb = r.bytes / gpu->memory_bw_bytes_per_s;
     r.compute_bound = tf >= tb;
     r.work = r.compute_bound ? r.flops : r.bytes;
+    r.log_work = std::log10(r.work);
     r.fraction = std::max(tf, tb) / r.time_s;
     if (r.fraction > 1.0 + 1e-9)
       fail(lineno, "time_us",
@@ -255,8 +256,7 @@ double CalibrationSet::fraction_at(const std::vector<CalibrationRow>& rows, doub
                              [](const CalibrationRow& r, double w) { return r.work < w; });
   auto lo = hi - 1;
   if (hi->work == lo->work) return hi->fraction;
-  const double x = (std::log10(work) - std::log10(lo->work)) /
-                   (std::log10(hi->work) - std::log10(lo->work));
+  const double x = (std::log10(work) - lo->log_work) / (hi->log_work - lo->log_work);
   return lo->fraction + x * (hi->fraction - lo->fraction);
 }
 

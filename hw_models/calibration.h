@@ -33,6 +33,7 @@ struct CalibrationRow {
   double fraction = 0;      ///< achieved fraction of the roofline at datasheet peaks
   bool compute_bound = false;  ///< FLOPs / peak >= bytes / bandwidth
   double work = 0;          ///< FLOPs when compute-bound, bytes when memory-bound
+  double log_work = 0;      ///< log10(work), precomputed for interpolation
   std::string citation;
   int line = 0;             ///< line in the file
 };

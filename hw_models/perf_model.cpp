@@ -555,6 +555,34 @@ DecodeAffine decode_affine(const ModelSpec& model, const Parallelism& par, const
   return decode_affine(make_deployment(model, par, gpu, prec, eff), n);
 }
 
+// ---- multi-LoRA ------------------------------------------------------------------------------
+
+namespace {
+// Σ(in + out) over the adapted projections of one layer.
+double lora_dims_per_layer(const ModelSpec& m) {
+  const double h = m.hidden;
+  const double q = static_cast<double>(m.heads) * m.head_dim, kv = static_cast<double>(m.kv_heads) * m.head_dim;
+  double dims = (h + q) + 2 * (h + kv) + (q + h);  // q, k, v, o
+  if (!m.is_moe() && m.ffn > 0) dims += 2 * (h + m.ffn) + (m.ffn + h);  // gate, up, down
+  return dims;
+}
+}  // namespace
+
+double lora_adapter_bytes(const ModelSpec& m, int rank, double weight_bytes) {
+  return static_cast<double>(rank) * lora_dims_per_layer(m) * m.layers * weight_bytes;
+}
+
+double lora_step_s(const Deployment& d, double rows, double adapters, int rank) {
+  if (rows <= 0 || rank <= 0) return 0.0;
+  const ModelSpec& m = *d.model;
+  const double tp = d.par.tp;
+  const double flops = 2.0 * rows * rank * lora_dims_per_layer(m) * m.layers / tp;
+  const double bytes = adapters * lora_adapter_bytes(m, rank, d.prec.weight_bytes) / tp +
+                       rows * 2.0 * rank * m.layers * 7 * d.prec.act_bytes;
+  return std::max(flops / (d.gpu->bf16_flops_per_s * d.eff.compute),
+                  bytes / (d.gpu->memory_bw_bytes_per_s * d.eff.memory));
+}
+
 // ---- memory ---------------------------------------------------------------------------------
 
 namespace {

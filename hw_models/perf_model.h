@@ -214,6 +214,16 @@ DecodeAffine decode_affine(const Deployment& d, int64_t n);
 DecodeAffine decode_affine(const ModelSpec& model, const Parallelism& par, const GpuSpec& gpu,
                            const Precision& prec, const Efficiency& eff, int64_t n);
 
+/// Multi-LoRA serving (S-LoRA, Sheng et al., MLSys 2024; Punica, Chen et al., MLSys 2024):
+/// the extra cost of one iteration of `rows` tokens that use `adapters` distinct rank-`rank`
+/// adapters on every attention and MLP projection (q, k, v, o, gate, up, down), batched with
+/// SGMV-style kernels: FLOPs 2·rows·rank·Σ(in + out) over the projections and layers (split
+/// by tp), bytes = adapters · lora_adapter_bytes / tp (their A and B matrices are read).
+double lora_step_s(const Deployment& d, double rows, double adapters, int rank);
+/// Bytes of one adapter: rank · Σ(in + out) · layers · weight_bytes (dense MLP layers; for
+/// MoE layers the shared and routed experts are not adapted).
+double lora_adapter_bytes(const ModelSpec& m, int rank, double weight_bytes);
+
 /// Per-GPU memory budget of a replica.
 struct MemoryFit {
   double usable_bytes = 0;      ///< gpu memory * memory_utilization

@@ -16,7 +16,10 @@ Simulation::Simulation(const scenario::Scenario& sc, RunOptions options)
   workload_ = sc.make_workload(sc.seed);
   collector_.set_classes(workload_->classes());
   steps_ = std::make_unique<serving::StepModel>(
-      serving::StepModelConfig{sc.dep, sc.spec}, sc.vllm.max_num_seqs);
+      serving::StepModelConfig{sc.dep, sc.spec,
+                               sc.lora_rank > 0 ? std::optional<serving::Lora>(serving::Lora{sc.lora_rank, sc.vllm.lora_slots})
+                                                : std::nullopt},
+      sc.vllm.max_num_seqs);
   router_ = serving::make_router(sc.router, rng);
   serving::VllmConfig vcfg = sc.vllm;
   if (vcfg.prefix_caching) {
@@ -32,7 +35,10 @@ Simulation::Simulation(const scenario::Scenario& sc, RunOptions options)
   int index = 0;
   if (sc.prefill_pool) {
     prefill_steps_ = std::make_unique<serving::StepModel>(
-        serving::StepModelConfig{sc.prefill_pool->dep, std::nullopt}, sc.prefill_pool->vllm.max_num_seqs);
+        serving::StepModelConfig{sc.prefill_pool->dep, std::nullopt,
+                                 sc.lora_rank > 0 ? std::optional<serving::Lora>(serving::Lora{sc.lora_rank, sc.vllm.lora_slots})
+                                                  : std::nullopt},
+        sc.prefill_pool->vllm.max_num_seqs);
     for (int i = 0; i < sc.prefill_pool->replicas; ++i)
       prefill_replicas_.push_back(serving::policy(sc.policy).make(
           index++, engine_, self, *prefill_steps_, sc.prefill_pool->vllm));
@@ -44,7 +50,8 @@ Simulation::Simulation(const scenario::Scenario& sc, RunOptions options)
   if (sc.small_pool) {
     // Cascade: the small model's replicas are 0..S-1 and take the arrivals.
     first_pool_steps_ = std::make_unique<serving::StepModel>(
-        serving::StepModelConfig{sc.small_pool->dep, std::nullopt}, sc.small_pool->vllm.max_num_seqs);
+        serving::StepModelConfig{sc.small_pool->dep, std::nullopt, std::nullopt},
+        sc.small_pool->vllm.max_num_seqs);
     for (int i = 0; i < sc.small_pool->replicas; ++i)
       prefill_replicas_.push_back(serving::policy(sc.policy).make(
           index++, engine_, self, *first_pool_steps_, sc.small_pool->vllm));

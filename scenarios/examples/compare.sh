@@ -81,6 +81,11 @@ echo "| class (chat first) | done | rejected | TTFT p50 (ms) | TTFT p99 (ms) | T
 echo "|---|---|---|---|---|---|---|"
 class_rows
 
+header "Multi-LoRA: 200 adapters, Zipf(1) popularity, at 15 req/s on 1 x H100 (multi-lora.yaml)"
+for k in 4 16 64; do
+  run "$k adapter slots" multi-lora.yaml --set "serving.lora.max_loras=$k"
+done
+
 header "Speculative decoding, Llama-3.2-1B drafting k = 4 at acceptance 0.7 (speculative.yaml, 1 x H100)"
 for rate in 1 10 25; do
   run "$rate/s, off" speculative.yaml --set "workload.arrival.rate=$rate/s" --set "serving.speculative.k=0"

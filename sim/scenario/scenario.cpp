@@ -248,6 +248,7 @@ void load_cascade(const yaml::Map& root, yaml::Map& cs, Scenario& sc, const hw::
   Pool pool = load_pool(root, cs, "small_hardware", small, sc, catalog, calibration,
                         "cascade small model");
   pool.replicas = replicas;
+  pool.vllm.lora_slots = 0;  // adapters belong to the large model
   cs.finish();
   sc.small_pool = pool;
 }
@@ -385,6 +386,16 @@ Scenario load_map(yaml::Map root, const std::string& file,
     }
     sc.vllm.max_context_tokens = sc.model.max_context_tokens;
     if (auto sp = sv.map_opt("speculative")) load_speculative(*sp, sc, catalog);
+    if (auto lo = sv.map_opt("lora")) {
+      // Adapter slots live in GPU memory; a load moves one adapter over the host link.
+      sc.vllm.lora_slots = static_cast<int>(lo->integer("max_loras", 1, 4096));
+      sc.lora_rank = static_cast<int>(lo->integer_or("rank", 1, 1024, 16));
+      lo->finish();
+      const double bytes = hw::lora_adapter_bytes(sc.model, sc.lora_rank, sc.prec.weight_bytes);
+      const hw::InterconnectSpec& host = catalog.interconnect(sc.gpu.host_link);
+      sc.vllm.lora_load_ns = seconds_to_ns(host.latency_s + bytes / sc.par.tp / host.bw_bytes_per_s);
+      sc.dep.extra_weight_bytes_per_gpu += sc.vllm.lora_slots * bytes / sc.par.gpus();
+    }
     // Memory fit: what is left for the KV cache after weights, activations and reserve.
     try {
       sc.memory = hw::fit_memory(sc.dep, sc.gpu_memory_utilization, sc.runtime_reserve_bytes,
@@ -398,7 +409,8 @@ Scenario load_map(yaml::Map root, const std::string& file,
     // The techniques below live in the vllm policy; the others would silently ignore them.
     if (sc.policy != "vllm")
       for (const char* k : {"prefix_caching", "speculative", "preemption", "swap_space", "max_queue",
-                            "forced_token_share", "prefix_cache_host_space", "disaggregation", "cascade"})
+                            "forced_token_share", "prefix_cache_host_space", "disaggregation", "cascade",
+                            "lora"})
         if (sv.has(k))
           sv.fail(k, std::string(k) + " is modelled by the vllm policy only (policy is '" + sc.policy + "')",
                   std::string("set serving.policy: vllm, or drop ") + k);
@@ -467,6 +479,15 @@ Scenario load_map(yaml::Map root, const std::string& file,
     const auto w = workload::Workload::from_yaml(copy, RngStreams(sc.seed), sc.base_dir);
     sc.workload_description = w->describe();
     copy.finish();
+    const bool has_adapters = sc.workload_section->node()["adapters"].IsDefined();
+    if (has_adapters != (sc.vllm.lora_slots > 0)) {
+      yaml::Map sv = root.map("serving");
+      if (has_adapters)
+        sv.fail("", "the workload's requests name LoRA adapters but serving has no lora section",
+                "add serving.lora: {max_loras: 8, rank: 16}");
+      sv.fail("lora", "serving.lora needs a workload whose requests name adapters",
+              "add workload.adapters: {count: 100, popularity_zipf: 1.0}");
+    }
     if (sc.response_cache && sc.response_cache_hit_rate < 0) {
       const workload::Trace* t = w->trace();
       if (t == nullptr || t->block_tokens <= 0) {

@@ -87,6 +87,7 @@ struct Scenario {
   std::optional<Pool> prefill_pool;         ///< set when disaggregated
   std::optional<Pool> small_pool;           ///< set for a cascade
   int64_t prefix_host_blocks = 0;           ///< host-memory tier of the prefix cache, in KV blocks
+  int lora_rank = 0;                        ///< multi-LoRA: adapter rank (0 = none)
   double escalation = 0;                    ///< cascade: share of requests sent on to the large model
   /// Response cache: identical prompts answered without a model call.
   bool response_cache = false;

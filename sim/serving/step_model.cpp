@@ -51,6 +51,11 @@ StepModel::StepModel(StepModelConfig cfg, int64_t max_seqs) : cfg_(std::move(cfg
     } else {
       a = hw::decode_affine(cfg_.dep, n);
     }
+    if (cfg_.lora && n > 0) {
+      const double rows = static_cast<double>(n) * (cfg_.spec ? cfg_.spec->k + 1 : 1);
+      a.fixed_s += hw::lora_step_s(cfg_.dep, rows, static_cast<double>(std::min<int64_t>(n, cfg_.lora->slots)),
+                                   cfg_.lora->rank);
+    }
     // At least 1 ns per iteration so that time always advances.
     fixed_ns_[static_cast<size_t>(n)] = n == 0 ? 0 : std::max<SimTime>(1, seconds_to_ns(a.fixed_s));
     slope_s = a.per_ctx_token_s;  // independent of n by construction
@@ -140,6 +145,13 @@ SimTime StepModel::mixed_step_ns(const hw::BatchShape& shape) const {
                       hw::estimate_step(cfg_.spec->draft, shape).total_s());
   } else {
     t = seconds_to_ns(breakdown(shape).total_s());
+  }
+  if (cfg_.lora && !mixed_fn_) {
+    const int64_t seqs = shape.decode_seqs + shape.logits_tokens;  // an upper bound on adapters
+    const double rows = static_cast<double>(shape.prefill_tokens + shape.decode_seqs);
+    t += seconds_to_ns(hw::lora_step_s(cfg_.dep, rows,
+                                       static_cast<double>(std::min<int64_t>(seqs, cfg_.lora->slots)),
+                                       cfg_.lora->rank));
   }
   return t > 0 ? t : 1;
 }

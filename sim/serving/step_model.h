@@ -33,9 +33,18 @@ struct Speculative {
   hw::Deployment draft;     ///< the draft model (or an MTP head) on the same GPUs
 };
 
+/// Multi-LoRA: every iteration also runs the adapters (hw::lora_step_s), with
+/// min(sequences, slots) distinct adapters — an upper bound that keeps decode steps a
+/// function of the batch size only.
+struct Lora {
+  int rank = 0;
+  int slots = 0;
+};
+
 struct StepModelConfig {
   hw::Deployment dep;
   std::optional<Speculative> spec;
+  std::optional<Lora> lora;
 };
 
 class StepModel {

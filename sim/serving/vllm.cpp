@@ -117,6 +117,7 @@ void Vllm::cache_prompt(Seq& s) {
 }
 
 void Vllm::release(Seq& s, int64_t tokens) {
+  release_adapter(s.spec.adapter);
   used_blocks_ -= own_blocks(s, tokens);
   if (s.pinned > 0) {
     cache_.unpin(hashes_of(s), s.pinned);
@@ -211,7 +212,8 @@ void Vllm::submit(const workload::RequestSpec& r) {
   s.target = r.prompt_tokens;
   s.tau = tokens_per_iteration(cfg_, r.id);
   // A request that becomes the queue's head may be admitted at the next boundary.
-  const bool queue_was_empty = waiting_.empty() || r.priority > waiting_.front_priority();
+  const bool queue_was_empty = waiting_.empty() || r.priority > waiting_.front_priority() ||
+                               cfg_.lora_slots > 0;
   waiting_.push_back(slot, r.priority);
   ++outstanding_;
 
@@ -264,7 +266,8 @@ void Vllm::submit_prefilled(const Handoff& h) {
   s.preemptions = h.preemptions;
   observer_.on_first_token(r, index_, h.first_token_ns);
   // A request that becomes the queue's head may be admitted at the next boundary.
-  const bool queue_was_empty = waiting_.empty() || r.priority > waiting_.front_priority();
+  const bool queue_was_empty = waiting_.empty() || r.priority > waiting_.front_priority() ||
+                               cfg_.lora_slots > 0;
   waiting_.push_back(slot, r.priority);
   ++outstanding_;
   switch (segment_) {
@@ -340,8 +343,38 @@ void Vllm::on_event(const core::Event& e) {
 
 // ---- scheduling ----------------------------------------------------------------------
 
+bool Vllm::adapter_ready(uint32_t adapter) const {
+  if (adapter == 0 || cfg_.lora_slots <= 0) return true;
+  if (adapters_.count(adapter)) return true;
+  return static_cast<int>(adapters_.size()) < cfg_.lora_slots || !idle_adapters_.empty();
+}
+
+void Vllm::acquire_adapter(uint32_t adapter) {
+  if (adapter == 0 || cfg_.lora_slots <= 0) return;
+  auto it = adapters_.find(adapter);
+  if (it == adapters_.end()) {
+    if (static_cast<int>(adapters_.size()) >= cfg_.lora_slots) {
+      adapters_.erase(idle_adapters_.front());  // the least recently used idle adapter
+      idle_adapters_.pop_front();
+    }
+    it = adapters_.emplace(adapter, Adapter{}).first;
+    pending_stall_ns_ += cfg_.lora_load_ns;  // loaded from host memory
+    ++adapter_loads_;
+  } else if (it->second.running == 0) {
+    idle_adapters_.erase(it->second.idle);
+  }
+  ++it->second.running;
+}
+
+void Vllm::release_adapter(uint32_t adapter) {
+  if (adapter == 0 || cfg_.lora_slots <= 0) return;
+  Adapter& a = adapters_.at(adapter);
+  if (--a.running == 0) a.idle = idle_adapters_.insert(idle_adapters_.end(), adapter);
+}
+
 bool Vllm::can_admit(const Seq& s, int64_t free_blocks, int64_t batch_tokens) const {
   if (running() >= cfg_.max_num_seqs) return false;
+  if (!adapter_ready(s.spec.adapter)) return false;
   const Lookup l = lookup(s);
   if (l.need_blocks + l.load_blocks > free_blocks + l.evictable_blocks) return false;
   if (!cfg_.chunked_prefill) {
@@ -355,6 +388,7 @@ bool Vllm::can_admit(const Seq& s, int64_t free_blocks, int64_t batch_tokens) co
 void Vllm::admit(uint32_t slot, SimTime now, int64_t keep_free) {
   Seq& s = seqs_[slot];
   s.state = State::kPrefilling;
+  acquire_adapter(s.spec.adapter);
   const Lookup l = lookup(s);
   const int64_t gpu_hits = l.hits - l.host_hits;
   if (gpu_hits > 0) cache_.pin(hashes_of(s), gpu_hits);
@@ -387,12 +421,9 @@ void Vllm::schedule_next(SimTime now) {
   if (!cfg_.chunked_prefill) {
     // Prefill-first: admit what fits; if anything was admitted, run a prefill-only iteration.
     int64_t tokens = 0;
-    while (!waiting_.empty()) {
-      Seq& head = seqs_[waiting_.front()];
-      if (head.prefilled_elsewhere) break;  // waits for blocks to join decode
-      if (!can_admit(head, cfg_.kv_blocks - used_blocks_, tokens)) break;
-      const uint32_t slot = waiting_.front();
-      waiting_.pop_front();
+    uint32_t slot = 0;
+    while (next_admissible(cfg_.kv_blocks - used_blocks_, tokens, &slot)) {
+      Seq& head = seqs_[slot];
       admit(slot, now, 0);
       seg_chunks_.push_back({slot, head.target - head.prefilled});
       tokens += head.target - head.prefilled;
@@ -418,12 +449,9 @@ void Vllm::schedule_next(SimTime now) {
     seg_chunks_.push_back({slot, c});
     budget -= c;
   }
-  while (budget > 0 && !waiting_.empty()) {
-    Seq& head = seqs_[waiting_.front()];
-    if (head.prefilled_elsewhere) break;  // waits for blocks to join decode
-    if (!can_admit(head, cfg_.kv_blocks - used_blocks_ - decode_blocks, 0)) break;
-    const uint32_t slot = waiting_.front();
-    waiting_.pop_front();
+  uint32_t slot = 0;
+  while (budget > 0 && next_admissible(cfg_.kv_blocks - used_blocks_ - decode_blocks, 0, &slot)) {
+    Seq& head = seqs_[slot];
     admit(slot, now, decode_blocks);
     const int32_t c = static_cast<int32_t>(std::min<int64_t>(head.target - head.prefilled, budget));
     seg_chunks_.push_back({slot, c});
@@ -431,6 +459,24 @@ void Vllm::schedule_next(SimTime now) {
   }
   if (!seg_chunks_.empty()) return start_mixed(now, n > 0);
   if (n > 0) return start_stretch(now);
+}
+
+bool Vllm::next_admissible(int64_t free_blocks, int64_t batch_tokens, uint32_t* slot) {
+  if (waiting_.empty()) return false;
+  const Seq& head = seqs_[waiting_.front()];
+  if (head.prefilled_elsewhere) return false;  // waits for blocks to join decode
+  if (can_admit(head, free_blocks, batch_tokens)) {
+    *slot = waiting_.front();
+    waiting_.pop_front();
+    return true;
+  }
+  if (cfg_.lora_slots <= 0 || adapter_ready(head.spec.adapter)) return false;
+  return waiting_.remove_first(
+      kLoraScan,
+      [&](uint32_t s) {
+        return !seqs_[s].prefilled_elsewhere && can_admit(seqs_[s], free_blocks, batch_tokens);
+      },
+      slot);
 }
 
 void Vllm::reserve_decode_blocks(SimTime now) {
@@ -543,6 +589,8 @@ void Vllm::start_stretch(SimTime now) {
       int64_t free1 = cfg_.kv_blocks - used_blocks_ - decode_blocks_needed(decode_iter_, 1);
       if (cfg_.chunked_prefill) free1 -= decode_blocks_needed(decode_iter_ + 1, 1);
       if (can_admit(seqs_[waiting_.front()], free1, 0)) k = 1;
+      // A request behind a head that waits for an adapter slot may be admissible.
+      if (cfg_.lora_slots > 0) k = 1;
     }
   }
   segment_ = Segment::kStretch;
@@ -776,6 +824,14 @@ void Vllm::check_invariants() const {
   if (used_blocks_ > cfg_.kv_blocks || used_blocks_ < 0) fail("KV blocks over capacity");
   if (offset != ctx_offset_sum_) fail("context aggregate drifted");
   if (tau != tau_sum_) fail("tokens-per-iteration aggregate drifted");
+  std::unordered_map<uint32_t, int32_t> using_adapter;
+  for (uint32_t slot : decoding_) ++using_adapter[seqs_[slot].spec.adapter];
+  for (uint32_t slot : prefilling_) ++using_adapter[seqs_[slot].spec.adapter];
+  if (cfg_.lora_slots > 0) {
+    for (const auto& [id, a] : adapters_)
+      if (a.running != (using_adapter.count(id) ? using_adapter[id] : 0)) fail("adapter use drifted");
+    if (static_cast<int>(adapters_.size()) > cfg_.lora_slots) fail("more adapters than slots");
+  }
   int64_t host = 0;
   waiting_.for_each([&](uint32_t slot) { host += seqs_[slot].swapped_blocks; });
   if (host != host_used_blocks_) fail("host (swap) blocks drifted");

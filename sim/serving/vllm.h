@@ -36,6 +36,8 @@
 #include <array>
 #include <deque>
 #include <iterator>
+#include <list>
+#include <unordered_map>
 #include <vector>
 
 #include "sim/serving/prefix_cache.h"
@@ -91,6 +93,11 @@ struct VllmConfig {
   /// Prefix caching with a host-memory tier: entries the GPU evicts are kept there (this
   /// many) and loaded back over the host link (swap_latency_ns, swap_ns_per_block).
   int64_t prefix_host_entries = 0;
+  /// Multi-LoRA (S-LoRA): `lora_slots` adapters fit in GPU memory at once; a request whose
+  /// adapter is not resident waits for a slot with no running request (the least recently
+  /// used is evicted) and loading it stalls the GPU lora_load_ns. 0 slots = no adapters.
+  int lora_slots = 0;
+  SimTime lora_load_ns = 0;
 };
 
 /// Tokens per decode iteration of request `id` under `cfg`'s speculative decoding and
@@ -136,6 +143,23 @@ class WaitQueue {
     }
     return false;
   }
+  /// Removes and returns (in *slot) the first entry, in queue order, among the first
+  /// `max_scan` for which ok(slot) holds; false if none.
+  template <class Ok>
+  bool remove_first(size_t max_scan, Ok ok, uint32_t* slot) {
+    size_t seen = 0;
+    for (int l = kLevels - 1; l >= 0; --l) {
+      auto& d = q_[static_cast<size_t>(l)];
+      for (auto it = d.begin(); it != d.end() && seen < max_scan; ++it, ++seen) {
+        if (!ok(*it)) continue;
+        *slot = *it;
+        d.erase(it);
+        --size_;
+        return true;
+      }
+    }
+    return false;
+  }
   template <class F>
   void for_each(F f) const {
     for (const auto& d : q_)
@@ -163,6 +187,7 @@ class Vllm final : public Replica {
   int64_t outstanding() const override { return outstanding_; }
   int64_t kv_blocks_used() const override { return used_blocks_; }
   int64_t host_blocks_used() const { return host_used_blocks_; }
+  int64_t adapter_loads() const { return adapter_loads_; }
   int64_t kv_blocks_total() const override { return cfg_.kv_blocks; }
   void check_invariants() const override;
   void on_event(const core::Event& event) override;
@@ -221,6 +246,11 @@ class Vllm final : public Replica {
   };
   Lookup lookup(const Seq& s) const;
   bool can_admit(const Seq& s, int64_t free_blocks, int64_t batch_tokens) const;
+  // The next request to admit with `free_blocks` and `batch_tokens` already in the batch: the
+  // queue's head, or — when the head waits only for a LoRA adapter slot — the first of the
+  // next kLoraScan requests that can go (vLLM's scheduler skips such requests too).
+  static constexpr size_t kLoraScan = 64;
+  bool next_admissible(int64_t free_blocks, int64_t batch_tokens, uint32_t* slot);
   void admit(uint32_t slot, SimTime now, int64_t keep_free);
   void cache_prompt(Seq& s);
   void admit_prefilled(SimTime now);  // decode pool: handed-over requests join decode       // at prefill end: the prompt's full blocks into the cache
@@ -289,6 +319,18 @@ class Vllm final : public Replica {
   SimTime seg_stall_ns_ = 0;           // swap transfers at the start of the segment
   SimTime pending_stall_ns_ = 0;       // swap transfers waiting for the next segment
   int64_t host_used_blocks_ = 0;       // swapped-out KV in host memory
+  // LoRA adapters resident on the GPU: running requests using each, and recency of the
+  // idle ones (front = least recently used).
+  struct Adapter {
+    int32_t running = 0;
+    std::list<uint32_t>::iterator idle;
+  };
+  std::unordered_map<uint32_t, Adapter> adapters_;
+  std::list<uint32_t> idle_adapters_;
+  int64_t adapter_loads_ = 0;
+  bool adapter_ready(uint32_t adapter) const;  // resident, or a slot can be had
+  void acquire_adapter(uint32_t adapter);
+  void release_adapter(uint32_t adapter);
   SimTime swap_ns(int64_t blocks) const {
     return cfg_.swap_latency_ns + static_cast<SimTime>(static_cast<double>(blocks) * cfg_.swap_ns_per_block);
   }

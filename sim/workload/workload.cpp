@@ -1,6 +1,7 @@
 #include "sim/workload/workload.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <limits>
@@ -49,6 +50,9 @@ struct Lengths {
   std::vector<Class> classes;
   std::vector<double> cumulative;  // normalised cumulative shares
   Rng class_rng{0};
+  // LoRA adapters: adapter i (1-based) with probability ∝ i^-s, from the "adapters" stream.
+  std::vector<double> adapter_cdf;
+  Rng adapter_rng{0};
 
   void fill(RequestSpec& r) {
     const Distribution* p = prompt.get();
@@ -64,9 +68,16 @@ struct Lengths {
     }
     r.prompt_tokens = to_tokens(p->sample(rng));
     r.output_tokens = to_tokens(o->sample(rng));
+    if (!adapter_cdf.empty()) {
+      const double u = adapter_rng.uniform01();
+      r.adapter = static_cast<uint32_t>(
+          std::upper_bound(adapter_cdf.begin(), adapter_cdf.end() - 1, u) - adapter_cdf.begin() + 1);
+    }
   }
   std::string describe() const {
     std::string s = "prompt " + prompt->describe() + ", output " + output->describe();
+    if (!adapter_cdf.empty())
+      s += ", " + std::to_string(adapter_cdf.size()) + " LoRA adapters";
     for (const auto& c : classes) s += "; class " + c.info.name + " " + fmt(c.info.share);
     return s;
   }
@@ -392,7 +403,7 @@ std::unique_ptr<Workload> Workload::from_yaml(yaml::Map& section, const RngStrea
                  "e.g. 'requests: 10000' or 'duration: 10min'");
 
   if (kind == "trace") {
-    for (const char* k : {"prompt_tokens", "output_tokens", "classes"})
+    for (const char* k : {"prompt_tokens", "output_tokens", "classes", "adapters"})
       if (section.has(k))
         section.fail(k, std::string(k) + " cannot be used with trace: lengths come from the trace",
                      "remove it, or use arrival/clients with length distributions");
@@ -429,6 +440,17 @@ std::unique_ptr<Workload> Workload::from_yaml(yaml::Map& section, const RngStrea
   Lengths lengths{parse_distribution(section, "prompt_tokens", Quantity::kTokens, base_dir),
                   parse_distribution(section, "output_tokens", Quantity::kTokens, base_dir),
                   rng.stream("lengths")};
+  if (auto ad = section.map_opt("adapters")) {
+    const int64_t count = ad->integer("count", 1, 1'000'000);
+    const double zipf = ad->number_or("popularity_zipf", 0.0, 10.0, 0.0);
+    ad->finish();
+    double sum = 0;
+    for (int64_t i = 1; i <= count; ++i) sum += std::pow(static_cast<double>(i), -zipf);
+    double acc = 0;
+    for (int64_t i = 1; i <= count; ++i)
+      lengths.adapter_cdf.push_back((acc += std::pow(static_cast<double>(i), -zipf)) / sum);
+    lengths.adapter_rng = rng.stream("adapters");
+  }
   std::vector<RequestClass> classes;
   if (section.has("classes")) {
     const YAML::Node list = section.node()["classes"];

@@ -216,6 +216,21 @@ TEST(MemoryFit, DeepSeekNeedsFp8OnEightH200s) {
   EXPECT_EQ(f.kv_bytes_per_token, 61 * 576 * 2.0);
 }
 
+
+TEST(Lora, AdapterBytesAndStepCostByHand) {
+  // Llama-3.1-8B, rank 16, adapters on q, k, v, o, gate, up, down: Σ(in + out) per layer =
+  // (4096+4096) + 2·(4096+1024) + (4096+4096) + 2·(4096+14336) + (14336+4096) = 81,920;
+  // 16 · 81,920 · 32 layers · 2 B = 83,886,080 bytes per adapter.
+  const auto& m = catalog().model("llama-3.1-8b");
+  EXPECT_EQ(lora_adapter_bytes(m, 16, 2.0), 83886080.0);
+  // 64 rows using 4 adapters on an H100 (test efficiencies): FLOPs 2·64·16·81,920·32 =
+  // 5.37e9 (10.9 µs at 494.7 TFLOP/s); bytes 4·83,886,080 + 64·2·16·32·7·2 = 335,544,320 +
+  // 917,504 = 336,461,824 (125.5 µs at 2.68 TB/s): memory-bound.
+  const auto& g = catalog().gpu("h100-sxm");
+  const auto d = make_deployment(m, {}, g, {}, test_eff(g));
+  expect_rel(lora_step_s(d, 64, 4, 16), 336461824.0 / (3.35e12 * 0.8));
+}
+
 // ---- calibration ----------------------------------------------------------------------------
 
 class CalibrationFile : public ::testing::Test {

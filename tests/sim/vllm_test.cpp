@@ -513,6 +513,54 @@ TEST(Vllm, PreemptionTakesTheLowestPriorityFirst) {
   EXPECT_EQ(r.log.out[0], (Outcome{0, 8 * kMs, 83 * kMs, 1}));
 }
 
+
+TEST(Vllm, LoraAdaptersWaitForASlotAndPayTheirLoad) {
+  const StepModel steps = simple_steps(8, 10);
+  // One adapter slot, 5 ms to load an adapter; one 10-token prompt per iteration.
+  // A (adapter 1, t=0): load 5 ms + prefill 10 ms: done at 15.
+  // B (adapter 2, t=1 ms) waits for the slot: at 15 adapter 1 is idle and evicted; adapter 2
+  //   loads (5 ms) and B prefills: 15..30.
+  // C (adapter 2, t=2 ms): its adapter is resident now: 30..40, no load.
+  for (bool ff : {true, false}) {
+    VllmConfig cfg = config(false, 10, 1000);
+    cfg.fast_forward = ff;
+    cfg.lora_slots = 1;
+    cfg.lora_load_ns = 5 * kMs;
+    RequestSpec a = req(0, 0, 10, 1), b = req(1, 1 * kMs, 10, 1), c = req(2, 2 * kMs, 10, 1);
+    a.adapter = 1;
+    b.adapter = 2;
+    c.adapter = 2;
+    RunLog r = simulate(steps, cfg, {a, b, c});
+    EXPECT_EQ(r.log.out[0], (Outcome{0, 15 * kMs, 15 * kMs, 0}));
+    EXPECT_EQ(r.log.out[1], (Outcome{15 * kMs, 30 * kMs, 30 * kMs, 0}));
+    EXPECT_EQ(r.log.out[2], (Outcome{30 * kMs, 40 * kMs, 40 * kMs, 0}));
+  }
+}
+
+
+TEST(Vllm, LoraSkipsARequestWaitingForASlot) {
+  const StepModel steps = simple_steps(8, 10);
+  // One slot, 5 ms loads. A (adapter 1, t=0, 3 output): load + prefill 0..15, decodes follow.
+  // B (adapter 2, t=1 ms) cannot get the slot while A runs; C (adapter 1, t=2 ms) can, so at
+  // 15 C goes ahead of B: prefill 15..25 (prefill-first: A's decodes wait), done at 25.
+  // A decodes 25..35 and 35..45: done at 45. Then adapter 1 is idle: B loads adapter 2
+  // (5 ms) and prefills 45..60.
+  for (bool ff : {true, false}) {
+    VllmConfig cfg = config(false, 10, 1000);
+    cfg.fast_forward = ff;
+    cfg.lora_slots = 1;
+    cfg.lora_load_ns = 5 * kMs;
+    RequestSpec a = req(0, 0, 10, 3), b = req(1, 1 * kMs, 10, 1), c = req(2, 2 * kMs, 10, 1);
+    a.adapter = 1;
+    b.adapter = 2;
+    c.adapter = 1;
+    RunLog r = simulate(steps, cfg, {a, b, c});
+    EXPECT_EQ(r.log.out[0], (Outcome{0, 15 * kMs, 45 * kMs, 0}));
+    EXPECT_EQ(r.log.out[2], (Outcome{15 * kMs, 25 * kMs, 25 * kMs, 0}));
+    EXPECT_EQ(r.log.out[1], (Outcome{45 * kMs, 60 * kMs, 60 * kMs, 0}));
+  }
+}
+
 // The fast path must give the same per-request results as one iteration per event.
 TEST(Vllm, FastPathMatchesSteppingOnRandomScenarios) {
   Rng rng(2024);
@@ -545,6 +593,7 @@ TEST(Vllm, FastPathMatchesSteppingOnRandomScenarios) {
       RequestSpec r = req(id, t, 1 + static_cast<int32_t>(rng.uniform_u64(150)),
                           1 + static_cast<int32_t>(rng.uniform_u64(60)));
       if (trial % 6 == 5) r.priority = static_cast<uint8_t>(rng.uniform_u64(3));
+      if (trial % 7 == 4) r.adapter = static_cast<uint32_t>(rng.uniform_u64(6));  // 0 = base
       if (caching) {
         const uint64_t conv = rng.uniform_u64(4);
         r.hash_begin = static_cast<uint32_t>(hashes.size());
@@ -555,6 +604,10 @@ TEST(Vllm, FastPathMatchesSteppingOnRandomScenarios) {
     }
     VllmConfig cfg;
     cfg.prefix_caching = caching;
+    if (trial % 7 == 4) {
+      cfg.lora_slots = 2;
+      cfg.lora_load_ns = 2 * kMs;
+    }
     if (caching && trial % 2 == 0) {
       cfg.prefix_host_entries = 1 + static_cast<int64_t>(rng.uniform_u64(20));
       cfg.swap_ns_per_block = 0.2 * kMs;
