@@ -214,7 +214,7 @@ Pool load_pool(const yaml::Map& root, yaml::Map& section, const std::string& ove
 void load_disaggregation(const yaml::Map& root, yaml::Map& dg, Scenario& sc,
                          const hw::Catalog& catalog,
                          const std::shared_ptr<const hw::CalibrationSet>& calibration) {
-  if (sc.policy != "vllm")
+  if (!sc.vllm_family())
     dg.fail("", "disaggregation needs the vllm policy", "set serving.policy: vllm");
   if (sc.vllm.prefix_caching)
     dg.fail("", "prefix caching with disaggregation is not modelled yet",
@@ -236,7 +236,7 @@ void load_disaggregation(const yaml::Map& root, yaml::Map& dg, Scenario& sc,
 // scenario's model, and the user waits for both.
 void load_cascade(const yaml::Map& root, yaml::Map& cs, Scenario& sc, const hw::Catalog& catalog,
                   const std::shared_ptr<const hw::CalibrationSet>& calibration) {
-  if (sc.policy != "vllm") cs.fail("", "a cascade needs the vllm policy", "set serving.policy: vllm");
+  if (!sc.vllm_family()) cs.fail("", "a cascade needs the vllm policy", "set serving.policy: vllm");
   hw::ModelSpec small;
   try {
     small = catalog.model(cs.str("small_model"));
@@ -358,7 +358,10 @@ Scenario load_map(yaml::Map root, const std::string& file,
     sc.replicas = static_cast<int>(sv.integer_or("replicas", 1, 1'000'000, 1));
     sc.router = sv.choice_or("router", serving::router_names(), "round-robin");
     sc.policy = sv.choice_or("policy", serving::policy_names(), "vllm");
-    sc.vllm.chunked_prefill = sv.boolean_or("chunked_prefill", false);
+    sc.vllm.chunked_prefill = sv.boolean_or("chunked_prefill", sc.policy == "sarathi");
+    if (sc.policy == "sarathi" && !sc.vllm.chunked_prefill)
+      sv.fail("chunked_prefill", "the sarathi policy is chunked prefill",
+              "drop chunked_prefill, or use policy: vllm for prefill-first");
     sc.vllm.block_tokens = static_cast<int>(sv.integer_or("block_tokens", 1, 1024, 16));
     sc.vllm.max_num_seqs = sv.integer_or("max_num_seqs", 1, 65536, 256);
     sc.vllm.max_batched_tokens = sv.integer_or("max_batched_tokens", 1, 1 << 24, 8192);
@@ -407,7 +410,7 @@ Scenario load_map(yaml::Map root, const std::string& file,
     }
     sc.vllm.kv_blocks = sc.memory.kv_blocks;
     // The techniques below live in the vllm policy; the others would silently ignore them.
-    if (sc.policy != "vllm")
+    if (!sc.vllm_family())
       for (const char* k : {"prefix_caching", "speculative", "preemption", "swap_space", "max_queue",
                             "forced_token_share", "prefix_cache_host_space", "disaggregation", "cascade",
                             "lora"})

@@ -105,6 +105,8 @@ struct Scenario {
   std::string workload_description;
   std::vector<std::string> overrides;
 
+  /// The vLLM replica (policy vllm, or sarathi: the same with chunked prefill).
+  bool vllm_family() const { return policy == "vllm" || policy == "sarathi"; }
   /// A new generator of this scenario's requests for `seed`.
   std::unique_ptr<workload::Workload> make_workload(uint64_t seed_value) const;
 };

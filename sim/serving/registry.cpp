@@ -27,6 +27,19 @@ const std::vector<PolicyInfo>& policies() {
        [](int i, core::Engine& e, ServingObserver& o, const StepModel& s, const VllmConfig& c) {
          return std::make_unique<Vllm>(i, e, o, s, c);
        }},
+      {"sarathi",
+       "Sarathi-Serve: the vllm replica with chunked prefill always on — every iteration runs "
+       "the decodes first, then prompt chunks in the max_batched_tokens budget (stall-free "
+       "batching); accepts every vllm option",
+       "Agrawal et al., Taming Throughput-Latency Tradeoff in LLM Inference with Sarathi-Serve, "
+       "OSDI 2024",
+       {{"max_batched_tokens", "integer", "8192", "tokens", "the token budget of one iteration"},
+        {"max_num_seqs", "integer", "256", "", "running sequences at most"}},
+       [](int i, core::Engine& e, ServingObserver& o, const StepModel& s, const VllmConfig& c) {
+         VllmConfig cc = c;
+         cc.chunked_prefill = true;
+         return std::make_unique<Vllm>(i, e, o, s, cc);
+       }},
       {"static",
        "static batching, run to completion: an idle replica takes up to max_num_seqs waiting "
        "requests, prefills them together and decodes until the longest is done; the batch "
