@@ -20,7 +20,7 @@ Simulation::Simulation(const scenario::Scenario& sc, RunOptions options)
                                sc.lora_rank > 0 ? std::optional<serving::Lora>(serving::Lora{sc.lora_rank, sc.vllm.lora_slots})
                                                 : std::nullopt},
       sc.vllm.max_num_seqs);
-  router_ = serving::make_router(sc.router, rng);
+  router_ = serving::make_router(sc.router, rng, sc.router_params);
   serving::VllmConfig vcfg = sc.vllm;
   if (vcfg.prefix_caching) {
     // The prefix hashes come with the workload (a trace with hash_ids).
@@ -42,7 +42,8 @@ Simulation::Simulation(const scenario::Scenario& sc, RunOptions options)
     for (int i = 0; i < sc.prefill_pool->replicas; ++i)
       prefill_replicas_.push_back(serving::policy(sc.policy).make(
           index++, engine_, self, *prefill_steps_, sc.prefill_pool->vllm));
-    decode_router_ = serving::make_router(sc.router, RngStreams(sc.seed ^ 0x9e3779b97f4a7c15ULL));
+    decode_router_ =
+        serving::make_router(sc.router, RngStreams(sc.seed ^ 0x9e3779b97f4a7c15ULL), sc.router_params);
     // KV bytes per prompt token of the whole model, moved over min(GPUs) parallel links.
     kv_bytes_per_token_ = sc.model.kv_bytes_per_token(sc.prec.kv_bytes);
     kv_links_ = std::min(sc.prefill_pool->par.gpus(), sc.par.gpus());

@@ -201,7 +201,12 @@ int cmd_list(const std::vector<std::string>& args) {
                     p.type.c_str(), p.fallback.c_str(), p.unit.c_str(), p.help.c_str());
     }
   } else if (w == "routers") {
-    for (const auto& r : serving::routers()) std::printf("%-20s %s\n", r.name.c_str(), r.summary.c_str());
+    for (const auto& r : serving::routers()) {
+      std::printf("%-20s %s\n", r.name.c_str(), r.summary.c_str());
+      for (const auto& p : r.params)
+        std::printf("%-20s   serving.%-20s %-8s default %-6s %-9s %s\n", "", p.key.c_str(),
+                    p.type.c_str(), p.fallback.c_str(), p.unit.c_str(), p.help.c_str());
+    }
   } else {
     throw InputError("unknown list '" + w + "'" + did_you_mean(w, what),
                      "one of gpus, models, nodes, interconnects, policies, routers");

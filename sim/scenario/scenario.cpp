@@ -357,6 +357,9 @@ Scenario load_map(yaml::Map root, const std::string& file,
     yaml::Map sv = root.map("serving");
     sc.replicas = static_cast<int>(sv.integer_or("replicas", 1, 1'000'000, 1));
     sc.router = sv.choice_or("router", serving::router_names(), "round-robin");
+    sc.router_params.prefix_balance_slack = sv.integer_or("prefix_balance_slack", 0, 1LL << 40, 8);
+    if (sv.has("prefix_balance_slack") && sc.router != "prefix-aware")
+      sv.fail("prefix_balance_slack", "prefix_balance_slack applies to router: prefix-aware", "");
     sc.policy = sv.choice_or("policy", serving::policy_names(), "vllm");
     sc.vllm.chunked_prefill = sv.boolean_or("chunked_prefill", sc.policy == "sarathi");
     if (sc.policy == "sarathi" && !sc.vllm.chunked_prefill)
@@ -367,6 +370,9 @@ Scenario load_map(yaml::Map root, const std::string& file,
     sc.vllm.max_batched_tokens = sv.integer_or("max_batched_tokens", 1, 1 << 24, 8192);
     sc.vllm.fast_forward = sv.boolean_or("fast_forward", true);
     sc.vllm.prefix_caching = sv.boolean_or("prefix_caching", false);
+    if (sc.router == "prefix-aware" && !sc.vllm.prefix_caching)
+      sv.fail("router", "the prefix-aware router needs prefix_caching: true",
+              "turn prefix caching on, or use router: least-outstanding");
     if (sv.has("batch_timeout")) {
       if (sc.policy != "dynamic")
         sv.fail("batch_timeout", "batch_timeout applies only to policy 'dynamic' (policy is '" +

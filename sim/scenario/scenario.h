@@ -37,6 +37,7 @@
 #include "hw_models/catalog.h"
 #include "hw_models/perf_model.h"
 #include "hw_models/yaml_reader.h"
+#include "sim/serving/registry.h"
 #include "sim/serving/vllm.h"
 #include "sim/workload/workload.h"
 
@@ -78,6 +79,7 @@ struct Scenario {
 
   int replicas = 1;
   std::string router = "round-robin";
+  serving::RouterParams router_params;
   std::string policy = "vllm";
   serving::VllmConfig vllm;        ///< kv_blocks filled from the memory fit
   double gpu_memory_utilization = 0.9;

@@ -84,20 +84,25 @@ const std::vector<PolicyInfo>& policies() {
 const std::vector<RouterInfo>& routers() {
   static const std::vector<RouterInfo> table = {
       {"round-robin", "each replica in turn",
-       [](const RngStreams&) { return std::make_unique<RoundRobin>(); }},
+       [](const RngStreams&, const RouterParams&) { return std::make_unique<RoundRobin>(); }},
       {"least-outstanding", "the replica with the fewest waiting + running requests",
-       [](const RngStreams&) { return std::make_unique<LeastOutstanding>(); }},
+       [](const RngStreams&, const RouterParams&) { return std::make_unique<LeastOutstanding>(); }},
       {"random", "a replica uniformly at random (random stream 'router')",
-       [](const RngStreams& rng) { return std::make_unique<RandomRouter>(rng); }},
+       [](const RngStreams& rng, const RouterParams&) { return std::make_unique<RandomRouter>(rng); }},
       {"least-kv", "the replica with the lowest KV-cache occupancy",
-       [](const RngStreams&) { return std::make_unique<LeastKvLoad>(); }},
+       [](const RngStreams&, const RouterParams&) { return std::make_unique<LeastKvLoad>(); }},
       {"power-of-two", "two replicas at random, the one with fewer outstanding requests "
                        "(Mitzenmacher, IEEE TPDS 2001)",
-       [](const RngStreams& rng) { return std::make_unique<PowerOfTwo>(rng); }},
+       [](const RngStreams& rng, const RouterParams&) { return std::make_unique<PowerOfTwo>(rng); }},
       {"prefix-aware", "the replica with the longest cached prompt prefix unless it has more "
-                       "than 8 outstanding requests above the least loaded one (SGLang "
-                       "cache-aware router, Mooncake Conductor); needs prefix_caching",
-       [](const RngStreams&) { return std::make_unique<PrefixAware>(8); }},
+                       "than prefix_balance_slack outstanding requests above the least loaded "
+                       "one (SGLang cache-aware router, Mooncake Conductor); needs prefix_caching",
+       [](const RngStreams&, const RouterParams& p) {
+         return std::make_unique<PrefixAware>(p.prefix_balance_slack);
+       },
+       {{"prefix_balance_slack", "integer", "8", "requests",
+         "how many more outstanding requests than the least loaded replica a cache hit may "
+         "cost before load wins"}}},
   };
   return table;
 }
@@ -120,9 +125,10 @@ const PolicyInfo& policy(const std::string& name) {
   throw std::out_of_range("unknown policy '" + name + "'");
 }
 
-std::unique_ptr<Router> make_router(const std::string& name, const RngStreams& rng) {
+std::unique_ptr<Router> make_router(const std::string& name, const RngStreams& rng,
+                                    const RouterParams& params) {
   for (const auto& r : routers())
-    if (r.name == name) return r.make(rng);
+    if (r.name == name) return r.make(rng, params);
   throw std::out_of_range("unknown router '" + name + "'");
 }
 

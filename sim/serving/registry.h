@@ -38,10 +38,16 @@ struct PolicyInfo {
   ReplicaFactory make;
 };
 
+/// Router settings from the scenario's serving section.
+struct RouterParams {
+  int64_t prefix_balance_slack = 8;  ///< prefix-aware: outstanding requests above the least loaded
+};
+
 struct RouterInfo {
   std::string name;
   std::string summary;
-  std::function<std::unique_ptr<Router>(const RngStreams&)> make;
+  std::function<std::unique_ptr<Router>(const RngStreams&, const RouterParams&)> make;
+  std::vector<ParamInfo> params;
 };
 
 const std::vector<PolicyInfo>& policies();
@@ -49,7 +55,8 @@ const std::vector<RouterInfo>& routers();
 std::vector<std::string> policy_names();
 std::vector<std::string> router_names();
 /// Throw std::out_of_range for an unknown name (scenario validation reports it first).
-std::unique_ptr<Router> make_router(const std::string& name, const RngStreams& rng);
+std::unique_ptr<Router> make_router(const std::string& name, const RngStreams& rng,
+                                    const RouterParams& params = {});
 const PolicyInfo& policy(const std::string& name);
 
 }  // namespace fleetsim::serving
