@@ -1,0 +1,4 @@
+// kernels/cuda/moe_grouped_gemm.cu compiled for the host emulator (emu.h): the same source, run on the
+// CPU by the emulation tests.
+#define FK_EMULATE 1
+#include "kernels/cuda/moe_grouped_gemm.cu"

@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# kernels/run_calibration.sh OUT_DIR
+#
+# Measures this machine's GPU for the performance model: builds the kernels for the GPU it
+# finds, runs the device correctness tests (every kernel against its CPU reference), then
+# times every kernel over the model shapes (each shape validated again before timing) and
+# writes to OUT_DIR:
+#   <gpu>-kernels-gemm-cublaslt.csv, <gpu>-kernels-gemm-own.csv, <gpu>-kernels-attention.csv
+#       calibration tables (hw_models/calibration/README.md); install one with
+#       `fleetsim calibrate import FILE`
+#   results.csv    every measurement with TFLOP/s, GB/s and fractions of the catalog peaks
+#   moe.csv        the MoE stages (not a calibration operator)
+#   summary.md     the issue-8 targets and a table of all shapes
+#   benchmark.json Google Benchmark's own output; gpu_tests.log, bench.log, nvidia-smi.txt
+# Takes about 5 minutes on an H100/H200 (build ~1-2 min with 16 cores, tests ~1 min, timing
+# ~3 min). Exits 2 with a message when there is no NVIDIA GPU; 1 when a check fails (a
+# failing device test does not stop the timing: every timed shape is validated again and
+# skipped when it fails).
+#
+# Environment: FLEETSIM_KERNELS_BUILD (build folder, default OUT_DIR/build),
+# FLEETSIM_BENCH_ARGS (extra arguments for fleetsim_kernel_bench, e.g. --quick or
+# --benchmark_filter=gemm/cublaslt), CUDA_ARCH (override the detected architecture, e.g. 90).
+set -euo pipefail
+
+if [ $# -ne 1 ] || [ "$1" = "-h" ] || [ "$1" = "--help" ]; then
+  sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'
+  exit 64
+fi
+start=$(date +%s)
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+mkdir -p "$1"
+out="$(cd "$1" && pwd)"
+
+# ---- a GPU? ------------------------------------------------------------------------------
+if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
+  echo "run_calibration.sh: no NVIDIA GPU found (nvidia-smi is missing or sees no device); nothing measured." >&2
+  echo "Without a GPU the kernels still build and their CPU-reference and emulated tests run (tools/test.sh);" >&2
+  echo "the GPU check stays open." >&2
+  exit 2
+fi
+gpu_name="$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
+driver="$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)"
+nvcc="$(command -v nvcc || true)"
+[ -z "$nvcc" ] && [ -x /usr/local/cuda/bin/nvcc ] && nvcc=/usr/local/cuda/bin/nvcc
+if [ -z "$nvcc" ]; then
+  echo "run_calibration.sh: found '$gpu_name' but no nvcc (CUDA toolkit); install it or put it on PATH." >&2
+  exit 1
+fi
+arch="${CUDA_ARCH:-}"
+if [ -z "$arch" ]; then
+  arch="$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' .')" || true
+fi
+if [ -z "$arch" ] && [ -x "$(dirname "$nvcc")/__nvcc_device_query" ]; then
+  arch="$("$(dirname "$nvcc")/__nvcc_device_query" | head -1 | tr -d ' ')" || true
+fi
+arch="${arch:-90}"
+echo "== GPU: $gpu_name, driver $driver, compute capability ${arch:0:-1}.${arch: -1}, nvcc $nvcc"
+# Read-only snapshot of the card's state (clocks, power) for the provenance; nothing is changed.
+nvidia-smi -q -d CLOCK,POWER,PERFORMANCE > "$out/nvidia-smi.txt" 2>&1 || true
+
+sha="$(git -C "$root" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"
+if ! git -C "$root" diff --quiet HEAD -- 2>/dev/null; then sha="$sha-dirty"; fi
+
+# ---- build ---------------------------------------------------------------------------------
+# tools/setup.sh installs the Debian packages the project needs (when root).
+# shellcheck disable=SC1091
+source "$root/tools/setup.sh"
+build="${FLEETSIM_KERNELS_BUILD:-$out/build}"
+jobs="$(nproc 2>/dev/null || echo 4)"
+echo "== build (sm_$arch) in $build"
+CUDACXX="$nvcc" cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DFLEETSIM_GPU_TESTS=ON \
+  -DCMAKE_CUDA_ARCHITECTURES="$arch" > "$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; exit 1; }
+cmake --build "$build" -j "$jobs" --target fleetsim_kernels_gpu_tests fleetsim_kernel_bench \
+  > "$out/build.log" 2>&1 || { tail -40 "$out/build.log"; exit 1; }
+built=$(date +%s)
+echo "   built in $((built - start)) s"
+
+# ---- correctness on the device ----------------------------------------------------------------
+echo "== device tests (every kernel against its CPU reference)"
+tests_failed=0
+if ! "$build/kernels/fleetsim_kernels_gpu_tests" --gtest_output="xml:$out/gpu_tests.xml" > "$out/gpu_tests.log" 2>&1; then
+  tests_failed=1
+  grep -E "FAILED|Failure|rel_l2|error" "$out/gpu_tests.log" | head -40
+  echo "run_calibration.sh: device tests FAILED (full log: $out/gpu_tests.log). Timing continues:" >&2
+  echo "the benchmark validates every shape again and skips (and reports) the ones that fail." >&2
+fi
+if grep -q "SKIPPED" "$out/gpu_tests.log"; then
+  grep "SKIPPED\|no CUDA GPU" "$out/gpu_tests.log" | head -5
+  echo "run_calibration.sh: the device tests were skipped: the CUDA runtime sees no usable GPU." >&2
+  exit 2
+fi
+grep -E "^\[  (PASSED|FAILED)  \]" "$out/gpu_tests.log" || true
+tested=$(date +%s)
+
+# ---- timing ------------------------------------------------------------------------------------
+echo "== benchmarks (each shape validated, then timed)"
+set +e
+# shellcheck disable=SC2086  # FLEETSIM_BENCH_ARGS holds several arguments
+"$build/kernels/fleetsim_kernel_bench" --out="$out" --driver="$driver" --sha="$sha" \
+  --benchmark_out="$out/benchmark.json" --benchmark_out_format=json ${FLEETSIM_BENCH_ARGS:-} \
+  > "$out/bench.log" 2>&1
+rc=$?
+set -e
+end=$(date +%s)
+# The bench prints the summary last.
+sed -n '/^# fleetsim kernels on/,$p' "$out/bench.log"
+echo
+echo "times: build $((built - start)) s, device tests $((tested - built)) s, benchmarks $((end - tested)) s, total $((end - start)) s"
+echo "outputs in $out (bench.log has every benchmark line)"
+if [ $rc -ne 0 ]; then
+  echo "run_calibration.sh: the benchmark reported failures (exit $rc); see $out/bench.log and $out/summary.md" >&2
+  exit 1
+fi
+if [ $tests_failed -ne 0 ]; then
+  echo "run_calibration.sh: the device tests failed (see $out/gpu_tests.log)" >&2
+  exit 1
+fi
