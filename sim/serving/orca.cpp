@@ -4,26 +4,9 @@
 #include <stdexcept>
 #include <string>
 
+#include "sim/serving/decode_series.h"
+
 namespace fleetsim::serving {
-
-namespace {
-// Gaps step(j) of a run of decode-only iterations: step(j) = decode_step_ns(n, ctx0 + n·j).
-class StretchSeries final : public ServingObserver::StepSeries {
- public:
-  StretchSeries(const StepModel& m, int64_t n, int64_t ctx0, int64_t k, SimTime total_ns)
-      : m_(m), n_(n), ctx0_(ctx0), k_(k), total_ns_(total_ns) {}
-  SimTime step_ns(int64_t j) const override { return m_.decode_step_ns(n_, ctx0_ + n_ * j); }
-  SimTime sum_ns(int64_t b, int64_t e) const override {
-    if (b == 1 && e == k_) return total_ns_ - step_ns(0);
-    return m_.decode_run_ns(n_, ctx0_ + n_ * b, e - b);
-  }
-
- private:
-  const StepModel& m_;
-  int64_t n_, ctx0_, k_;
-  SimTime total_ns_;
-};
-}  // namespace
 
 Orca::Orca(int index, core::Engine& engine, ServingObserver& observer, const StepModel& steps,
            VllmConfig cfg)
@@ -172,7 +155,7 @@ void Orca::finish_stretch(SimTime now) {
   // Iterations run back to back while requests are running, so every running request's
   // previous token came at the start of the run.
   const int64_t k = seg_k_;
-  const StretchSeries series(steps_, seg_n_, seg_ctx0_, k, now - seg_start_ns_);
+  const DecodeRunSeries series(steps_, seg_n_, seg_n_, seg_ctx0_, k, now - seg_start_ns_);
   observer_.on_token_gaps(series.step_ns(0), static_cast<uint64_t>(seg_n_));
   if (k > 1) observer_.on_token_gap_series(series, k, static_cast<uint64_t>(seg_n_));
   iter_ += k;

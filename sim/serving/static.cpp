@@ -4,27 +4,9 @@
 #include <stdexcept>
 #include <string>
 
+#include "sim/serving/decode_series.h"
+
 namespace fleetsim::serving {
-
-namespace {
-// Gaps step(j) of k decode iterations of an unchanging batch of n rows whose attended
-// context starts at ctx0 and grows by n per iteration (the same form as Vllm's stretches).
-class StretchSeries final : public ServingObserver::StepSeries {
- public:
-  StretchSeries(const StepModel& m, int64_t n, int64_t ctx0, int64_t k, SimTime total_ns)
-      : m_(m), n_(n), ctx0_(ctx0), k_(k), total_ns_(total_ns) {}
-  SimTime step_ns(int64_t j) const override { return m_.decode_step_ns(n_, ctx0_ + n_ * j); }
-  SimTime sum_ns(int64_t b, int64_t e) const override {
-    if (b == 1 && e == k_) return total_ns_ - step_ns(0);
-    return m_.decode_run_ns(n_, ctx0_ + n_ * b, e - b);
-  }
-
- private:
-  const StepModel& m_;
-  int64_t n_, ctx0_, k_;
-  SimTime total_ns_;
-};
-}  // namespace
 
 Static::Static(int index, core::Engine& engine, ServingObserver& observer, const StepModel& steps,
                VllmConfig cfg)
@@ -179,7 +161,7 @@ void Static::finish_decode(SimTime now) {
   const int64_t k = seg_k_;
   // Iterations run back to back, so each emitting member's previous token came at the
   // start of this run (the prefill's end or the previous run's end).
-  const StretchSeries series(steps_, n, seg_ctx0_, k, now - seg_start_ns_);
+  const DecodeRunSeries series(steps_, n, n, seg_ctx0_, k, now - seg_start_ns_);
   observer_.on_token_gaps(series.step_ns(0), emitting);
   if (k > 1) observer_.on_token_gap_series(series, k, emitting);
   batch_iter_ += k;

@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "sim/serving/decode_series.h"
+
 namespace fleetsim::serving {
 
 int32_t max_tokens_per_iteration(const VllmConfig& cfg) {
@@ -34,24 +36,6 @@ int32_t tokens_per_iteration(const VllmConfig& cfg, uint64_t id) {
   return std::clamp(tau, 1, max_tokens_per_iteration(cfg));
 }
 
-namespace {
-// Gaps step(j) of a decode stretch: step(j) = fixed + floor((ctx0 + n·j)·slope / 2^32).
-class StretchSeries final : public ServingObserver::StepSeries {
- public:
-  StretchSeries(const StepModel& m, int64_t n, int64_t g, int64_t ctx0, int64_t k, SimTime total_ns)
-      : m_(m), n_(n), g_(g), ctx0_(ctx0), k_(k), total_ns_(total_ns) {}
-  SimTime step_ns(int64_t j) const override { return m_.decode_step_ns(n_, ctx0_ + g_ * j); }
-  SimTime sum_ns(int64_t b, int64_t e) const override {
-    if (b == 1 && e == k_) return total_ns_ - step_ns(0);  // the whole run but the first
-    return m_.decode_run_ns(n_, g_, ctx0_ + g_ * b, e - b);
-  }
-
- private:
-  const StepModel& m_;
-  int64_t n_, g_, ctx0_, k_;
-  SimTime total_ns_;
-};
-}  // namespace
 
 Vllm::Vllm(int index, core::Engine& engine, ServingObserver& observer, const StepModel& steps,
            VllmConfig cfg)
@@ -217,6 +201,10 @@ void Vllm::submit(const workload::RequestSpec& r) {
   waiting_.push_back(slot, r.priority);
   ++outstanding_;
 
+  queued(queue_was_empty, now);
+}
+
+void Vllm::queued(bool may_admit, SimTime now) {
   switch (segment_) {
     case Segment::kNone:
       // Start at this instant, after every arrival of the same instant has been queued.
@@ -226,7 +214,7 @@ void Vllm::submit(const workload::RequestSpec& r) {
     case Segment::kStretch: {
       // A request behind a blocked queue head cannot be admitted before the head: nothing
       // changes. Otherwise end the stretch at the first boundary at or after now.
-      if (!queue_was_empty || seg_k_ <= 1) break;
+      if (!may_admit || seg_k_ <= 1) break;
       SimTime run_ns = 0;
       const int64_t k = steps_.decode_iterations_to_reach(seg_n_, seg_g_, seg_ctx0_, seg_k_,
                                                           now - seg_start_ns_, &run_ns);
@@ -270,25 +258,7 @@ void Vllm::submit_prefilled(const Handoff& h) {
                                cfg_.lora_slots > 0;
   waiting_.push_back(slot, r.priority);
   ++outstanding_;
-  switch (segment_) {
-    case Segment::kNone:
-      segment_ = Segment::kKick;
-      schedule_end(now);
-      break;
-    case Segment::kStretch: {
-      if (!queue_was_empty || seg_k_ <= 1) break;
-      SimTime run_ns = 0;
-      const int64_t k = steps_.decode_iterations_to_reach(seg_n_, seg_g_, seg_ctx0_, seg_k_,
-                                                          now - seg_start_ns_, &run_ns);
-      if (k < seg_k_) {
-        seg_k_ = k;
-        schedule_end(seg_start_ns_ + run_ns);
-      }
-      break;
-    }
-    default:
-      break;
-  }
+  queued(queue_was_empty, now);
 }
 
 void Vllm::admit_prefilled(SimTime now) {
@@ -631,7 +601,7 @@ void Vllm::record_first_decode_gaps(SimTime end, SimTime step_ns) {
 void Vllm::finish_stretch(SimTime now) {
   const int64_t k = seg_k_;
   const SimTime stall = seg_stall_ns_;
-  const StretchSeries series(steps_, seg_n_, seg_g_, seg_ctx0_, k, now - seg_start_ns_ - stall);
+  const DecodeRunSeries series(steps_, seg_n_, seg_g_, seg_ctx0_, k, now - seg_start_ns_ - stall);
   record_first_decode_gaps(seg_start_ns_ + stall + series.step_ns(0), stall + series.step_ns(0));
   if (k > 1) observer_.on_token_gap_series(series, k, static_cast<uint64_t>(seg_n_));
   // Speculative decoding: the other τ − 1 tokens of each sequence arrive with the first.

@@ -235,6 +235,9 @@ class Vllm final : public Replica {
     int32_t tokens;
   };
 
+  // A request joined the queue at `now`: start a segment if idle, or end a decode stretch
+  // at the next boundary when the request may be admitted there.
+  void queued(bool may_admit, SimTime now);
   // Scheduling at an iteration boundary.
   void schedule_next(SimTime now);
   // Prefix caching: entries of s's prompt already cached (at most (target − 1) / prefix

@@ -18,14 +18,15 @@
 #include "sim/serving/static.h"
 #include "sim/serving/vllm.h"
 #include "sim/simulation.h"
+#include "tests/sim/serving_test_util.h"
 
 using namespace fleetsim;
 using namespace fleetsim::serving;
 using workload::RequestSpec;
+using namespace fleetsim::serving::testing;
 
 namespace {
 
-constexpr SimTime kMs = 1'000'000;
 
 struct Outcome {
   SimTime scheduled = -1, first = -1, done = -1;
@@ -61,46 +62,6 @@ struct Log final : ServingObserver {
     return g;
   }
 };
-
-struct Checker final : core::EngineObserver {
-  const Replica* rep = nullptr;
-  SimTime last = 0;
-  void on_dispatch(const core::Event& e) override {
-    ASSERT_GE(e.time, last) << "time went back";
-    last = e.time;
-    rep->check_invariants();
-  }
-};
-
-// Submits requests to the replica at their arrival times.
-struct Driver final : core::EventTarget {
-  Replica* rep = nullptr;
-  std::vector<RequestSpec> reqs;
-  void start(core::Engine& eng) {
-    for (size_t i = 0; i < reqs.size(); ++i) eng.schedule(reqs[i].arrival_ns, kPhaseArrival, this, 0, i);
-  }
-  void on_event(const core::Event& e) override { rep->submit(reqs[e.data]); }
-};
-
-RequestSpec req(uint64_t id, SimTime arrival, int32_t prompt, int32_t output) {
-  RequestSpec r;
-  r.id = id;
-  r.arrival_ns = arrival;
-  r.prompt_tokens = prompt;
-  r.output_tokens = output;
-  return r;
-}
-
-// As in vllm_test.cpp. Decode: `decode_ms` per iteration for any batch size, no
-// per-context cost. Any iteration with prefill: 1 ms per prompt token, plus `decode_ms`
-// when it also runs decodes.
-StepModel simple_steps(int64_t max_seqs, SimTime decode_ms) {
-  std::vector<SimTime> fixed(static_cast<size_t>(max_seqs) + 1, decode_ms * kMs);
-  fixed[0] = 0;
-  return StepModel(fixed, 0.0, [decode_ms](const hw::BatchShape& b) {
-    return b.prefill_tokens * kMs + (b.decode_seqs > 0 ? decode_ms * kMs : 0);
-  });
-}
 
 enum class Kind { kStatic, kDynamic, kOrca, kVllm };
 
