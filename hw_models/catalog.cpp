@@ -143,26 +143,25 @@ GpuSpec load_gpu_file(const std::string& path) {
   if (auto e = m.map_opt("empirical")) {
     g.efficiency_sources =
         required_sources(*e, "cite where the measured figures come from");
-    if (e->has("dense_gemm_achieved")) {
-      const double gemm = e->quantity("dense_gemm_achieved", Dim::kFlopRate, 1.0);
-      if (gemm > g.bf16_flops_per_s)
-        e->fail("dense_gemm_achieved",
-                "achieved " + units::format(gemm, Dim::kFlopRate) + " exceeds the datasheet peak " +
-                    units::format(g.bf16_flops_per_s, Dim::kFlopRate),
-                "give the measured dense BF16 GEMM rate (no 2:4 sparsity)");
-      g.compute_efficiency = gemm / g.bf16_flops_per_s;
-      measured_compute = true;
-    }
-    if (e->has("memory_bandwidth_achieved")) {
-      const double bw = e->quantity("memory_bandwidth_achieved", Dim::kBandwidth, 1.0);
-      if (bw > g.memory_bw_bytes_per_s)
-        e->fail("memory_bandwidth_achieved",
-                "achieved " + units::format(bw, Dim::kBandwidth) + " exceeds the datasheet peak " +
-                    units::format(g.memory_bw_bytes_per_s, Dim::kBandwidth),
-                "give the measured streaming bandwidth (e.g. STREAM triad)");
-      g.memory_efficiency = bw / g.memory_bw_bytes_per_s;
-      measured_memory = true;
-    }
+    // A measured rate as a fraction of its datasheet peak (never above it).
+    auto fraction = [&](const char* key, Dim dim, double peak, const char* hint, double* out) {
+      if (!e->has(key)) return false;
+      const double achieved = e->quantity(key, dim, 1.0);
+      if (achieved > peak)
+        e->fail(key,
+                "achieved " + units::format(achieved, dim) + " exceeds the datasheet peak " +
+                    units::format(peak, dim),
+                hint);
+      *out = achieved / peak;
+      return true;
+    };
+    measured_compute = fraction("dense_gemm_achieved", Dim::kFlopRate, g.bf16_flops_per_s,
+                                "give the measured dense BF16 GEMM rate (no 2:4 sparsity)",
+                                &g.compute_efficiency);
+    measured_memory = fraction("memory_bandwidth_achieved", Dim::kBandwidth,
+                               g.memory_bw_bytes_per_s,
+                               "give the measured streaming bandwidth (e.g. STREAM triad)",
+                               &g.memory_efficiency);
     g.scaleup_latency_s = e->quantity_or("scaleup_latency", Dim::kTime, 0.0, 0.0);
     e->finish();
   }
