@@ -91,12 +91,14 @@ double math_rate(const GpuSpec& gpu, DType math) {
   }
 }
 
-// The dtype a calibration table row must have for GEMMs running on `math`.
+// The dtype a calibration table row must have for GEMMs running on `math`: "fp8" when they
+// run on the FP8 unit, "bf16" on the 16-bit one, "" on units no table covers (INT8, FP4).
 const char* calib_gemm_dtype(const GpuSpec& gpu, DType math) {
-  return math_rate(gpu, math) == gpu.fp8_flops_per_s && gpu.fp8_flops_per_s > 0 &&
-                 (math == DType::kFp8 || math == DType::kFp4)
-             ? "fp8"
-             : (math_rate(gpu, math) == gpu.bf16_flops_per_s ? "bf16" : "");
+  const double rate = math_rate(gpu, math);
+  const bool fp8_unit = (math == DType::kFp8 || math == DType::kFp4) && gpu.fp8_flops_per_s > 0 &&
+                        rate == gpu.fp8_flops_per_s;
+  if (fp8_unit) return "fp8";
+  return rate == gpu.bf16_flops_per_s ? "bf16" : "";
 }
 
 // Where an operator runs: its peak rates, efficiency factors and calibration rows.

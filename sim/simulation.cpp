@@ -63,17 +63,6 @@ Simulation::Simulation(const scenario::Scenario& sc, RunOptions options)
     replicas_.push_back(serving::policy(sc.policy).make(index++, engine_, self, *steps_, vcfg));
 }
 
-namespace {
-// A uniform number in [0, 1) from a request id (splitmix64): per-request choices that do
-// not depend on event order.
-double unit_hash(uint64_t id, uint64_t salt) {
-  uint64_t x = id * 0x9e3779b97f4a7c15ULL + salt;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  x ^= x >> 31;
-  return static_cast<double>(x >> 11) * 0x1.0p-53;
-}
-}  // namespace
 
 bool Simulation::escalates(const workload::RequestSpec& r) const {
   return sc_.small_pool && unit_hash(r.id, 0xca5cade) < sc_.escalation;

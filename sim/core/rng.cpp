@@ -133,4 +133,8 @@ Rng RngStreams::stream(std::string_view component) const {
   return Rng(splitmix64(seed_ ^ fnv1a64(component)));
 }
 
+double unit_hash(uint64_t key, uint64_t salt) {
+  return static_cast<double>(splitmix64(splitmix64(key) ^ salt) >> 11) * 0x1.0p-53;
+}
+
 }  // namespace fleetsim

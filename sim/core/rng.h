@@ -51,4 +51,9 @@ class RngStreams {
   uint64_t seed_;
 };
 
+/// A uniform number in [0, 1) determined by (key, salt) alone, from two splitmix64 rounds:
+/// for per-request choices (speculative acceptance, cascade escalation, cache hits) that
+/// must not depend on the order in which events happen or streams are drawn.
+double unit_hash(uint64_t key, uint64_t salt);
+
 }  // namespace fleetsim

@@ -56,7 +56,7 @@ void Orca::submit(const workload::RequestSpec& r) {
     case Segment::kNone:
       // Start at this instant, after every arrival of the same instant has been queued.
       segment_ = Segment::kKick;
-      schedule_end(now);
+      schedule_segment_end(now);
       break;
     case Segment::kStretch: {
       // Behind a queue head that did not fit at the run's start nothing can change before
@@ -68,7 +68,7 @@ void Orca::submit(const workload::RequestSpec& r) {
                                                           now - seg_start_ns_, &run_ns);
       if (k < seg_k_) {
         seg_k_ = k;
-        schedule_end(seg_start_ns_ + run_ns);
+        schedule_segment_end(seg_start_ns_ + run_ns);
       }
       break;
     }
@@ -77,13 +77,8 @@ void Orca::submit(const workload::RequestSpec& r) {
   }
 }
 
-void Orca::schedule_end(SimTime end) {
-  ++event_gen_;
-  engine_.schedule(end, kPhaseReplica, this, 0, event_gen_);
-}
-
 void Orca::on_event(const core::Event& e) {
-  if (e.data != event_gen_) return;  // superseded by a shorter run
+  if (!is_current(e)) return;  // superseded by a shorter run
   const SimTime now = e.time;
   switch (segment_) {
     case Segment::kMixed: finish_mixed(now); break;
@@ -133,7 +128,7 @@ void Orca::start_mixed(SimTime now) {
   segment_ = Segment::kMixed;
   seg_start_ns_ = now;
   seg_k_ = 1;
-  schedule_end(now + steps_.mixed_step_ns(shape));
+  schedule_segment_end(now + steps_.mixed_step_ns(shape));
 }
 
 void Orca::start_stretch(SimTime now) {
@@ -146,7 +141,7 @@ void Orca::start_stretch(SimTime now) {
   seg_n_ = static_cast<int64_t>(running_.size());
   seg_k_ = k;
   seg_ctx0_ = attended_ctx(iter_);
-  schedule_end(now + steps_.decode_run_ns(seg_n_, seg_ctx0_, k));
+  schedule_segment_end(now + steps_.decode_run_ns(seg_n_, seg_ctx0_, k));
 }
 
 // ---- end of an iteration or a run ------------------------------------------------------

@@ -89,7 +89,6 @@ class Orca final : public Replica {
   void join_decode(uint32_t slot);
   void complete_due(SimTime now);
   void complete(uint32_t slot, SimTime now);
-  void schedule_end(SimTime end);
   // Σ over decoding requests of the tokens attended at iteration d: prompt + (d − join) + 1.
   int64_t attended_ctx(int64_t d) const {
     const auto n = static_cast<int64_t>(running_.size());
@@ -116,7 +115,6 @@ class Orca final : public Replica {
   int64_t peak_running_ = 0;
 
   Segment segment_ = Segment::kNone;
-  uint64_t event_gen_ = 0;
   SimTime seg_start_ns_ = 0;
   int64_t seg_k_ = 0, seg_n_ = 0, seg_ctx0_ = 0, seg_prefill_tokens_ = 0;
 };

@@ -50,9 +50,21 @@ class Replica : public core::EventTarget {
   int index() const { return index_; }
 
  protected:
+  /// Schedules the end of the replica's current segment (an iteration or a run of them) at
+  /// `end`, superseding any end scheduled before: a policy shortens a segment by
+  /// scheduling a new end, and the old event is then ignored (is_current is false).
+  void schedule_segment_end(SimTime end) {
+    ++segment_gen_;
+    engine_.schedule(end, kPhaseReplica, this, 0, segment_gen_);
+  }
+  bool is_current(const core::Event& e) const { return e.data == segment_gen_; }
+
   int index_;
   core::Engine& engine_;
   ServingObserver& observer_;
+
+ private:
+  uint64_t segment_gen_ = 0;
 };
 
 }  // namespace fleetsim::serving

@@ -59,12 +59,11 @@ void Static::submit(const workload::RequestSpec& r) {
 
 void Static::schedule_end(SimTime end) {
   seg_end_ns_ = end;
-  ++event_gen_;
-  engine_.schedule(end, kPhaseReplica, this, 0, event_gen_);
+  schedule_segment_end(end);
 }
 
 void Static::on_event(const core::Event& e) {
-  if (e.data != event_gen_) return;  // superseded (an earlier launch than a timeout)
+  if (!is_current(e)) return;  // superseded (an earlier launch than a timeout)
   const SimTime now = e.time;
   switch (segment_) {
     case Segment::kPrefill: finish_prefill(now); break;

@@ -99,7 +99,7 @@ class Static : public Replica {
   void finish_decode(SimTime now);
   void finish_emitting();           // advance done_ past members with all their tokens
   void complete_batch(SimTime now);
-  void schedule_end(SimTime end);
+  void schedule_end(SimTime end);  // records seg_end_ns_, then schedule_segment_end
   int64_t blocks_for(int64_t tokens) const {
     return (tokens + cfg_.block_tokens - 1) / cfg_.block_tokens;
   }
@@ -121,7 +121,6 @@ class Static : public Replica {
   int64_t accepted_ = 0, completed_ = 0;  // requests queued, and reported complete
 
   Segment segment_ = Segment::kNone;
-  uint64_t event_gen_ = 0;
   SimTime seg_start_ns_ = 0, seg_end_ns_ = 0;
   int64_t seg_k_ = 0, seg_ctx0_ = 0;
 };

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "sim/core/rng.h"
 #include "sim/serving/decode_series.h"
 
 namespace fleetsim::serving {
@@ -15,15 +16,8 @@ int32_t max_tokens_per_iteration(const VllmConfig& cfg) {
 
 int32_t tokens_per_iteration(const VllmConfig& cfg, uint64_t id) {
   if (cfg.spec_k <= 0 && cfg.forced_token_share <= 0) return 1;
-  // Two deterministic uniforms from the request id (splitmix64).
-  auto mix = [](uint64_t x) {
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-  };
-  const double u1 = static_cast<double>(mix(id * 2 + 1) >> 11) * 0x1.0p-53;
-  const double u2 = static_cast<double>(mix(id * 2 + 2) >> 11) * 0x1.0p-53;
+  // Two deterministic uniforms from the request id.
+  const double u1 = unit_hash(id, 1), u2 = unit_hash(id, 2);
   double expected = 1;
   if (cfg.spec_k > 0) {
     const double alpha = std::clamp(
@@ -295,12 +289,11 @@ void Vllm::admit_prefilled(SimTime now) {
 
 void Vllm::schedule_end(SimTime end) {
   seg_end_ns_ = end;
-  ++event_gen_;
-  engine_.schedule(end, kPhaseReplica, this, 0, event_gen_);
+  schedule_segment_end(end);
 }
 
 void Vllm::on_event(const core::Event& e) {
-  if (e.data != event_gen_) return;  // superseded by a shorter stretch
+  if (!is_current(e)) return;  // superseded by a shorter stretch
   const SimTime now = e.time;
   switch (segment_) {
     case Segment::kMixed: finish_mixed(now); break;

@@ -269,7 +269,7 @@ class Vllm final : public Replica {
   void start_stretch(SimTime now);
   void finish_mixed(SimTime now);
   void finish_stretch(SimTime now);
-  void schedule_end(SimTime end);
+  void schedule_end(SimTime end);  // records seg_end_ns_, then schedule_segment_end
 
   // Decode-set bookkeeping.
   void join_decode(uint32_t slot);
@@ -316,7 +316,6 @@ class Vllm final : public Replica {
 
   // The segment in progress.
   Segment segment_ = Segment::kNone;
-  uint64_t event_gen_ = 0;
   SimTime seg_start_ns_ = 0, seg_end_ns_ = 0;
   int64_t seg_k_ = 0, seg_n_ = 0, seg_g_ = 0, seg_ctx0_ = 0, seg_kv_start_ = 0;
   SimTime seg_stall_ns_ = 0;           // swap transfers at the start of the segment

@@ -12,6 +12,7 @@
 
 #include "hw_models/error.h"
 #include "hw_models/perf_model.h"
+#include "hw_models/units.h"
 #include "hw_models/yaml_reader.h"
 #include "sim/scenario/scenario.h"
 #include "sim/simulation.h"
@@ -224,14 +225,9 @@ std::vector<GroupStats> group_stats(const std::vector<Case>& cases) {
 
 namespace {
 std::string fmt_value(double v, const std::string& unit) {
+  if (unit == "s") return units::format(v, units::Dim::kTime);
   char buf[64];
-  if (unit == "s") {
-    if (v < 1e-3) std::snprintf(buf, sizeof buf, "%.1f us", v * 1e6);
-    else if (v < 1) std::snprintf(buf, sizeof buf, "%.2f ms", v * 1e3);
-    else std::snprintf(buf, sizeof buf, "%.3g s", v);
-  } else {
-    std::snprintf(buf, sizeof buf, "%.4g %s", v, unit.c_str());
-  }
+  std::snprintf(buf, sizeof buf, "%.4g %s", v, unit.c_str());
   return buf;
 }
 }  // namespace
