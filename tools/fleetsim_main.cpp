@@ -7,6 +7,7 @@
 #include <iostream>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "hw_models/calibration.h"
@@ -14,6 +15,7 @@
 #include "hw_models/error.h"
 #include "hw_models/units.h"
 #include "reports/explain.h"
+#include "reports/fleet_report.h"
 #include "reports/summary.h"
 #include "sim/scenario/scenario.h"
 #include "sim/serving/registry.h"
@@ -104,7 +106,8 @@ int cmd_run(const std::vector<std::string>& args) {
       ("out", po::value<std::string>(), "output folder (default: out/<scenario name>/)")
       ("requests-csv", po::value<std::string>(), "stream one CSV row per request to this file")
       ("quiet,q", "print no progress")
-      ("explain", "print where the time of a representative prefill and decode iteration goes");
+      ("explain", "print where the time of a representative prefill and decode iteration goes")
+      ("threads", po::value<int>(), "fleet scenarios: threads (default: all cores; the result does not depend on it)");
   auto p = parse("run", args, desc);
   if (!p) return 0;
   const scenario::Scenario sc = load_scenario(*p);
@@ -129,6 +132,18 @@ int cmd_run(const std::vector<std::string>& args) {
                    static_cast<unsigned long long>(pr.completed),
                    units::format(pr.wall_s, units::Dim::kTime).c_str());
     };
+  }
+  if (sc.fleet) {
+    const int threads = p->vm.count("threads") ? p->vm["threads"].as<int>()
+                                               : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    const fleet::FleetResult res = fleet::run_fleet(sc, opts, threads);
+    std::cout << reports::fleet_report(sc, res);
+    const std::string json_path = (std::filesystem::path(out_dir) / "summary.json").string();
+    const std::string csv_path = (std::filesystem::path(out_dir) / "regions.csv").string();
+    reports::write_json(reports::fleet_json(sc, res), json_path);
+    reports::write_fleet_series_csv(res, csv_path);
+    std::cout << "  wrote     " << json_path << ", " << csv_path << "\n";
+    return 0;
   }
   Simulation sim(sc, opts);
   const RunResult res = sim.run();

@@ -1,6 +1,7 @@
 #include "sim/metrics/collector.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace fleetsim::metrics {
 
@@ -18,6 +19,43 @@ LatencyStats stats_of(const Histogram& h) {
 
 Collector::Collector(int replicas, std::optional<double> slo_ttft_s, std::optional<double> slo_tpot_s)
     : replicas_(replicas), slo_ttft_s_(slo_ttft_s), slo_tpot_s_(slo_tpot_s) {}
+
+void Collector::merge(const Collector& o) {
+  if (o.classes_.size() != classes_.size()) throw std::invalid_argument("Collector::merge: different classes");
+  ttft_.merge(o.ttft_);
+  tpot_.merge(o.tpot_);
+  itl_.merge(o.itl_);
+  e2e_.merge(o.e2e_);
+  queue_.merge(o.queue_);
+  for (size_t i = 0; i < classes_.size(); ++i) {
+    classes_[i].ttft.merge(o.classes_[i].ttft);
+    classes_[i].tpot.merge(o.classes_[i].tpot);
+    classes_[i].e2e.merge(o.classes_[i].e2e);
+    classes_[i].completed += o.classes_[i].completed;
+    classes_[i].rejected += o.classes_[i].rejected;
+    classes_[i].good += o.classes_[i].good;
+  }
+  arrived_ += o.arrived_;
+  completed_ += o.completed_;
+  for (int i = 0; i < 4; ++i) rejected_[i] += o.rejected_[i];
+  preemptions_ += o.preemptions_;
+  good_ += o.good_;
+  input_tokens_ += o.input_tokens_;
+  output_tokens_ += o.output_tokens_;
+  iterations_ += o.iterations_;
+  prefix_lookup_ += o.prefix_lookup_;
+  prefix_hit_ += o.prefix_hit_;
+  prefix_host_ += o.prefix_host_;
+  kv_transfers_ += o.kv_transfers_;
+  cache_hits_ += o.cache_hits_;
+  escalations_ += o.escalations_;
+  kv_transfer_bytes_ += o.kv_transfer_bytes_;
+  kv_transfer_s_ += o.kv_transfer_s_;
+  busy_s_ += o.busy_s_;
+  kv_weighted_s_ += o.kv_weighted_s_;
+  kv_peak_ = std::max(kv_peak_, o.kv_peak_);
+  replicas_ += o.replicas_;
+}
 
 void Collector::set_classes(const std::vector<workload::RequestClass>& classes) {
   classes_.clear();

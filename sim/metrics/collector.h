@@ -79,6 +79,9 @@ class Collector final : public serving::ServingObserver {
   void on_token_gap_series(const StepSeries& series, int64_t k, uint64_t per_iteration) override;
   void on_segment(const serving::SegmentRecord& seg) override;
 
+  /// Adds another collector's counts and histograms (a partition of the same run, e.g.
+  /// fleet pools simulated apart). Both must have the same classes.
+  void merge(const Collector& other);
   /// Per-class metrics for these classes (call before the run).
   void set_classes(const std::vector<workload::RequestClass>& classes);
   /// Summary over [0, sim_end_ns].

@@ -173,10 +173,13 @@ Scenario load(const std::string& file, const std::vector<std::string>& overrides
                   std::move(calibration));
 }
 
-namespace {
+std::unique_ptr<fleet::Population> Scenario::make_population(uint64_t seed_value) const {
+  yaml::Map section = *fleet->users;
+  std::vector<fleet::RegionTraffic> traffic;
+  for (const auto& r : fleet->regions) traffic.push_back(r.traffic);
+  return std::make_unique<fleet::Population>(section, std::move(traffic), RngStreams(seed_value), base_dir);
+}
 
-// A second pool's deployment: the scenario's hardware/precision/efficiency/offload sections
-// with `hardware` fields overridden by `override_key` (when given), for `model`.
 Pool load_pool(const yaml::Map& root, yaml::Map& section, const std::string& override_key,
                const hw::ModelSpec& model, const Scenario& sc, const hw::Catalog& catalog,
                const std::shared_ptr<const hw::CalibrationSet>& calibration, const char* what) {
@@ -207,6 +210,8 @@ Pool load_pool(const yaml::Map& root, yaml::Map& section, const std::string& ove
   pool.vllm.max_context_tokens = model.max_context_tokens;
   return pool;
 }
+
+namespace {
 
 // Prefill/decode disaggregation: the scenario's hardware and serving.replicas are the decode
 // pool; `serving.disaggregation` gives the prefill pool's replica count and any hardware
@@ -328,7 +333,7 @@ Scenario load_map(yaml::Map root, const std::string& file,
     // mean 'serving'?") rather than as the correct one missing.
     yaml::Map top = root;
     for (const char* k : {"name", "description", "seed", "model", "hardware", "precision",
-                          "efficiency", "offload", "serving", "workload", "slo"}) {
+                          "efficiency", "offload", "serving", "workload", "slo", "users", "fleet"}) {
       top.has(k);
     }
     top.finish();
@@ -481,6 +486,23 @@ Scenario load_map(yaml::Map root, const std::string& file,
     slo->finish();
   }
 
+  if (root.has("fleet")) {
+    // A fleet: users and regions instead of a workload and one pool of replicas.
+    if (root.has("workload"))
+      root.fail("workload", "a fleet scenario takes its traffic from users:, not workload:",
+                "drop workload:, or drop fleet: and users: for a single-pool scenario");
+    yaml::Map sv = root.map("serving");
+    if (sv.has("replicas"))
+      sv.fail("replicas", "a fleet scenario sizes its pools under fleet.regions[].pools[].replicas",
+              "drop serving.replicas");
+    for (const char* k : {"prefix_caching", "speculative", "disaggregation", "cascade", "response_cache", "lora"})
+      if (sv.has(k))
+        sv.fail(k, std::string(k) + " is not modelled in fleet scenarios yet",
+                std::string("drop serving.") + k + ", or study it in a single-pool scenario");
+    load_fleet(root, sc, catalog, calibration);
+    root.finish();
+    return sc;
+  }
   // Workload: validated now (one generator, strict about unknown keys), rebuilt per run.
   sc.workload_section = root.map("workload");
   {

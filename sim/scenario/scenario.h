@@ -40,23 +40,10 @@
 #include "sim/serving/registry.h"
 #include "sim/serving/vllm.h"
 #include "sim/workload/workload.h"
+#include "sim/fleet/spec.h"
+#include "sim/scenario/pool.h"
 
 namespace fleetsim::scenario {
-
-/// A second pool of replicas: the prefill pool of a disaggregated deployment (the
-/// scenario's own hardware and serving.replicas are then the decode pool), or the small
-/// model of a cascade (the scenario's model is then the large one).
-struct Pool {
-  int replicas = 0;
-  hw::ModelSpec model;
-  hw::GpuSpec gpu;
-  std::optional<hw::NodeSpec> node;
-  hw::Parallelism par;
-  hw::Deployment dep;
-  hw::MemoryFit memory;
-  serving::VllmConfig vllm;
-  std::string efficiency_source;
-};
 
 struct Scenario {
   std::string file;
@@ -101,6 +88,11 @@ struct Scenario {
 
   std::optional<double> slo_ttft_s, slo_tpot_s;
 
+  /// A fleet (`users:` and `fleet:` sections) instead of `workload:` and serving.replicas.
+  std::optional<fleet::FleetSpec> fleet;
+  /// A new population of this fleet's users for `seed`.
+  std::unique_ptr<fleet::Population> make_population(uint64_t seed_value) const;
+
   /// The workload section, kept to build a fresh generator for any seed.
   std::optional<yaml::Map> workload_section;
   std::string base_dir;            ///< the scenario file's folder (relative trace paths)
@@ -133,5 +125,16 @@ Scenario load_map(yaml::Map root, const std::string& file,
 /// be set. Reads keys "hardware", "precision", "efficiency", "offload".
 void load_deployment(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
                      std::shared_ptr<const hw::CalibrationSet> calibration);
+
+/// A pool's deployment: the scenario's hardware/precision/efficiency/offload sections with
+/// `hardware` fields overridden by section[override_key] (when given), for `model`, with
+/// its memory fit. `what` names the pool in errors. (Used by the scenario loader.)
+Pool load_pool(const yaml::Map& root, yaml::Map& section, const std::string& override_key,
+               const hw::ModelSpec& model, const Scenario& sc, const hw::Catalog& catalog,
+               const std::shared_ptr<const hw::CalibrationSet>& calibration, const char* what);
+
+/// The `fleet:` and `users:` sections into sc.fleet (sim/scenario/fleet_section.cpp).
+void load_fleet(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
+                const std::shared_ptr<const hw::CalibrationSet>& calibration);
 
 }  // namespace fleetsim::scenario

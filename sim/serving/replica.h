@@ -49,6 +49,10 @@ class Replica : public core::EventTarget {
 
   int index() const { return index_; }
 
+  /// The replica's hardware failed: the segment in progress never ends (its event is
+  /// ignored), so it emits nothing more. The owner retries its requests elsewhere.
+  void halt() { ++segment_gen_; }
+
  protected:
   /// Schedules the end of the replica's current segment (an iteration or a run of them) at
   /// `end`, superseding any end scheduled before: a policy shortens a segment by

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <yaml-cpp/yaml.h>
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -59,7 +60,7 @@ class Cli : public ::testing::Test {
 
   // The default scenario with one line replaced, written to the temp folder.
   std::string variant(const std::string& name, const std::string& from, const std::string& to) {
-    std::string text = slurp(kRoot + "/scenarios/default.yaml");
+    std::string text = slurp(kRoot + "/scenarios/chat-service.yaml");
     const auto at = text.find(from);
     EXPECT_NE(at, std::string::npos) << from;
     if (at != std::string::npos) text.replace(at, from.size(), to);
@@ -104,7 +105,7 @@ TEST_F(Cli, HelpOnEachCommand) {
 }
 
 TEST_F(Cli, CheckValidatesWithoutRunning) {
-  const Result r = run("check scenarios/default.yaml");
+  const Result r = run("check scenarios/chat-service.yaml");
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("OK"), std::string::npos);
   EXPECT_NE(r.out.find("KV cache"), std::string::npos);
@@ -114,7 +115,7 @@ TEST_F(Cli, CheckValidatesWithoutRunning) {
 
 TEST_F(Cli, MissingUnit) {
   const auto f = variant("nounit", "rate: 20/s", "rate: 20");
-  // The rate is on line 36 of scenarios/default.yaml.
+  // The rate is on line 36 of scenarios/chat-service.yaml.
   expect_error("check " + f, {f + ":", "'workload.arrival.rate'", "unit", "20/s"});
 }
 
@@ -160,9 +161,9 @@ TEST_F(Cli, EmptyWorkload) {
 }
 
 TEST_F(Cli, BadOverrides) {
-  expect_error("check scenarios/default.yaml --set serving.replica=3", {"--set serving.replica", "did you mean 'replicas'"});
-  expect_error("check scenarios/default.yaml --set hardware.gpu=h100", {"--set hardware.gpu", "unknown GPU 'h100'", "h100-sxm"});
-  expect_error("check scenarios/default.yaml --set serving.replicas", {"malformed override"});
+  expect_error("check scenarios/chat-service.yaml --set serving.replica=3", {"--set serving.replica", "did you mean 'replicas'"});
+  expect_error("check scenarios/chat-service.yaml --set hardware.gpu=h100", {"--set hardware.gpu", "unknown GPU 'h100'", "h100-sxm"});
+  expect_error("check scenarios/chat-service.yaml --set serving.replicas", {"malformed override"});
   expect_error("check nothere.yaml", {"nothere.yaml", "cannot open"});
 }
 
@@ -170,14 +171,14 @@ TEST_F(Cli, BadOverrides) {
 
 TEST_F(Cli, DeterministicAcrossRuns) {
   const std::string a = (dir_ / "a").string(), b = (dir_ / "b").string();
-  ASSERT_EQ(run("run scenarios/default.yaml --quiet --out " + a).code, 0);
-  ASSERT_EQ(run("run scenarios/default.yaml --quiet --out " + b).code, 0);
+  ASSERT_EQ(run("run scenarios/chat-service.yaml --quiet --out " + a).code, 0);
+  ASSERT_EQ(run("run scenarios/chat-service.yaml --quiet --out " + b).code, 0);
   json ja = json::parse(slurp(a + "/summary.json")), jb = json::parse(slurp(b + "/summary.json"));
   ja.erase("wall_s");
   jb.erase("wall_s");
   EXPECT_EQ(ja.dump(), jb.dump());
   // Another seed gives another run.
-  ASSERT_EQ(run("run scenarios/default.yaml --quiet --seed 2 --out " + b).code, 0);
+  ASSERT_EQ(run("run scenarios/chat-service.yaml --quiet --seed 2 --out " + b).code, 0);
   jb = json::parse(slurp(b + "/summary.json"));
   EXPECT_EQ(jb["seed"], 2);
   EXPECT_NE(ja["ttft_p99_s"], jb["ttft_p99_s"]);
@@ -185,7 +186,7 @@ TEST_F(Cli, DeterministicAcrossRuns) {
 
 TEST_F(Cli, DefaultScenarioGoldenSummary) {
   const std::string o = (dir_ / "o").string();
-  const Result r = run("run scenarios/default.yaml --quiet --out " + o + " --requests-csv " + o + "/req.csv");
+  const Result r = run("run scenarios/chat-service.yaml --quiet --out " + o + " --requests-csv " + o + "/req.csv");
   ASSERT_EQ(r.code, 0) << r.err;
   const json j = json::parse(slurp(o + "/summary.json"));
   for (const char* k : {"requests_completed", "ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s",
@@ -212,10 +213,10 @@ TEST_F(Cli, DefaultScenarioGoldenSummary) {
   const std::string csv = slurp(o + "/req.csv");
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 6001);
 
-  // Regression baseline: tests/golden/default_summary.json holds the summary of this
+  // Regression baseline: tests/golden/chat_service_summary.json holds the summary of this
   // scenario at the commit that last changed the model on purpose (regenerate it with
   // tools/update_golden.sh and say why in the commit). Metrics must match to 1e-9.
-  const json golden = json::parse(slurp(kRoot + "/tests/golden/default_summary.json"));
+  const json golden = json::parse(slurp(kRoot + "/tests/golden/chat_service_summary.json"));
   for (const auto& [key, value] : golden.items()) {
     ASSERT_TRUE(j.contains(key)) << key;
     if (value.is_number_float()) {
@@ -228,7 +229,7 @@ TEST_F(Cli, DefaultScenarioGoldenSummary) {
 
 TEST_F(Cli, OverridesReachTheResolvedScenario) {
   const std::string o = (dir_ / "o").string();
-  ASSERT_EQ(run("run scenarios/default.yaml --quiet --out " + o +
+  ASSERT_EQ(run("run scenarios/chat-service.yaml --quiet --out " + o +
                 " --set serving.replicas=3 --set workload.requests=300").code, 0);
   const json j = json::parse(slurp(o + "/summary.json"));
   EXPECT_EQ(j["scenario"]["serving"]["replicas"], 3);
@@ -261,7 +262,7 @@ TEST_F(Cli, ValidationSuiteIsNoWorseThanTheBaseline) {
 }
 
 TEST_F(Cli, ExplainPrintsTheOperatorBreakdown) {
-  const Result r = run("run scenarios/default.yaml --quiet --explain --out " + (dir_ / "o").string());
+  const Result r = run("run scenarios/chat-service.yaml --quiet --explain --out " + (dir_ / "o").string());
   ASSERT_EQ(r.code, 0) << r.err;
   for (const char* k : {"prefill: one chunk of", "decode: 32 sequences", "QKV projection",
                         "decode attention", "MLP up+gate", "LM head", "totals:"})
@@ -293,7 +294,7 @@ TEST_F(Cli, CalibrateImportChecksAndNeverOverwritesWithoutForce) {
 
 TEST_F(Cli, MemoryFitErrorSaysWhatWouldFit) {
   // Llama-3.1-70B in BF16 (141 GB) cannot fit one H100 (80 GB).
-  const Result r = run("check scenarios/default.yaml --set model=llama-3.1-70b");
+  const Result r = run("check scenarios/chat-service.yaml --set model=llama-3.1-70b");
   EXPECT_EQ(r.code, 1);
   for (const char* k : {"does not fit on 1 x h100-sxm", "short by", "hardware", "try tp: 2"})
     EXPECT_NE(r.err.find(k), std::string::npos) << k << "\n" << r.err;
@@ -303,10 +304,10 @@ TEST_F(Cli, MemoryFitErrorSaysWhatWouldFit) {
 
 TEST_F(Cli, CheckAcceptsEveryBatchingPolicy) {
   for (const char* p : {"static", "dynamic", "orca"}) {
-    const Result r = run(std::string("check scenarios/default.yaml --set serving.policy=") + p);
+    const Result r = run(std::string("check scenarios/chat-service.yaml --set serving.policy=") + p);
     EXPECT_EQ(r.code, 0) << p << ": " << r.err;
   }
-  const Result r = run("check scenarios/default.yaml --set serving.policy=dynamic --set serving.batch_timeout=5ms");
+  const Result r = run("check scenarios/chat-service.yaml --set serving.policy=dynamic --set serving.batch_timeout=5ms");
   EXPECT_EQ(r.code, 0) << r.err;
   const std::string list = run("list policies").out;
   for (const char* k : {"static", "dynamic", "orca", "serving.batch_timeout", "Orca"})
@@ -314,20 +315,20 @@ TEST_F(Cli, CheckAcceptsEveryBatchingPolicy) {
 }
 
 TEST_F(Cli, BatchTimeoutOnlyWithDynamic) {
-  expect_error("check scenarios/default.yaml --set serving.batch_timeout=10ms",
+  expect_error("check scenarios/chat-service.yaml --set serving.batch_timeout=10ms",
                {"serving.batch_timeout", "only to policy 'dynamic'", "policy is 'vllm'", "hint"});
-  expect_error("check scenarios/default.yaml --set serving.policy=orca --set serving.batch_timeout=10ms",
+  expect_error("check scenarios/chat-service.yaml --set serving.policy=orca --set serving.batch_timeout=10ms",
                {"serving.batch_timeout", "policy is 'orca'"});
-  expect_error("check scenarios/default.yaml --set serving.policy=dynamic --set serving.batch_timeout=10",
+  expect_error("check scenarios/chat-service.yaml --set serving.policy=dynamic --set serving.batch_timeout=10",
                {"serving.batch_timeout", "unit"});
-  expect_error("check scenarios/default.yaml --set serving.policy=dynamic --set serving.batch_timeout=-1ms",
+  expect_error("check scenarios/chat-service.yaml --set serving.policy=dynamic --set serving.batch_timeout=-1ms",
                {"serving.batch_timeout"});
 }
 
 TEST_F(Cli, EveryBatchingPolicyRuns) {
   for (const char* p : {"static", "dynamic", "orca"}) {
     const std::string o = (dir_ / p).string();
-    const Result r = run(std::string("run scenarios/default.yaml --quiet --set serving.policy=") + p +
+    const Result r = run(std::string("run scenarios/chat-service.yaml --quiet --set serving.policy=") + p +
                          " --set workload.requests=300 --out " + o);
     ASSERT_EQ(r.code, 0) << p << ": " << r.err;
     const json j = json::parse(slurp(o + "/summary.json"));
@@ -369,20 +370,20 @@ TEST_F(Cli, ResponseCacheAnswersWithoutAModelCall) {
   // hit_rate 0.25 of 6,000 requests: 1,500 ± 4·sqrt(6000·0.25·0.75) = ±134 answered from the
   // cache, with TTFT = the 5 ms cache latency; the rest are served as before.
   const std::string o = (dir_ / "rc").string();
-  const Result r = run("run scenarios/default.yaml --quiet --out " + o +
+  const Result r = run("run scenarios/chat-service.yaml --quiet --out " + o +
                        " --set 'serving.response_cache={hit_rate: 0.25, latency: 5ms}'");
   ASSERT_EQ(r.code, 0) << r.err;
   const json j = json::parse(slurp(o + "/summary.json"));
   EXPECT_NEAR(j["response_cache_hits"].get<double>(), 1500, 134);
   EXPECT_EQ(j["requests_completed"], 6000);
   // Exact matching needs prompt identities: a synthetic workload has none.
-  const Result bad = run("check scenarios/default.yaml --set 'serving.response_cache={capacity: 10}'");
+  const Result bad = run("check scenarios/chat-service.yaml --set 'serving.response_cache={capacity: 10}'");
   EXPECT_EQ(bad.code, 1);
   EXPECT_NE(bad.err.find("serving.response_cache.capacity"), std::string::npos) << bad.err;
 }
 
 TEST_F(Cli, PrefixCachingNeedsPrefixHashes) {
-  const Result r = run("check scenarios/default.yaml --set serving.prefix_caching=true");
+  const Result r = run("check scenarios/chat-service.yaml --set serving.prefix_caching=true");
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("serving.prefix_caching"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("prefix-block hashes"), std::string::npos) << r.err;
@@ -406,6 +407,63 @@ TEST_F(Cli, PriorityClassesAreReportedAndChatIsServedFirst) {
   EXPECT_EQ(chat["requests_rejected"], 0);
   EXPECT_GT(batch["requests_rejected"].get<int>(), 0);
   EXPECT_LT(chat["ttft_p99_s"].get<double>(), batch["ttft_p50_s"].get<double>());
+}
+
+TEST_F(Cli, DefaultScenarioOpensWithTheFleetAnswer) {
+  // The default scenario at a tenth of its sample (0.05 % of users; every pool still has
+  // at least one replica): a fleet run that prints the answer first and writes the JSON
+  // and the per-region CSV.
+  const std::string o = (dir_ / "d").string();
+  const Result r = run("run scenarios/default.yaml --quiet --set users.sample=0.0005 --set users.duration=2h --out " + o);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const size_t answer = r.out.find("THE ANSWER");
+  ASSERT_NE(answer, std::string::npos) << r.out;
+  EXPECT_LT(answer, r.out.find("regions "));
+  EXPECT_NE(r.out.find("WHY NOT AT HOME"), std::string::npos);
+  EXPECT_NE(r.out.find("sampling error"), std::string::npos);
+  const json j = json::parse(slurp(o + "/summary.json"));
+  // 700e6 · 0.4 DAU · 2.5 sessions = 700M sessions a day; every configured GPU is in the
+  // answer: americas 1224·8 + 408, europe 1020·8 + 408, south-asia 612·8 + 204,
+  // east-asia 816·8 + 204 = (9,792 + 8,160 + 4,896 + 6,528) + (408 + 408 + 204 + 204)
+  // = 29,376 + 1,224 = 30,600.
+  EXPECT_DOUBLE_EQ(j["answer"]["gpus_configured"].get<double>(), 30600.0);
+  EXPECT_GT(j["answer"]["cost_usd_per_day"].get<double>(), 0.0);
+  EXPECT_EQ(j["calls_arrived"].get<uint64_t>(), j["calls_completed"].get<uint64_t>() +
+                                                   j["calls_failed"].get<uint64_t>() +
+                                                   j["calls_unfinished"].get<uint64_t>());
+  const std::string csv = slurp(o + "/regions.csv");
+  EXPECT_EQ(csv.rfind("region,start_s,", 0), 0u);
+  EXPECT_NE(csv.find("east-asia,"), std::string::npos);
+}
+
+TEST_F(Cli, DefaultScenarioIsTheFullScaleScenarioSampled) {
+  // default.yaml must stay the sampled twin of chatgpt-700m.yaml: equal except for name,
+  // description and users.sample.
+  YAML::Node a = YAML::LoadFile(kRoot + "/scenarios/default.yaml");
+  YAML::Node b = YAML::LoadFile(kRoot + "/scenarios/chatgpt-700m.yaml");
+  EXPECT_LT(a["users"]["sample"].as<double>(), 1.0);
+  EXPECT_EQ(b["users"]["sample"].as<double>(), 1.0);
+  for (YAML::Node* n : {&a, &b}) {
+    (*n).remove("name");
+    (*n).remove("description");
+    (*n)["users"].remove("sample");
+  }
+  YAML::Emitter ea, eb;
+  ea << a;
+  eb << b;
+  EXPECT_EQ(std::string(ea.c_str()), std::string(eb.c_str()));
+}
+
+TEST_F(Cli, FleetResultsDoNotDependOnThreads) {
+  const std::string o1 = (dir_ / "t1").string(), o2 = (dir_ / "t2").string();
+  const std::string base = "run scenarios/default.yaml --quiet --set users.sample=0.0005 --set users.duration=1h ";
+  ASSERT_EQ(run(base + "--threads 1 --out " + o1).code, 0);
+  ASSERT_EQ(run(base + "--threads 2 --out " + o2).code, 0);
+  json a = json::parse(slurp(o1 + "/summary.json")), b = json::parse(slurp(o2 + "/summary.json"));
+  for (json* j : {&a, &b})
+    for (const char* k : {"wall_s", "peak_rss_bytes"}) j->erase(k);
+  EXPECT_EQ(a.dump(), b.dump());
+  EXPECT_EQ(slurp(o1 + "/regions.csv"), slurp(o2 + "/regions.csv"));
 }
 
 }  // namespace

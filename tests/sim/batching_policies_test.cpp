@@ -405,7 +405,7 @@ TEST(BatchingPolicies, RunTheDefaultScenarioEndToEnd) {
   for (const char* policy : {"vllm", "static", "dynamic", "orca"}) {
     SCOPED_TRACE(policy);
     const scenario::Scenario sc =
-        scenario::load(std::string(FLEETSIM_SOURCE_DIR) + "/scenarios/default.yaml",
+        scenario::load(std::string(FLEETSIM_SOURCE_DIR) + "/scenarios/chat-service.yaml",
                        {std::string("serving.policy=") + policy, "workload.requests=400"},
                        std::nullopt, catalog);
     RunOptions opt;

@@ -1,0 +1,354 @@
+#include "reports/fleet_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "hw_models/error.h"
+#include "hw_models/units.h"
+
+namespace fleetsim::reports {
+
+using json = nlohmann::json;
+using units::Dim;
+
+namespace {
+
+// 3 significant digits with k / M / B / T (billions as "B", as people write user counts).
+std::string human(double v) {
+  const char* suffix[] = {"", "k", "M", "B", "T"};
+  int i = 0;
+  double a = std::fabs(v);
+  while (a >= 999.5 && i < 4) {
+    a /= 1000;
+    v /= 1000;
+    ++i;
+  }
+  char buf[64];
+  if (a >= 99.95 || i == 0 && a == std::floor(a)) std::snprintf(buf, sizeof buf, "%.0f%s", v, suffix[i]);
+  else if (a >= 9.995) std::snprintf(buf, sizeof buf, "%.1f%s", v, suffix[i]);
+  else std::snprintf(buf, sizeof buf, "%.2f%s", v, suffix[i]);
+  return buf;
+}
+
+std::string pct(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f %%", 100 * x);
+  return buf;
+}
+
+std::string t(double s) { return units::format(s, Dim::kTime); }
+
+// Full-scale replicas per simulated replica of a pool.
+double pool_scale(const fleet::PoolResult& p) {
+  return p.replicas_simulated > 0 ? static_cast<double>(p.replicas_configured) / p.replicas_simulated : 0.0;
+}
+
+}  // namespace
+
+FleetAnswer fleet_answer(const scenario::Scenario& sc, const fleet::FleetResult& res) {
+  FleetAnswer a;
+  const auto& spec = *sc.fleet;
+  const auto pop = sc.make_population(sc.seed);
+  const double duration_s = ns_to_seconds(pop->duration_ns());
+  const double per_day = 86400.0 / duration_s;
+  a.calls_per_day_expected = pop->calls_per_day();
+  uint64_t arrivals = 0;
+  for (const auto& r : res.regions) arrivals += r.arrivals;
+  a.calls_per_day = static_cast<double>(arrivals) / res.sample * per_day;
+  a.mean_calls_per_s = static_cast<double>(arrivals) / res.sample / duration_s;
+  // Busiest interval, all regions together.
+  if (!res.regions.empty()) {
+    for (size_t k = 0; k < res.regions[0].series.size(); ++k) {
+      double n = 0;
+      double len = 0;
+      for (const auto& r : res.regions) {
+        n += static_cast<double>(r.series[k].arrivals);
+        const double next = k + 1 < r.series.size() ? r.series[k + 1].t_s : duration_s;
+        len = next - r.series[k].t_s;
+      }
+      if (len > 0) a.peak_calls_per_s = std::max(a.peak_calls_per_s, n / res.sample / len);
+    }
+  }
+  double busy = 0, held = 0;
+  for (const auto& p : res.pools) {
+    const fleet::FleetPool& fp = *p.spec;
+    const double scale = pool_scale(p);
+    const double replicas = p.replicas_peak * scale;
+    a.gpus += replicas * p.gpus_per_replica;
+    a.gpus_configured += static_cast<double>(p.replicas_configured) * p.gpus_per_replica;
+    const double servers = std::ceil(replicas * fp.servers_per_replica - 1e-9);
+    a.servers += servers;
+    const double racks = std::ceil(servers / fp.servers_per_rack - 1e-9);
+    a.racks += racks;
+    a.it_power_w += servers * fp.server_power_w;
+    a.floor_m2 += racks * spec.floor_m2_per_rack;
+    const double gpu_hours = p.replica_hours * scale * p.gpus_per_replica * per_day;
+    a.gpu_hours_per_day += gpu_hours;
+    if (fp.usd_per_gpu_hour > 0) a.usd_per_day += gpu_hours * fp.usd_per_gpu_hour;
+    else if (gpu_hours > 0) a.price_missing = true;
+    busy += p.busy_hours;
+    held += p.replica_hours;
+  }
+  a.facility_power_w = a.it_power_w * spec.pue;
+  a.busy_fraction = held > 0 ? busy / held : 0;
+  uint64_t served = 0, good = 0;
+  for (const auto& r : res.regions) {
+    served += r.served;
+    good += r.good;
+  }
+  a.slo_attainment = served ? static_cast<double>(good) / static_cast<double>(served) : 0;
+  // Normal approximation of a binomial share (calls treated as independent).
+  a.slo_ci95 = served ? 1.96 * std::sqrt(a.slo_attainment * (1 - a.slo_attainment) / static_cast<double>(served)) : 0;
+  // Session starts are Poisson: a count of n has relative standard error 1/sqrt(n).
+  a.count_rel_error = res.sessions ? 1.0 / std::sqrt(static_cast<double>(res.sessions)) : 0;
+  return a;
+}
+
+std::string fleet_report(const scenario::Scenario& sc, const fleet::FleetResult& res) {
+  const FleetAnswer a = fleet_answer(sc, res);
+  const auto& spec = *sc.fleet;
+  const auto pop = sc.make_population(sc.seed);
+  std::ostringstream o;
+  o << "fleetsim " << FLEETSIM_VERSION << " — " << sc.name << " (seed " << sc.seed << ")\n";
+  if (!sc.description.empty()) o << "  " << sc.description << "\n";
+  o << "\n  THE ANSWER\n  ";
+  std::ostringstream ans;
+  ans << human(pop->weekly_active()) << " weekly users (" << human(pop->weekly_active() * pop->daily_active_fraction())
+      << " a day) send " << human(a.calls_per_day) << " model calls a day, " << human(a.mean_calls_per_s)
+      << "/s on average and " << human(a.peak_calls_per_s) << "/s in the busiest hour. Serving them took "
+      << human(a.gpus) << " GPUs at the most (" << human(a.servers) << " servers in " << human(a.racks)
+      << " racks, " << units::format(a.it_power_w, Dim::kPower) << " of IT load, "
+      << units::format(a.facility_power_w, Dim::kPower) << " at PUE " << spec.pue << ", "
+      << human(a.floor_m2) << " m² of floor), " << human(a.gpu_hours_per_day) << " GPU-hours a day";
+  if (a.usd_per_day > 0)
+    ans << ", $" << human(a.usd_per_day) << " a day at cloud prices"
+        << (a.price_missing ? " (pools without a price left out)" : "");
+  ans << ". " << pct(a.slo_attainment) << " of calls met their latency target.";
+  // Word-wrap the paragraph at ~92 columns.
+  {
+    std::istringstream words(ans.str());
+    std::string w;
+    size_t col = 2;
+    bool first = true;
+    while (words >> w) {
+      if (!first && col + 1 + w.size() > 92) {
+        o << "\n  ";
+        col = 2;
+      } else if (!first) {
+        o << ' ';
+        ++col;
+      }
+      o << w;
+      col += w.size();
+      first = false;
+    }
+    o << "\n";
+  }
+  // Why not at home: the largest model's weights against a 24 GB card.
+  {
+    const fleet::PoolResult* big = nullptr;
+    double big_bytes = 0;
+    for (const auto& p : res.pools) {
+      const auto& m = p.spec->pool.memory;
+      const double bytes = (m.weight_bytes + m.host_weight_bytes) * p.gpus_per_replica;
+      if (bytes > big_bytes) {
+        big_bytes = bytes;
+        big = &p;
+      }
+    }
+    if (big) {
+      const double per_user_day = a.usd_per_day / (pop->weekly_active() * pop->daily_active_fraction());
+      o << "\n  WHY NOT AT HOME\n";
+      o << "  One copy of " << big->spec->pool.model.name << " is "
+        << units::format(big_bytes, Dim::kBytes) << " of weights (" << big->spec->pool.dep.prec.weight_bytes * 8
+        << "-bit): " << std::ceil(big_bytes / 24e9) << " 24 GB graphics cards just to hold it, before any KV cache.\n"
+        << "  The provider spreads each replica's " << big->gpus_per_replica
+        << " GPUs over many users at once (batching): the fleet kept its GPUs busy "
+        << pct(a.busy_fraction) << " of the time";
+      if (per_user_day > 0) {
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "$%.3f", per_user_day);
+        o << ", at " << buf << " per daily user per day";
+      }
+      o << ".\n";
+    }
+  }
+  o << "\n  USERS    " << pop->describe() << "\n";
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "           expected %s calls/day (measured %s); peak-to-mean %.2f (peak at hour %d UTC of the run)\n",
+                human(a.calls_per_day_expected).c_str(), human(a.calls_per_day).c_str(), pop->peak_to_mean(),
+                pop->peak_hour());
+  o << buf;
+  if (res.sample < 1) {
+    std::snprintf(buf, sizeof buf,
+                  "  SAMPLED  %.3g %% of the users and of every pool's replicas simulated; counts scaled by %.4g.\n"
+                  "           sampling error: call counts ±%.2f %% (1 s.e., %llu sessions); SLO attainment ±%.2f pp (95 %%)\n",
+                  100 * res.sample, 1 / res.sample, 100 * a.count_rel_error,
+                  static_cast<unsigned long long>(res.sessions), 100 * a.slo_ci95);
+    o << buf;
+    for (const auto& p : res.pools) {
+      const double want = p.replicas_configured * res.sample;
+      if (p.replicas_simulated > 0 && std::fabs(p.replicas_simulated / want - 1) > 0.05) {
+        std::snprintf(buf, sizeof buf,
+                      "           note: %s runs %d replicas for %.2f at this sample: its capacity is off by %+.0f %%\n",
+                      p.name.c_str(), p.replicas_simulated, want, 100 * (p.replicas_simulated / want - 1));
+        o << buf;
+      }
+    }
+  }
+  o << "\n  regions            users   calls/day   served here  spilled out  TTFT p50   TTFT p99   SLO met\n";
+  const double per_day = 86400.0 / ns_to_seconds(pop->duration_ns());
+  for (size_t r = 0; r < res.regions.size(); ++r) {
+    const auto& g = res.regions[r];
+    std::snprintf(buf, sizeof buf, "  %-16s %7s %11s %13s %12s %10s %10s %9s\n", g.name.c_str(),
+                  pct(pop->regions()[r].user_share).c_str(), human(g.arrivals / res.sample * per_day).c_str(),
+                  human(g.served / res.sample * per_day).c_str(),
+                  g.arrivals ? pct(static_cast<double>(g.spilled_out) / g.arrivals).c_str() : "-",
+                  t(g.ttft.p50_s).c_str(), t(g.ttft.p99_s).c_str(),
+                  g.served ? pct(static_cast<double>(g.good) / g.served).c_str() : "-");
+    o << buf;
+  }
+  o << "\n  pools (full scale)          GPUs/rep  replicas  peak held  GPUs peak  busy    racks  kW/rack  $/GPU-h\n";
+  for (const auto& p : res.pools) {
+    const fleet::FleetPool& fp = *p.spec;
+    const double scale = pool_scale(p);
+    const double servers = std::ceil(p.replicas_peak * scale * fp.servers_per_replica - 1e-9);
+    std::snprintf(buf, sizeof buf, "  %-28s %8d %9d %10s %10s %6s %7s %8.1f %8s\n", p.name.c_str(), p.gpus_per_replica,
+                  p.replicas_configured, human(p.replicas_peak * scale).c_str(),
+                  human(p.replicas_peak * scale * p.gpus_per_replica).c_str(),
+                  p.replica_hours > 0 ? pct(p.busy_hours / p.replica_hours).c_str() : "-",
+                  human(std::ceil(servers / fp.servers_per_rack - 1e-9)).c_str(),
+                  fp.server_power_w * fp.servers_per_rack / 1e3,
+                  fp.usd_per_gpu_hour > 0 ? ("$" + human(fp.usd_per_gpu_hour)).c_str() : "n/a");
+    o << buf;
+  }
+  const auto& s = res.summary;
+  o << "\n  latency (all calls)    mean        p50        p90        p99\n";
+  auto row = [&](const char* name, const metrics::LatencyStats& l) {
+    std::snprintf(buf, sizeof buf, "  %-16s %10s %10s %10s %10s\n", name, t(l.mean_s).c_str(), t(l.p50_s).c_str(),
+                  t(l.p90_s).c_str(), t(l.p99_s).c_str());
+    o << buf;
+  };
+  row("TTFT", s.ttft);
+  row("TPOT", s.tpot);
+  row("end-to-end", s.e2e);
+  for (const auto& c : s.classes) {
+    std::snprintf(buf, sizeof buf, "  class %-10s %s completed, TTFT p99 %s, TPOT p99 %s, SLO met %s\n", c.name.c_str(),
+                  human(c.completed / res.sample).c_str(), t(c.ttft.p99_s).c_str(), t(c.tpot.p99_s).c_str(),
+                  pct(c.slo_attainment).c_str());
+    o << buf;
+  }
+  uint64_t failures = 0, ups = 0, downs = 0;
+  for (const auto& p : res.pools) {
+    failures += p.failures;
+    ups += p.scale_ups;
+    downs += p.scale_downs;
+  }
+  std::snprintf(buf, sizeof buf,
+                "\n  events   %llu replica failures, %llu calls retried (%llu then completed), %llu calls failed, "
+                "%llu unfinished at the end;\n           autoscaling: %llu replicas started, %llu drained (sampled counts)\n",
+                static_cast<unsigned long long>(failures), static_cast<unsigned long long>(res.retried),
+                static_cast<unsigned long long>(res.retried_completed), static_cast<unsigned long long>(res.failed_calls),
+                static_cast<unsigned long long>(res.unfinished), static_cast<unsigned long long>(ups),
+                static_cast<unsigned long long>(downs));
+  o << buf;
+  o << "  simulated " << t(res.sim_end_s) << " in " << t(res.wall_s) << " wall, " << human(static_cast<double>(res.events))
+    << " events, " << human(static_cast<double>(s.requests_arrived)) << " calls, peak memory "
+    << units::format(res.peak_rss_bytes, Dim::kBytes) << "\n";
+  return o.str();
+}
+
+json fleet_json(const scenario::Scenario& sc, const fleet::FleetResult& res) {
+  const FleetAnswer a = fleet_answer(sc, res);
+  json j;
+  j["fleetsim_version"] = FLEETSIM_VERSION;
+  j["scenario_file"] = sc.file;
+  j["scenario_name"] = sc.name;
+  j["seed"] = sc.seed;
+  j["overrides"] = sc.overrides;
+  j["users"] = sc.workload_description;
+  j["sample"] = res.sample;
+  j["answer"] = {{"calls_per_day", a.calls_per_day},
+                 {"calls_per_day_expected", a.calls_per_day_expected},
+                 {"calls_per_s_mean", a.mean_calls_per_s},
+                 {"calls_per_s_peak_interval", a.peak_calls_per_s},
+                 {"gpus_peak", a.gpus},
+                 {"gpus_configured", a.gpus_configured},
+                 {"servers", a.servers},
+                 {"racks", a.racks},
+                 {"it_power_w", a.it_power_w},
+                 {"facility_power_w", a.facility_power_w},
+                 {"floor_m2", a.floor_m2},
+                 {"gpu_hours_per_day", a.gpu_hours_per_day},
+                 {"cost_usd_per_day", a.usd_per_day},
+                 {"cost_price_missing", a.price_missing},
+                 {"slo_attainment", a.slo_attainment},
+                 {"slo_attainment_ci95", a.slo_ci95},
+                 {"call_count_rel_std_error", a.count_rel_error},
+                 {"busy_fraction", a.busy_fraction}};
+  json regions = json::array();
+  for (const auto& r : res.regions)
+    regions.push_back({{"name", r.name},
+                       {"calls_arrived", r.arrivals},
+                       {"calls_served", r.served},
+                       {"calls_meeting_slo", r.good},
+                       {"spilled_out", r.spilled_out},
+                       {"spilled_in", r.spilled_in},
+                       {"ttft_p50_s", r.ttft.p50_s},
+                       {"ttft_p99_s", r.ttft.p99_s}});
+  j["regions"] = regions;
+  json pools = json::array();
+  for (const auto& p : res.pools)
+    pools.push_back({{"name", p.name},
+                     {"model", p.model},
+                     {"gpu", p.gpu},
+                     {"gpus_per_replica", p.gpus_per_replica},
+                     {"replicas_configured", p.replicas_configured},
+                     {"replicas_simulated", p.replicas_simulated},
+                     {"replicas_peak_simulated", p.replicas_peak},
+                     {"replica_hours_simulated", p.replica_hours},
+                     {"busy_hours_simulated", p.busy_hours},
+                     {"calls_completed", p.completed},
+                     {"failures", p.failures},
+                     {"scale_ups", p.scale_ups},
+                     {"scale_downs", p.scale_downs},
+                     {"load_time_s", p.load_time_s},
+                     {"usd_per_gpu_hour", p.spec->usd_per_gpu_hour}});
+  j["pools"] = pools;
+  const auto& s = res.summary;
+  j["calls_arrived"] = s.requests_arrived;
+  j["calls_completed"] = s.requests_completed;
+  j["calls_rejected"] = s.requests_rejected;
+  j["calls_retried"] = res.retried;
+  j["calls_retried_completed"] = res.retried_completed;
+  j["calls_failed"] = res.failed_calls;
+  j["calls_unfinished"] = res.unfinished;
+  j["sessions"] = res.sessions;
+  for (const auto& [name, l] : {std::pair{"ttft", s.ttft}, {"tpot", s.tpot}, {"e2e", s.e2e}}) {
+    j[std::string(name) + "_p50_s"] = l.p50_s;
+    j[std::string(name) + "_p90_s"] = l.p90_s;
+    j[std::string(name) + "_p99_s"] = l.p99_s;
+    j[std::string(name) + "_mean_s"] = l.mean_s;
+  }
+  j["sim_end_s"] = res.sim_end_s;
+  j["events"] = res.events;
+  j["wall_s"] = res.wall_s;
+  j["peak_rss_bytes"] = res.peak_rss_bytes;
+  return j;
+}
+
+void write_fleet_series_csv(const fleet::FleetResult& res, const std::string& path) {
+  std::ofstream out(path);
+  if (!out) throw InputError("cannot write file", "check that the folder is writable", path);
+  out << "region,start_s,calls_arrived_sampled,calls_served_sampled,calls_meeting_slo_sampled,"
+         "replicas_active_mean_sampled,batch_slots_end_sampled,outstanding_peak_sampled,failures\n";
+  for (const auto& r : res.regions)
+    for (const auto& s : r.series)
+      out << r.name << ',' << s.t_s << ',' << s.arrivals << ',' << s.served << ',' << s.good << ','
+          << s.replicas_mean << ',' << s.capacity_slots << ',' << s.outstanding_peak << ',' << s.failures << '\n';
+}
+
+}  // namespace fleetsim::reports

@@ -1,0 +1,44 @@
+// What a fleet run answers: GPUs, racks, megawatts and dollars for the users, with the
+// latency they get, per region and over the day; as a terminal report, summary.json and
+// a CSV of the per-region time series.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/fleet/fleet_sim.h"
+#include "sim/scenario/scenario.h"
+
+namespace fleetsim::reports {
+
+/// Full-scale figures derived from a (possibly sampled) fleet run.
+struct FleetAnswer {
+  double calls_per_day = 0;        ///< measured arrivals scaled to full scale and to 24 h
+  double calls_per_day_expected = 0;
+  double peak_calls_per_s = 0;     ///< busiest report interval, full scale
+  double mean_calls_per_s = 0;
+  double gpus = 0;                 ///< full scale, at the most held at once
+  double gpus_configured = 0;      ///< replicas (+ spares) × GPUs per replica, full scale
+  double servers = 0, racks = 0;
+  double it_power_w = 0, facility_power_w = 0, floor_m2 = 0;
+  double gpu_hours_per_day = 0;
+  double usd_per_day = 0;          ///< GPU-hours × cloud price, pools with a price
+  bool price_missing = false;      ///< a pool has no price: usd_per_day leaves it out
+  double slo_attainment = 0, slo_ci95 = 0;
+  double count_rel_error = 0;      ///< sampling: relative standard error of call counts
+  double busy_fraction = 0;        ///< replica time with an iteration running / held time
+};
+
+FleetAnswer fleet_answer(const scenario::Scenario& sc, const fleet::FleetResult& res);
+
+/// The readable report; it opens with the answer.
+std::string fleet_report(const scenario::Scenario& sc, const fleet::FleetResult& res);
+
+/// summary.json of a fleet run: answer, regions, pools, latency, run facts.
+nlohmann::json fleet_json(const scenario::Scenario& sc, const fleet::FleetResult& res);
+
+/// One row per region and report interval, units in the column names.
+void write_fleet_series_csv(const fleet::FleetResult& res, const std::string& path);
+
+}  // namespace fleetsim::reports

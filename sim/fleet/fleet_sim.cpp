@@ -1,0 +1,710 @@
+#include "sim/fleet/fleet_sim.h"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <thread>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+
+#include "sim/serving/registry.h"
+
+namespace fleetsim::fleet {
+
+namespace {
+
+enum Kind : uint32_t {
+  kArrive = 0,      // a call leaves its user (data: slot)
+  kDeliver = 1,     // ... reaches the serving region (data: slot)
+  kReady = 2,       // a replica finished loading (data: replica)
+  kFail = 3,        // a replica's hardware fails (data: replica)
+  kRepair = 4,      // a failed replica is repaired (data: replica)
+  kAutoscale = 5,
+  kSample = 6,      // end of a report interval
+  kNextSession = 7, // pull the next session from the population
+  kBucket = 8,      // move the next second's calls from the wheel into the event queue
+};
+
+constexpr SimTime kBucketNs = 1'000'000'000;
+
+int scaled(int n, double s, int at_least) {
+  return std::max(at_least, static_cast<int>(std::llround(n * s)));
+}
+
+}  // namespace
+
+FleetSimulation::FleetSimulation(const scenario::Scenario& sc, RunOptions options, std::vector<int> models)
+    : sc_(sc),
+      spec_(*sc.fleet),
+      options_(std::move(options)),
+      pop_(sc.make_population(sc.seed)),
+      collector_(1, sc.slo_ttft_s, sc.slo_tpot_s),
+      route_rng_(RngStreams(sc.seed).stream("fleet-routing")),
+      fail_rng_(RngStreams(sc.seed).stream("failures")) {
+  collector_.set_classes(pop_->request_classes());
+  end_ns_ = pop_->duration_ns();
+  n_models_ = static_cast<int>(spec_.models.size());
+  if (models.empty())
+    for (int m = 0; m < n_models_; ++m) models.push_back(m);
+  auto mine = [&](int m) { return std::find(models.begin(), models.end(), m) != models.end(); };
+  std::vector<bool> keep;
+  for (int m : spec_.class_model) keep.push_back(mine(m));
+  pop_->keep_classes(keep);
+  const size_t nr = spec_.regions.size();
+  groups_.resize(nr * static_cast<size_t>(n_models_));
+  regions_.resize(nr);
+  current_.resize(nr);
+  held_ns_acc_.assign(nr, 0.0);
+  for (size_t r = 0; r < nr; ++r) {
+    regions_[r].name = spec_.regions[r].traffic.name;
+    region_ttft_.emplace_back(0.01);
+    // Regions by round trip from r's users (r itself first; ties by index).
+    std::vector<int> order(nr);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+      return spec_.wan_rtt_s[r][static_cast<size_t>(a)] < spec_.wan_rtt_s[r][static_cast<size_t>(b)];
+    });
+    region_order_.push_back(order);
+  }
+  size_t n_pools = 0;
+  for (const auto& reg : spec_.regions) n_pools += reg.pools.size();
+  pools_.reserve(n_pools);  // replicas keep references to a pool's step model and config
+  const double s = pop_->sample();
+  int index = 0;
+  for (size_t r = 0; r < nr; ++r) {
+    for (const auto& fp : spec_.regions[r].pools) {
+      PoolState p;
+      p.result.index = index++;
+      p.region = static_cast<int>(r);
+      p.model = static_cast<int>(std::find(spec_.models.begin(), spec_.models.end(), fp.pool.model.id) -
+                                 spec_.models.begin());
+      if (!mine(p.model)) continue;
+      p.steps = std::make_unique<serving::StepModel>(serving::StepModelConfig{fp.pool.dep, std::nullopt, std::nullopt},
+                                                     fp.pool.vllm.max_num_seqs);
+      p.vllm = fp.pool.vllm;
+      p.result.name = fp.name;
+      p.result.model = fp.pool.model.id;
+      p.result.gpu = fp.pool.gpu.id;
+      p.result.gpus_per_replica = fp.pool.par.gpus();
+      p.result.replicas_configured = fp.pool.replicas + fp.spares;
+      p.result.load_time_s = fp.load_time_s;
+      p.result.spec = &fp;
+      const int n = fp.pool.replicas + fp.spares == 0 ? 0 : scaled(fp.pool.replicas + fp.spares, s, 1);
+      p.desired = n;
+      p.result.replicas_simulated = n;
+      pools_.push_back(std::move(p));
+    }
+  }
+}
+
+FleetSimulation::~FleetSimulation() = default;
+
+// ---- replicas ------------------------------------------------------------------------
+
+int FleetSimulation::start_replica(int pool, SimTime ready_at) {
+  PoolState& p = pools_[static_cast<size_t>(pool)];
+  const int index = static_cast<int>(replicas_.size());
+  replicas_.push_back(serving::policy(sc_.policy).make(index, engine_, *this, *p.steps, p.vllm));
+  ReplicaInfo ri;
+  ri.pool = pool;
+  ri.state = State::kStarting;
+  ri.held_since = engine_.now();
+  info_.push_back(ri);
+  ++p.held;
+  ++p.starting;
+  p.result.replicas_peak = std::max(p.result.replicas_peak, p.held);
+  if (ready_at <= engine_.now()) activate(index, engine_.now());
+  else engine_.schedule(ready_at, serving::kPhaseArrival, this, kReady, static_cast<uint64_t>(index));
+  return index;
+}
+
+void FleetSimulation::activate(int replica, SimTime now) {
+  ReplicaInfo& ri = info_[static_cast<size_t>(replica)];
+  if (ri.state != State::kStarting) return;
+  PoolState& p = pools_[static_cast<size_t>(ri.pool)];
+  --p.starting;
+  ++p.active;
+  held_ns_acc_[static_cast<size_t>(p.region)] -= static_cast<double>(now);  // + now at the end
+  ri.state = State::kActive;
+  Group& g = group(p.region, p.model);
+  ri.active_pos = static_cast<int32_t>(g.active.size());
+  g.active.push_back(replica);
+  g.slots += p.vllm.max_num_seqs;
+  g.outstanding += ri.outstanding;
+  if (spec_.failures.enabled && p.result.spec->failure_rate_per_s > 0) {
+    const SimTime t = now + seconds_to_ns(fail_rng_.exponential(1.0 / p.result.spec->failure_rate_per_s));
+    if (t < end_ns_) engine_.schedule(t, serving::kPhaseArrival, this, kFail, static_cast<uint64_t>(replica));
+  }
+}
+
+void FleetSimulation::deactivate(int replica) {
+  ReplicaInfo& ri = info_[static_cast<size_t>(replica)];
+  if (ri.state != State::kActive) return;
+  PoolState& p = pools_[static_cast<size_t>(ri.pool)];
+  --p.active;
+  held_ns_acc_[static_cast<size_t>(p.region)] += static_cast<double>(engine_.now());
+  Group& g = group(p.region, p.model);
+  const int32_t last = g.active.back();
+  g.active[static_cast<size_t>(ri.active_pos)] = last;
+  info_[static_cast<size_t>(last)].active_pos = ri.active_pos;
+  g.active.pop_back();
+  ri.active_pos = -1;
+  g.slots -= p.vllm.max_num_seqs;
+  g.outstanding -= ri.outstanding;
+}
+
+void FleetSimulation::hold_end(int replica, SimTime now) {
+  ReplicaInfo& ri = info_[static_cast<size_t>(replica)];
+  PoolState& p = pools_[static_cast<size_t>(ri.pool)];
+  p.result.replica_hours += ns_to_seconds(now - ri.held_since) / 3600.0;
+  --p.held;
+}
+
+void FleetSimulation::fail(int replica, SimTime now) {
+  ReplicaInfo& ri = info_[static_cast<size_t>(replica)];
+  if (ri.state != State::kActive && ri.state != State::kDraining) return;
+  PoolState& p = pools_[static_cast<size_t>(ri.pool)];
+  if (ri.state == State::kDraining) --p.draining;
+  deactivate(replica);
+  ri.state = State::kFailed;
+  ++p.failed;
+  ++p.result.failures;
+  ++current_[static_cast<size_t>(p.region)].failures;
+  replicas_[static_cast<size_t>(replica)]->halt();
+  // Its calls in flight are lost: the clients retry after retry_delay.
+  const SimTime retry_at = now + seconds_to_ns(spec_.failures.retry_delay_s);
+  while (ri.head >= 0) {
+    const auto slot = static_cast<uint32_t>(ri.head);
+    unlink(slot);
+    slots_[slot].retried = true;
+    ++retried_;
+    engine_.schedule(retry_at, serving::kPhaseArrival, this, kArrive, slot);
+  }
+  p.outstanding -= ri.outstanding;
+  ri.outstanding = 0;
+  // Which part failed decides the repair time.
+  const FleetPool& fp = *p.result.spec;
+  const double u = fail_rng_.uniform01();
+  const double mttr = u < fp.gpu_fail_share ? spec_.failures.gpu_mttr_s
+                      : u < fp.gpu_fail_share + fp.node_fail_share ? spec_.failures.node_mttr_s
+                                                                   : spec_.failures.link_mttr_s;
+  engine_.schedule(now + seconds_to_ns(fail_rng_.exponential(mttr)), serving::kPhaseArrival, this, kRepair,
+                   static_cast<uint64_t>(replica));
+}
+
+// ---- calls ---------------------------------------------------------------------------
+
+uint32_t FleetSimulation::new_slot(const workload::RequestSpec& r) {
+  uint32_t slot;
+  if (!free_slots_.empty()) {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+  } else {
+    slot = static_cast<uint32_t>(slots_.size());
+    slots_.emplace_back();
+  }
+  Slot& s = slots_[slot];
+  s = Slot{};
+  s.spec = r;
+  s.spec.tag = slot;
+  return slot;
+}
+
+void FleetSimulation::schedule_calls() {
+  // A full-scale day holds millions of next turns waiting out their users' think time. In
+  // the event heap they made every push and pop a chain of cache misses (170k calls/s);
+  // they wait in a wheel of one-second buckets instead, and enter the heap a second ahead.
+  const SimTime now = engine_.now();
+  for (const auto& r : calls_) {
+    const uint32_t slot = new_slot(r);
+    const int64_t b = r.arrival_ns / kBucketNs;
+    if (!ticking_) {
+      next_flush_ = now / kBucketNs + 2;
+    }
+    if (b < next_flush_ || b >= next_flush_ + static_cast<int64_t>(wheel_.size())) {
+      engine_.schedule(r.arrival_ns, serving::kPhaseArrival, this, kArrive, slot);
+      continue;
+    }
+    wheel_[static_cast<size_t>(b) % wheel_.size()].push_back(slot);
+    ++wheel_count_;
+    if (!ticking_) {
+      ticking_ = true;
+      engine_.schedule((next_flush_ - 1) * kBucketNs, serving::kPhaseArrival, this, kBucket);
+    }
+  }
+  calls_.clear();
+}
+
+void FleetSimulation::flush_bucket() {
+  auto& bucket = wheel_[static_cast<size_t>(next_flush_) % wheel_.size()];
+  for (uint32_t slot : bucket) engine_.schedule(slots_[slot].spec.arrival_ns, serving::kPhaseArrival, this, kArrive, slot);
+  wheel_count_ -= bucket.size();
+  bucket.clear();
+  ++next_flush_;
+  if (wheel_count_ > 0) engine_.schedule((next_flush_ - 1) * kBucketNs, serving::kPhaseArrival, this, kBucket);
+  else ticking_ = false;
+}
+
+int FleetSimulation::pick_region(int home, int model) const {
+  for (int r : region_order_[static_cast<size_t>(home)]) {
+    const Group& g = group(r, model);
+    if (g.slots > 0 && static_cast<double>(g.outstanding) < spec_.spill_load * static_cast<double>(g.slots))
+      return r;
+  }
+  // Every region is saturated: the least loaded one that has replicas.
+  int best = -1;
+  double best_load = 0;
+  for (int r : region_order_[static_cast<size_t>(home)]) {
+    const Group& g = group(r, model);
+    if (g.slots == 0) continue;
+    const double load = static_cast<double>(g.outstanding) / static_cast<double>(g.slots);
+    if (best < 0 || load < best_load) {
+      best = r;
+      best_load = load;
+    }
+  }
+  return best;
+}
+
+void FleetSimulation::arrive(uint32_t slot, SimTime now) {
+  Slot& s = slots_[slot];
+  const int home = s.spec.region;
+  if (!s.retried) {
+    ++regions_[static_cast<size_t>(home)].arrivals;
+    ++current_[static_cast<size_t>(home)].arrivals;
+    collector_.on_arrival(s.spec, -1, now);
+  }
+  const int model = spec_.class_model[s.spec.cls];
+  int r = pick_region(home, model);
+  if (r < 0) {
+    // No active replica of this model anywhere. Wait for one that is starting or in
+    // repair; with none coming, the call fails.
+    bool coming = false;
+    for (const auto& p : pools_) coming = coming || (p.model == model && (p.starting > 0 || p.failed > 0));
+    if (!coming) {
+      collector_.on_reject(s.spec, -1, serving::RejectReason::kQueueFull, now);
+      ++failed_calls_;
+      finish_call(slot, now);
+      return;
+    }
+    s.retried = true;
+    engine_.schedule(now + seconds_to_ns(std::max(1.0, spec_.failures.retry_delay_s)), serving::kPhaseArrival, this,
+                     kArrive, slot);
+    return;
+  }
+  if (r != home) {
+    ++regions_[static_cast<size_t>(home)].spilled_out;
+    ++regions_[static_cast<size_t>(r)].spilled_in;
+  }
+  s.region = static_cast<int16_t>(r);
+  const double rtt = spec_.regions[static_cast<size_t>(home)].user_rtt_s +
+                     spec_.wan_rtt_s[static_cast<size_t>(home)][static_cast<size_t>(r)];
+  engine_.schedule(now + seconds_to_ns(rtt), serving::kPhaseArrival, this, kDeliver, slot);
+}
+
+void FleetSimulation::deliver(uint32_t slot, SimTime now) {
+  Slot& s = slots_[slot];
+  const int model = spec_.class_model[s.spec.cls];
+  Group& g = group(s.region, model);
+  if (g.active.empty()) {
+    // The region lost its replicas while the call travelled: route again.
+    arrive(slot, now);
+    return;
+  }
+  // Power of two choices by outstanding calls per batch slot.
+  const size_t n = g.active.size();
+  int32_t pick = g.active[route_rng_.uniform_u64(n)];
+  if (n > 1) {
+    const int32_t other = g.active[route_rng_.uniform_u64(n)];
+    const auto& a = info_[static_cast<size_t>(pick)];
+    const auto& b = info_[static_cast<size_t>(other)];
+    const int64_t sa = pools_[static_cast<size_t>(a.pool)].vllm.max_num_seqs;
+    const int64_t sb = pools_[static_cast<size_t>(b.pool)].vllm.max_num_seqs;
+    if (b.outstanding * sa < a.outstanding * sb) pick = other;
+  }
+  ReplicaInfo& ri = info_[static_cast<size_t>(pick)];
+  // Link the call into the replica's in-flight list.
+  s.replica = pick;
+  s.prev = -1;
+  s.next = ri.head;
+  if (ri.head >= 0) slots_[static_cast<size_t>(ri.head)].prev = static_cast<int32_t>(slot);
+  ri.head = static_cast<int32_t>(slot);
+  ++ri.outstanding;
+  ++g.outstanding;
+  PoolState& p = pools_[static_cast<size_t>(ri.pool)];
+  ++p.outstanding;
+  auto& cur = current_[static_cast<size_t>(s.region)];
+  cur.outstanding_peak = std::max(cur.outstanding_peak, g.outstanding);
+  replicas_[static_cast<size_t>(pick)]->submit(s.spec);  // may reject at once (on_reject)
+}
+
+void FleetSimulation::unlink(uint32_t slot) {
+  Slot& s = slots_[slot];
+  if (s.replica < 0) return;
+  ReplicaInfo& ri = info_[static_cast<size_t>(s.replica)];
+  if (s.prev >= 0) slots_[static_cast<size_t>(s.prev)].next = s.next;
+  else ri.head = s.next;
+  if (s.next >= 0) slots_[static_cast<size_t>(s.next)].prev = s.prev;
+  s.replica = s.prev = s.next = -1;
+}
+
+void FleetSimulation::finish_call(uint32_t slot, SimTime now) {
+  Slot& s = slots_[slot];
+  if (s.replica >= 0) {
+    const int rep = s.replica;
+    ReplicaInfo& ri = info_[static_cast<size_t>(rep)];
+    PoolState& p = pools_[static_cast<size_t>(ri.pool)];
+    unlink(slot);
+    --ri.outstanding;
+    --p.outstanding;
+    if (ri.state == State::kActive) --group(p.region, p.model).outstanding;
+    if (ri.state == State::kDraining && ri.outstanding == 0) {
+      ri.state = State::kRetired;
+      --p.draining;
+      hold_end(rep, now);
+    }
+  }
+  const workload::RequestSpec spec = s.spec;
+  free_slots_.push_back(slot);
+  pop_->on_done(spec, now, calls_);
+  schedule_calls();
+}
+
+bool FleetSimulation::meets_slo(const serving::RequestRecord& rec) const {
+  const auto& cls = pop_->classes()[rec.spec->cls].info;
+  const double t_slo = cls.slo_ttft_s > 0 ? cls.slo_ttft_s : sc_.slo_ttft_s.value_or(0);
+  const double p_slo = cls.slo_tpot_s > 0 ? cls.slo_tpot_s : sc_.slo_tpot_s.value_or(0);
+  const double ttft = ns_to_seconds(rec.first_token_ns - rec.spec->arrival_ns);
+  bool ok = t_slo <= 0 || ttft <= t_slo;
+  if (rec.spec->output_tokens > 1 && p_slo > 0)
+    ok = ok && ns_to_seconds(rec.done_ns - rec.first_token_ns) / (rec.spec->output_tokens - 1) <= p_slo;
+  return ok;
+}
+
+// ---- replica notifications -----------------------------------------------------------
+
+void FleetSimulation::on_completion(const serving::RequestRecord& rec) {
+  if (!alive(rec.replica)) return;
+  collector_.on_completion(rec);
+  for (auto* o : options_.observers) o->on_completion(rec);
+  const uint32_t slot = rec.spec->tag;
+  Slot& s = slots_[slot];
+  const auto region = static_cast<size_t>(s.region);
+  ++regions_[region].served;
+  ++current_[region].served;
+  if (meets_slo(rec)) {
+    ++regions_[region].good;
+    ++current_[region].good;
+  }
+  region_ttft_[region].add(ns_to_seconds(rec.first_token_ns - rec.spec->arrival_ns));
+  if (s.retried) ++retried_completed_;
+  ++pools_[static_cast<size_t>(info_[static_cast<size_t>(rec.replica)].pool)].result.completed;
+  finish_call(slot, engine_.now());
+}
+
+void FleetSimulation::on_reject(const workload::RequestSpec& r, int replica, serving::RejectReason why, SimTime t) {
+  if (!alive(replica)) return;
+  collector_.on_reject(r, replica, why, t);
+  for (auto* o : options_.observers) o->on_reject(r, replica, why, t);
+  ++failed_calls_;
+  finish_call(r.tag, t);
+}
+
+// Inter-token gaps are not collected in fleet runs: the report does not use them, and a
+// fleet day has billions of iterations (bucketing each gap cost ~18 % of the run).
+void FleetSimulation::on_preemption(const workload::RequestSpec& r, int replica, SimTime t) {
+  if (alive(replica)) collector_.on_preemption(r, replica, t);
+}
+void FleetSimulation::on_segment(const serving::SegmentRecord& seg) {
+  if (!alive(seg.replica)) return;
+  collector_.on_segment(seg);
+  pools_[static_cast<size_t>(info_[static_cast<size_t>(seg.replica)].pool)].result.busy_hours +=
+      ns_to_seconds(seg.end_ns - seg.start_ns) / 3600.0;
+}
+
+// ---- control -------------------------------------------------------------------------
+
+void FleetSimulation::autoscale(SimTime now) {
+  const Autoscaling& a = spec_.autoscaling;
+  const double s = pop_->sample();
+  for (size_t i = 0; i < pools_.size(); ++i) {
+    PoolState& p = pools_[i];
+    const FleetPool& fp = *p.result.spec;
+    if (fp.pool.replicas + fp.spares == 0) continue;
+    const int lo = scaled(fp.min_replicas, s, 0), hi = scaled(fp.max_replicas, s, 1);
+    const double slots = static_cast<double>(p.vllm.max_num_seqs);
+    int desired = p.active + p.starting;
+    if (a.mode == Autoscaling::Mode::kScheduled) {
+      // Follow the region's curve, one provisioning delay plus one interval ahead, so the
+      // replicas are up when the load arrives: the peak hour gets max_replicas.
+      const RegionTraffic& tr = spec_.regions[static_cast<size_t>(p.region)].traffic;
+      const double peak = *std::max_element(tr.hourly.begin(), tr.hourly.end()) *
+                          *std::max_element(tr.weekly.begin(), tr.weekly.end());
+      const SimTime ahead = now + seconds_to_ns(fp.load_time_s + a.interval_s);
+      const double per_s = pop_->sessions_per_day(static_cast<size_t>(p.region)) * s / 86400.0;
+      const double m = per_s > 0 ? pop_->session_rate(static_cast<size_t>(p.region), ahead) / per_s : 0;
+      desired = static_cast<int>(std::ceil(hi * m / peak - 1e-9));
+    } else if (a.metric == Autoscaling::Metric::kUtilization) {
+      const double cap = std::max(1, p.active) * slots;
+      const double util = static_cast<double>(p.outstanding) / cap;
+      desired = static_cast<int>(std::ceil(std::max(1, p.active) * util / a.target - 1e-9));
+    } else {
+      const double queued = std::max(0.0, static_cast<double>(p.outstanding) - p.active * slots);
+      if (queued / std::max(1, p.active) > a.target) {
+        desired = p.active + static_cast<int>(std::ceil(queued / slots));
+      } else if (queued == 0) {
+        const double util = static_cast<double>(p.outstanding) / (std::max(1, p.active) * slots);
+        if (util < 0.5) desired = static_cast<int>(std::ceil(p.active * util / 0.7));
+      }
+    }
+    desired = std::clamp(desired, lo, hi);
+    p.desired = desired;
+    const int provisioned = p.active + p.starting;
+    if (desired > provisioned) {
+      for (int k = provisioned; k < desired; ++k) start_replica(static_cast<int>(i), now + seconds_to_ns(fp.load_time_s));
+      p.result.scale_ups += static_cast<uint64_t>(desired - provisioned);
+      p.last_change = now;
+    } else if (desired < p.active && now - p.last_change >= seconds_to_ns(a.cooldown_s)) {
+      // Drain the least loaded replicas of this pool: they take no new calls and leave
+      // when their last call completes.
+      std::vector<int32_t> mine;
+      for (int32_t r : group(p.region, p.model).active)
+        if (info_[static_cast<size_t>(r)].pool == static_cast<int>(i)) mine.push_back(r);
+      std::stable_sort(mine.begin(), mine.end(), [&](int32_t x, int32_t y) {
+        return info_[static_cast<size_t>(x)].outstanding < info_[static_cast<size_t>(y)].outstanding;
+      });
+      const int n = p.active - desired;
+      for (int k = 0; k < n; ++k) {
+        const int r = mine[static_cast<size_t>(k)];
+        deactivate(r);
+        ReplicaInfo& ri = info_[static_cast<size_t>(r)];
+        if (ri.outstanding == 0) {
+          ri.state = State::kRetired;
+          hold_end(r, now);
+        } else {
+          ri.state = State::kDraining;
+          ++p.draining;
+        }
+      }
+      p.result.scale_downs += static_cast<uint64_t>(n);
+      p.last_change = now;
+    }
+  }
+}
+
+void FleetSimulation::sample_series(SimTime now) {
+  const double dt = ns_to_seconds(now - last_sample_);
+  for (size_t r = 0; r < regions_.size(); ++r) {
+    // Active replica·ns: the running sum holds −t at each activation and +t at each
+    // deactivation; the replicas still active contribute +now.
+    int active = 0;
+    for (const auto& p : pools_)
+      if (p.region == static_cast<int>(r)) active += p.active;
+    const double acc = held_ns_acc_[r] + static_cast<double>(active) * static_cast<double>(now);
+    RegionSample& cur = current_[r];
+    cur.t_s = ns_to_seconds(last_sample_);
+    cur.replicas_mean = dt > 0 ? acc / 1e9 / dt : active;
+    double slots = 0;
+    for (const auto& p : pools_)
+      if (p.region == static_cast<int>(r)) slots += static_cast<double>(p.active) * p.vllm.max_num_seqs;
+    cur.capacity_slots = slots;
+    regions_[r].series.push_back(cur);
+    cur = RegionSample{};
+    held_ns_acc_[r] = -static_cast<double>(active) * static_cast<double>(now);
+  }
+  last_sample_ = now;
+}
+
+void FleetSimulation::on_event(const core::Event& e) {
+  const SimTime now = e.time;
+  switch (e.kind()) {
+    case kNextSession:
+      if (pop_->next_session(calls_)) {
+        const SimTime t = calls_.front().arrival_ns;
+        schedule_calls();
+        engine_.schedule(t, serving::kPhaseArrival, this, kNextSession);
+      }
+      return;
+    case kArrive:
+      arrive(static_cast<uint32_t>(e.data), now);
+      return;
+    case kBucket:
+      flush_bucket();
+      return;
+    case kDeliver:
+      deliver(static_cast<uint32_t>(e.data), now);
+      return;
+    case kReady:
+      activate(static_cast<int>(e.data), now);
+      return;
+    case kFail:
+      if (now < end_ns_) fail(static_cast<int>(e.data), now);
+      return;
+    case kRepair: {
+      const int old = static_cast<int>(e.data);
+      ReplicaInfo& ri = info_[static_cast<size_t>(old)];
+      PoolState& p = pools_[static_cast<size_t>(ri.pool)];
+      --p.failed;
+      ri.state = State::kRetired;
+      hold_end(old, now);
+      // The repaired hardware loads the weights again and rejoins, unless the pool has
+      // since scaled down below what it holds.
+      if (now < end_ns_ && p.active + p.starting < std::max(p.desired, 1))
+        start_replica(ri.pool, now + seconds_to_ns(p.result.load_time_s));
+      return;
+    }
+    case kAutoscale:
+      autoscale(now);
+      if (now + seconds_to_ns(spec_.autoscaling.interval_s) < end_ns_)
+        engine_.schedule(now + seconds_to_ns(spec_.autoscaling.interval_s), serving::kPhaseReplica + 1, this,
+                         kAutoscale);
+      return;
+    case kSample:
+      sample_series(now);
+      if (now < end_ns_)
+        engine_.schedule(std::min(end_ns_, now + seconds_to_ns(spec_.report_interval_s)), serving::kPhaseReplica + 1,
+                         this, kSample);
+      return;
+    default:
+      throw std::logic_error("FleetSimulation: unknown event kind");
+  }
+}
+
+FleetResult FleetSimulation::run() {
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  for (size_t i = 0; i < pools_.size(); ++i)
+    for (int k = 0; k < pools_[i].result.replicas_simulated; ++k) start_replica(static_cast<int>(i), 0);
+  engine_.schedule(0, serving::kPhaseArrival, this, kNextSession);
+  if (spec_.autoscaling.mode != Autoscaling::Mode::kOff)
+    engine_.schedule(0, serving::kPhaseReplica + 1, this, kAutoscale);
+  engine_.schedule(std::min(end_ns_, seconds_to_ns(spec_.report_interval_s)), serving::kPhaseReplica + 1, this, kSample);
+  auto last_report = t0;
+  bool more = true;
+  while (more) {
+    for (int i = 0; i < 65536 && (more = engine_.step()); ++i) {
+      if (options_.check_invariants)
+        for (size_t r = 0; r < replicas_.size(); ++r)
+          if (alive(static_cast<int>(r))) replicas_[r]->check_invariants();
+    }
+    if (more && options_.progress) {
+      const auto tn = Clock::now();
+      const double wall = std::chrono::duration<double>(tn - t0).count();
+      if (wall > 2.0 && std::chrono::duration<double>(tn - last_report).count() >= 1.0) {
+        last_report = tn;
+        options_.progress({ns_to_seconds(engine_.now()), collector_.arrived(), collector_.completed(), wall});
+      }
+    }
+  }
+  const SimTime end = std::max(engine_.now(), end_ns_);
+  FleetResult res;
+  res.summary = collector_.summarize(end);
+  // The collector counts one busy denominator: report busy per pool instead.
+  for (size_t i = 0; i < pools_.size(); ++i) {
+    for (size_t r = 0; r < info_.size(); ++r) {
+      const ReplicaInfo& ri = info_[r];
+      if (ri.pool == static_cast<int>(i) && ri.state != State::kRetired) {
+        pools_[i].result.replica_hours += ns_to_seconds(end - ri.held_since) / 3600.0;
+      }
+    }
+    res.pools.push_back(pools_[i].result);
+  }
+  for (size_t r = 0; r < regions_.size(); ++r) {
+    regions_[r].ttft = metrics::stats_of(region_ttft_[r]);
+    res.regions.push_back(regions_[r]);
+  }
+  res.unfinished = slots_.size() - free_slots_.size();
+  res.retried = retried_;
+  res.retried_completed = retried_completed_;
+  res.failed_calls = failed_calls_;
+  res.sessions = pop_->sessions_started();
+  res.sample = pop_->sample();
+  res.sim_end_s = ns_to_seconds(end);
+  res.events = engine_.events_dispatched();
+  res.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  res.peak_rss_bytes = static_cast<double>(ru.ru_maxrss) * 1024.0;
+  return res;
+}
+
+FleetResult run_fleet(const scenario::Scenario& sc, const RunOptions& options, int threads) {
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  const int n = static_cast<int>(sc.fleet->models.size());
+  if (!options.observers.empty()) threads = 1;
+  threads = std::clamp(threads, 1, n);
+  std::vector<std::unique_ptr<FleetSimulation>> sims(static_cast<size_t>(n));
+  std::vector<FleetResult> parts(static_cast<size_t>(n));
+  std::vector<std::exception_ptr> errors(static_cast<size_t>(n));
+  std::atomic<int> next{0};
+  auto worker = [&](bool first) {
+    for (int m; (m = next++) < n;) {
+      try {
+        RunOptions o = options;
+        if (!(first && m == 0)) o.progress = nullptr;  // one thread reports progress
+        sims[static_cast<size_t>(m)] = std::make_unique<FleetSimulation>(sc, o, std::vector<int>{m});
+        parts[static_cast<size_t>(m)] = sims[static_cast<size_t>(m)]->run();
+      } catch (...) {
+        errors[static_cast<size_t>(m)] = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(worker, false);
+  worker(true);
+  for (auto& t : pool) t.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  // Merge in model order: the same for any thread count.
+  FleetResult res = parts[0];
+  metrics::Collector all = sims[0]->collector();
+  std::vector<metrics::Histogram> ttft = sims[0]->region_ttft();
+  for (int m = 1; m < n; ++m) {
+    const FleetResult& p = parts[static_cast<size_t>(m)];
+    all.merge(sims[static_cast<size_t>(m)]->collector());
+    for (size_t r = 0; r < ttft.size(); ++r) ttft[r].merge(sims[static_cast<size_t>(m)]->region_ttft()[r]);
+    for (size_t r = 0; r < res.regions.size(); ++r) {
+      RegionResult& a = res.regions[r];
+      const RegionResult& b = p.regions[r];
+      a.arrivals += b.arrivals;
+      a.served += b.served;
+      a.good += b.good;
+      a.spilled_out += b.spilled_out;
+      a.spilled_in += b.spilled_in;
+      for (size_t k = 0; k < a.series.size() && k < b.series.size(); ++k) {
+        RegionSample& x = a.series[k];
+        const RegionSample& y = b.series[k];
+        x.arrivals += y.arrivals;
+        x.served += y.served;
+        x.good += y.good;
+        x.replicas_mean += y.replicas_mean;
+        x.capacity_slots += y.capacity_slots;
+        x.outstanding_peak = std::max(x.outstanding_peak, y.outstanding_peak);
+        x.failures += y.failures;
+      }
+    }
+    res.pools.insert(res.pools.end(), p.pools.begin(), p.pools.end());
+    res.retried += p.retried;
+    res.retried_completed += p.retried_completed;
+    res.failed_calls += p.failed_calls;
+    res.unfinished += p.unfinished;
+    res.sessions += p.sessions;
+    res.events += p.events;
+    res.sim_end_s = std::max(res.sim_end_s, p.sim_end_s);
+  }
+  std::stable_sort(res.pools.begin(), res.pools.end(),
+                   [](const PoolResult& a, const PoolResult& b) { return a.index < b.index; });
+  res.summary = all.summarize(seconds_to_ns(res.sim_end_s));
+  for (size_t r = 0; r < ttft.size(); ++r) res.regions[r].ttft = metrics::stats_of(ttft[r]);
+  res.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  res.peak_rss_bytes = static_cast<double>(ru.ru_maxrss) * 1024.0;
+  return res;
+}
+
+}  // namespace fleetsim::fleet

@@ -1,0 +1,195 @@
+// One run of a fleet scenario: a population of users in regions, pools of replicas per
+// region, geo routing with spillover, autoscaling and failures.
+//
+// Routing: a call goes to its users' home region unless that region is saturated for the
+// call's model (outstanding calls ≥ spill_load × batch slots of its active replicas); then
+// to the nearest region (by round trip) that is not, or, when all are, to the least loaded.
+// Inside a region: power of two choices over the active replicas of every pool serving the
+// model, by outstanding calls per batch slot. The round trip (users → region, plus the
+// WAN hop when spilled) is paid before the call reaches the replica, so TTFT and end-to-end
+// latency include it.
+//
+// Failures: each replica fails at the summed rate of its GPUs, servers and links; its calls
+// in flight are retried after retry_delay (they keep their arrival time, so their latency
+// includes the loss) and the replica comes back after the repair time plus the weight
+// load. Autoscaling: every interval, per pool, from the batch-slot utilization (or queue per
+// replica) against the target, or on a schedule that follows the region's diurnal curve.
+//
+// Sampling: with users.sample = s, every pool runs round(s · replicas) replicas (at least
+// one) and the report scales counts and GPUs back by 1/s.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sim/core/engine.h"
+#include "sim/metrics/collector.h"
+#include "sim/metrics/histogram.h"
+#include "sim/scenario/scenario.h"
+#include "sim/serving/replica.h"
+#include "sim/serving/step_model.h"
+#include "sim/simulation.h"
+
+namespace fleetsim::fleet {
+
+/// One report interval of one region.
+struct RegionSample {
+  double t_s = 0;                ///< start of the interval (run time)
+  uint64_t arrivals = 0;         ///< calls from this region's users (sampled counts)
+  uint64_t served = 0;           ///< calls completed in this region's datacenter
+  uint64_t good = 0;             ///< ... meeting their SLO
+  double replicas_mean = 0;      ///< time-averaged active replicas (sampled)
+  double capacity_slots = 0;     ///< active replicas × max_num_seqs at the end
+  int64_t outstanding_peak = 0;
+  uint64_t failures = 0;
+};
+
+struct PoolResult {
+  int index = 0;                 ///< in the scenario's order (regions, then pools)
+  std::string name, model, gpu;
+  int gpus_per_replica = 0;
+  int replicas_configured = 0;   ///< full scale, spares included
+  int replicas_simulated = 0;    ///< at the start of the run
+  int replicas_peak = 0;         ///< most replicas held at once (active + starting + draining + in repair), sampled
+  double replica_hours = 0;      ///< held replica-hours (sampled)
+  double busy_hours = 0;         ///< replica-hours with an iteration running (sampled)
+  uint64_t completed = 0, failures = 0, scale_ups = 0, scale_downs = 0;
+  double load_time_s = 0;
+  const FleetPool* spec = nullptr;
+};
+
+struct RegionResult {
+  std::string name;
+  uint64_t arrivals = 0, served = 0, good = 0, spilled_out = 0, spilled_in = 0;
+  metrics::LatencyStats ttft;
+  std::vector<RegionSample> series;
+};
+
+struct FleetResult {
+  metrics::Summary summary;      ///< all calls (sampled counts)
+  std::vector<RegionResult> regions;
+  std::vector<PoolResult> pools;
+  uint64_t retried = 0;          ///< calls retried after a replica failed
+  uint64_t retried_completed = 0;
+  uint64_t failed_calls = 0;     ///< calls given up (rejected by a replica)
+  uint64_t unfinished = 0;       ///< calls still in flight when the run stopped
+  uint64_t sessions = 0;
+  double sample = 1;
+  double sim_end_s = 0;
+  uint64_t events = 0;
+  double wall_s = 0;
+  double peak_rss_bytes = 0;
+};
+
+/// Runs a fleet scenario. The pools of different models never share a call, so each
+/// model's pools are simulated apart (a partition, with the same users: see
+/// Population::keep_classes) on up to `threads` threads and merged; the result is the same
+/// for any thread count. Extra observers force one thread.
+FleetResult run_fleet(const scenario::Scenario& sc, const RunOptions& options, int threads);
+
+class FleetSimulation final : public core::EventTarget, private serving::ServingObserver {
+ public:
+  /// Simulates the pools serving `models` (indices into FleetSpec::models; empty = all).
+  FleetSimulation(const scenario::Scenario& sc, RunOptions options = {}, std::vector<int> models = {});
+  ~FleetSimulation() override;
+  FleetResult run();
+  void on_event(const core::Event& e) override;
+  const metrics::Collector& collector() const { return collector_; }
+  const std::vector<metrics::Histogram>& region_ttft() const { return region_ttft_; }
+
+ private:
+  enum class State : uint8_t { kStarting, kActive, kDraining, kFailed, kRetired };
+  struct ReplicaInfo {
+    int pool = 0;
+    State state = State::kStarting;
+    int32_t active_pos = -1;     // index in its group's active list
+    int64_t outstanding = 0;
+    int32_t head = -1;           // first in-flight call (slot), intrusive list
+    SimTime held_since = 0;
+  };
+  struct Slot {                  // a call from generation to completion
+    workload::RequestSpec spec;
+    int32_t replica = -1;
+    int32_t prev = -1, next = -1;
+    int16_t region = -1;         // serving region, once routed
+    bool retried = false;
+  };
+  struct Group {                 // the active replicas of one model in one region
+    std::vector<int32_t> active;
+    int64_t outstanding = 0, slots = 0;
+  };
+  struct PoolState {
+    int region = 0, model = 0;
+    std::unique_ptr<serving::StepModel> steps;
+    serving::VllmConfig vllm;
+    int held = 0;                // starting + active + draining + failed (counted as held)
+    int active = 0, starting = 0, draining = 0, failed = 0;
+    int desired = 0;
+    SimTime last_change = 0;
+    int64_t outstanding = 0;
+    PoolResult result;
+  };
+
+  // ServingObserver (replica notifications; a failed replica's are dropped).
+  void on_reject(const workload::RequestSpec& r, int replica, serving::RejectReason why, SimTime t) override;
+  void on_completion(const serving::RequestRecord& rec) override;
+  void on_segment(const serving::SegmentRecord& seg) override;
+  void on_preemption(const workload::RequestSpec& r, int replica, SimTime t) override;
+
+  uint32_t new_slot(const workload::RequestSpec& r);
+  void schedule_calls();                       // calls_ → arrival events (or the wheel)
+  void flush_bucket();
+  void arrive(uint32_t slot, SimTime now);     // pick a region, pay the round trip
+  void deliver(uint32_t slot, SimTime now);    // pick a replica in the region
+  void finish_call(uint32_t slot, SimTime now);
+  void unlink(uint32_t slot);
+  int pick_region(int home, int model) const;
+  int start_replica(int pool, SimTime ready_at);
+  void activate(int replica, SimTime now);
+  void deactivate(int replica);                // leaves its group's active list
+  void hold_end(int replica, SimTime now);     // stops counting its replica-hours
+  void fail(int replica, SimTime now);
+  void autoscale(SimTime now);
+  void sample_series(SimTime now);
+  bool alive(int replica) const {
+    return info_[static_cast<size_t>(replica)].state != State::kFailed &&
+           info_[static_cast<size_t>(replica)].state != State::kRetired;
+  }
+  Group& group(int region, int model) { return groups_[static_cast<size_t>(region * n_models_ + model)]; }
+  const Group& group(int region, int model) const { return groups_[static_cast<size_t>(region * n_models_ + model)]; }
+  bool meets_slo(const serving::RequestRecord& rec) const;
+
+  const scenario::Scenario& sc_;
+  const FleetSpec& spec_;
+  RunOptions options_;
+  core::Engine engine_;
+  std::unique_ptr<Population> pop_;
+  metrics::Collector collector_;
+  std::vector<std::unique_ptr<serving::Replica>> replicas_;
+  std::vector<ReplicaInfo> info_;
+  std::vector<PoolState> pools_;
+  std::vector<Group> groups_;
+  int n_models_ = 1;
+  std::vector<std::vector<int>> region_order_;  // per home region: regions by round trip
+  std::vector<Slot> slots_;
+  std::vector<uint32_t> free_slots_;
+  std::vector<workload::RequestSpec> calls_;    // scratch: calls to schedule
+  std::vector<std::vector<uint32_t>> wheel_ = std::vector<std::vector<uint32_t>>(4096);  // by second
+  size_t wheel_count_ = 0;
+  int64_t next_flush_ = 0;                      // the bucket the next kBucket event moves
+  bool ticking_ = false;
+  Rng route_rng_, fail_rng_;
+  bool sessions_done_ = false;
+  SimTime end_ns_ = 0;
+  // Results.
+  std::vector<RegionResult> regions_;
+  std::vector<metrics::Histogram> region_ttft_;
+  std::vector<RegionSample> current_;           // per region, the open interval
+  std::vector<double> held_ns_acc_;             // per region: replica·ns active in the interval
+  SimTime last_sample_ = 0;
+  uint64_t retried_ = 0, retried_completed_ = 0, failed_calls_ = 0;
+};
+
+}  // namespace fleetsim::fleet

@@ -1,0 +1,72 @@
+// The `fleet:` section of a scenario, resolved: regions with their users, pools of replicas
+// (GPU type and parallelism per pool), WAN latencies, racks, autoscaling and failures.
+// Schema in scenarios/README.md#fleet; read by sim/scenario/fleet_section.cpp.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hw_models/yaml_reader.h"
+#include "sim/fleet/population.h"
+#include "sim/scenario/pool.h"
+
+namespace fleetsim::fleet {
+
+struct FleetPool {
+  std::string name;            ///< "<region>/<pool name>"
+  scenario::Pool pool;         ///< pool.replicas: replicas at full scale, spares excluded
+  int spares = 0;              ///< N+k: replicas added for failure headroom
+  int min_replicas = 0, max_replicas = 0;  ///< autoscaling bounds (full scale)
+  int servers_per_replica = 1; ///< servers one replica spans (ceil(gpus / gpus per server))
+  int gpus_per_server = 8;
+  double server_power_w = 0;   ///< IT power of one server at full load
+  int servers_per_rack = 1;    ///< servers in one rack: the node's figure, capped by rack power
+  double rack_power_w = 0;
+  double usd_per_gpu_hour = 0; ///< cloud price (catalog or scenario); 0 = unknown
+  double load_time_s = 0;      ///< provisioning delay: startup + weights over storage
+  double failure_rate_per_s = 0;     ///< one replica: GPU + server + link failures
+  double gpu_fail_share = 0, node_fail_share = 0;  ///< the rest are link failures
+};
+
+struct FleetRegion {
+  RegionTraffic traffic;
+  double user_rtt_s = 0;       ///< round trip between the region's users and its datacenter
+  std::vector<FleetPool> pools;
+};
+
+struct Autoscaling {
+  enum class Mode { kOff, kReactive, kScheduled } mode = Mode::kOff;
+  enum class Metric { kUtilization, kQueue } metric = Metric::kUtilization;
+  double target = 0.7;         ///< utilization (outstanding / batch slots) or queued per replica
+  double interval_s = 60;
+  double cooldown_s = 600;
+  double startup_s = 60;       ///< container and engine start before weights load
+  double storage_bw = 2e9;     ///< bytes/s one server reads weights at
+};
+
+struct Failures {
+  bool enabled = false;
+  double gpu_mtbf_s = 0, node_mtbf_s = 0, link_mtbf_s = 0;  ///< 0 = that kind never fails
+  double gpu_mttr_s = 0, node_mttr_s = 0, link_mttr_s = 0;
+  double retry_delay_s = 1;    ///< until the client notices and retries elsewhere
+};
+
+struct FleetSpec {
+  std::vector<FleetRegion> regions;
+  std::vector<std::vector<double>> wan_rtt_s;  ///< region × region round trips
+  /// A region is saturated for a model when its outstanding requests reach this share of
+  /// its batch slots (active replicas × max_num_seqs); requests then spill to the nearest
+  /// region that is not.
+  double spill_load = 1.0;
+  double pue = 1.2;
+  double floor_m2_per_rack = 2.5;
+  double report_interval_s = 3600;
+  Autoscaling autoscaling;
+  Failures failures;
+  std::optional<yaml::Map> users;  ///< kept to build a Population per seed
+  std::vector<std::string> models; ///< catalog ids served: pools and classes index these
+  std::vector<int> class_model;    ///< per session class: index into models
+};
+
+}  // namespace fleetsim::fleet

@@ -1,0 +1,228 @@
+// The `users:` and `fleet:` sections (schema in scenarios/README.md#fleet).
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "hw_models/error.h"
+#include "hw_models/units.h"
+#include "sim/scenario/scenario.h"
+
+namespace fleetsim::scenario {
+
+namespace {
+
+// One failure kind: {mtbf: 80000h, mttr: 24h}; absent = never fails.
+void read_failure_kind(yaml::Map& f, const char* key, double* mtbf, double* mttr, const char* hint) {
+  if (auto k = f.map_opt(key)) {
+    *mtbf = k->quantity("mtbf", units::Dim::kTime, 60.0);
+    *mttr = k->quantity("mttr", units::Dim::kTime, 1.0);
+    k->finish();
+  } else {
+    (void)hint;
+  }
+}
+
+}  // namespace
+
+void load_fleet(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
+                const std::shared_ptr<const hw::CalibrationSet>& calibration) {
+  fleet::FleetSpec spec;
+  yaml::Map fl = root.map("fleet");
+  // Models served: the scenario's, then any a pool or class names.
+  spec.models.push_back(sc.model.id);
+  auto model_index = [&](const std::string& id) {
+    auto it = std::find(spec.models.begin(), spec.models.end(), id);
+    if (it != spec.models.end()) return static_cast<int>(it - spec.models.begin());
+    spec.models.push_back(id);
+    return static_cast<int>(spec.models.size() - 1);
+  };
+
+  fl.has("regions");  // read below, element by element
+  const YAML::Node list = fl.node()["regions"];
+  if (!list.IsSequence() || list.size() == 0 || list.size() > 255)
+    fl.fail("regions", "expected a list of 1 to 255 regions",
+            "e.g. regions: [{name: us-east, utc_offset: -5, users: 0.4, pools: [...]}]");
+  auto src = std::make_shared<yaml::Source>(yaml::Source{fl.file(), {}});
+  std::vector<yaml::Map> region_maps;
+  for (size_t i = 0; i < list.size(); ++i) {
+    region_maps.emplace_back(list[i], src, fl.path() + ".regions[" + std::to_string(i) + "]");
+    yaml::Map& rm = region_maps.back();
+    fleet::FleetRegion reg;
+    reg.traffic.name = rm.str("name");
+    for (const auto& other : spec.regions)
+      if (other.traffic.name == reg.traffic.name) rm.fail("name", "duplicate region name '" + reg.traffic.name + "'");
+    reg.traffic.utc_offset_h = rm.number("utc_offset", -12, 14);
+    reg.traffic.user_share = rm.number("users", 0, 1e9);
+    fleet::read_curves(rm, reg.traffic);
+    reg.user_rtt_s = rm.quantity_or("user_rtt", units::Dim::kTime, 0.0);
+    rm.has("pools");
+    const YAML::Node pools = rm.node()["pools"];
+    if (!pools.IsSequence())
+      rm.fail("pools", "expected a list of pools",
+              "e.g. pools: [{name: h200, replicas: 100, hardware: {gpu: h200-sxm, tp: 8}}] "
+              "(an empty list [] for a region with users but no datacenter)");
+    for (size_t j = 0; j < pools.size(); ++j) {
+      yaml::Map pm(pools[j], src, rm.path() + ".pools[" + std::to_string(j) + "]");
+      fleet::FleetPool fp;
+      fp.name = reg.traffic.name + "/" + pm.str_or("name", "pool" + std::to_string(j));
+      hw::ModelSpec model = sc.model;
+      if (pm.has("model")) {
+        try {
+          model = catalog.model(pm.str("model"));
+        } catch (const InputError& e) {
+          throw pm.locate("model", e);
+        }
+      }
+      model_index(model.id);
+      fp.pool = load_pool(root, pm, "hardware", model, sc, catalog, calibration, fp.name.c_str());
+      fp.pool.replicas = static_cast<int>(pm.integer("replicas", 0, 10'000'000));
+      fp.spares = static_cast<int>(pm.integer_or("spares", 0, 1'000'000, 0));
+      fp.min_replicas = static_cast<int>(pm.integer_or("min_replicas", 0, 10'000'000, 0));
+      fp.max_replicas = static_cast<int>(pm.integer_or("max_replicas", 0, 10'000'000, fp.pool.replicas + fp.spares));
+      if (fp.max_replicas < fp.min_replicas)
+        pm.fail("max_replicas", "max_replicas (" + std::to_string(fp.max_replicas) + ") is below min_replicas (" +
+                                    std::to_string(fp.min_replicas) + ")");
+      const int gpus = fp.pool.par.gpus();
+      fp.gpus_per_server = fp.pool.node ? fp.pool.node->gpus_per_node : gpus;
+      fp.servers_per_replica = (gpus + fp.gpus_per_server - 1) / fp.gpus_per_server;
+      fp.server_power_w = fp.pool.node && fp.pool.node->node_power_w > 0
+                              ? fp.pool.node->node_power_w
+                              : fp.pool.gpu.tdp_w * fp.gpus_per_server;
+      fp.usd_per_gpu_hour = pm.number_or("usd_per_gpu_hour", 0.0, 1000.0, fp.pool.gpu.cloud_usd_per_gpu_hour);
+      pm.finish();
+      reg.pools.push_back(std::move(fp));
+    }
+    spec.regions.push_back(std::move(reg));
+  }
+  // WAN round trips: each region lists the others, {eu-west: 80ms}; symmetric.
+  const size_t n = spec.regions.size();
+  spec.wan_rtt_s.assign(n, std::vector<double>(n, -1.0));
+  for (size_t i = 0; i < n; ++i) {
+    spec.wan_rtt_s[i][i] = 0;
+    if (auto w = region_maps[i].map_opt("wan_rtt")) {
+      for (size_t j = 0; j < n; ++j) {
+        if (j == i) continue;
+        const std::string& other = spec.regions[j].traffic.name;
+        if (!w->has(other)) continue;
+        const double t = w->quantity(other, units::Dim::kTime);
+        if (spec.wan_rtt_s[i][j] >= 0 && std::fabs(spec.wan_rtt_s[i][j] - t) > 1e-12)
+          w->fail(other, "the round trip to " + other + " differs from the one " + other + " gives back",
+                  "give each pair once, or the same value both ways");
+        spec.wan_rtt_s[i][j] = spec.wan_rtt_s[j][i] = t;
+      }
+      w->finish();
+    }
+  }
+  for (size_t i = 0; i < n; ++i)
+    for (size_t j = 0; j < n; ++j)
+      if (spec.wan_rtt_s[i][j] < 0)
+        region_maps[i].fail("wan_rtt", "no round-trip time between " + spec.regions[i].traffic.name + " and " +
+                                           spec.regions[j].traffic.name,
+                            "add wan_rtt: {" + spec.regions[j].traffic.name + ": 80ms} to one of the two regions");
+  for (auto& rm : region_maps) rm.finish();
+
+  if (auto rt = fl.map_opt("routing")) {
+    spec.spill_load = rt->number_or("spill_load", 0.01, 100.0, 1.0);
+    rt->finish();
+  }
+  if (auto rk = fl.map_opt("datacenter")) {
+    spec.pue = rk->number_or("pue", 1.0, 3.0, 1.2);
+    spec.floor_m2_per_rack = rk->number_or("floor_m2_per_rack", 0.1, 100.0, 2.5);
+    const double cap = rk->quantity_or("rack_power", units::Dim::kPower, 0.0);
+    rk->finish();
+    for (auto& reg : spec.regions)
+      for (auto& p : reg.pools) p.rack_power_w = cap;
+  }
+  for (auto& reg : spec.regions)
+    for (auto& p : reg.pools) {
+      // Servers per rack: the node's layout, capped by the rack's power limit.
+      const int by_layout = p.pool.node && p.pool.node->nodes_per_rack > 0 ? p.pool.node->nodes_per_rack : 4;
+      const double limit = p.rack_power_w > 0 ? p.rack_power_w
+                           : (p.pool.node && p.pool.node->rack_power_w > 0 ? p.pool.node->rack_power_w : 0);
+      p.rack_power_w = limit;
+      int by_power = by_layout;
+      if (limit > 0) by_power = std::max(1, static_cast<int>(std::floor(limit / p.server_power_w + 1e-9)));
+      p.servers_per_rack = std::min(by_layout, by_power);
+    }
+  if (auto as = fl.map_opt("autoscaling")) {
+    auto& a = spec.autoscaling;
+    const std::string mode = as->choice_or("mode", {"off", "reactive", "scheduled"}, "reactive");
+    a.mode = mode == "off" ? fleet::Autoscaling::Mode::kOff
+             : mode == "reactive" ? fleet::Autoscaling::Mode::kReactive
+                                  : fleet::Autoscaling::Mode::kScheduled;
+    a.metric = as->choice_or("metric", {"utilization", "queue"}, "utilization") == "queue"
+                   ? fleet::Autoscaling::Metric::kQueue
+                   : fleet::Autoscaling::Metric::kUtilization;
+    a.target = as->number_or("target", 0.01, 1e6, a.metric == fleet::Autoscaling::Metric::kQueue ? 4.0 : 0.7);
+    a.interval_s = as->quantity_or("interval", units::Dim::kTime, 60.0, 1.0);
+    a.cooldown_s = as->quantity_or("cooldown", units::Dim::kTime, 600.0);
+    a.startup_s = as->quantity_or("startup", units::Dim::kTime, 60.0);
+    a.storage_bw = as->quantity_or("storage_bandwidth", units::Dim::kBandwidth, 2e9, 1.0);
+    as->finish();
+  }
+  for (auto& reg : spec.regions)
+    for (auto& p : reg.pools) {
+      // Provisioning delay: start-up, then every server of the replica reads its share of
+      // the weights from storage in parallel.
+      const double weights = (p.pool.memory.weight_bytes + p.pool.memory.host_weight_bytes) * p.pool.par.gpus();
+      p.load_time_s = spec.autoscaling.startup_s + weights / p.servers_per_replica / spec.autoscaling.storage_bw;
+    }
+  if (auto fm = fl.map_opt("failures")) {
+    auto& f = spec.failures;
+    f.enabled = true;
+    read_failure_kind(*fm, "gpu", &f.gpu_mtbf_s, &f.gpu_mttr_s, "");
+    read_failure_kind(*fm, "node", &f.node_mtbf_s, &f.node_mttr_s, "");
+    read_failure_kind(*fm, "link", &f.link_mtbf_s, &f.link_mttr_s, "");
+    f.retry_delay_s = fm->quantity_or("retry_delay", units::Dim::kTime, 1.0);
+    fm->finish();
+    if (f.gpu_mtbf_s == 0 && f.node_mtbf_s == 0 && f.link_mtbf_s == 0)
+      fl.fail("failures", "no failure kind given",
+              "e.g. failures: {gpu: {mtbf: 80000h, mttr: 48h}, node: {mtbf: 60000h, mttr: 4h}}");
+    for (auto& reg : spec.regions)
+      for (auto& p : reg.pools) {
+        // A replica fails when any of its GPUs, servers or server links (one NIC per GPU)
+        // fails: the rates add.
+        const double g = f.gpu_mtbf_s > 0 ? p.pool.par.gpus() / f.gpu_mtbf_s : 0;
+        const double s = f.node_mtbf_s > 0 ? p.servers_per_replica / f.node_mtbf_s : 0;
+        const double l = f.link_mtbf_s > 0 ? p.servers_per_replica / f.link_mtbf_s : 0;
+        p.failure_rate_per_s = g + s + l;
+        p.gpu_fail_share = p.failure_rate_per_s > 0 ? g / p.failure_rate_per_s : 0;
+        p.node_fail_share = p.failure_rate_per_s > 0 ? s / p.failure_rate_per_s : 0;
+      }
+  }
+  spec.report_interval_s = fl.quantity_or("report_interval", units::Dim::kTime, 3600.0, 1.0);
+  fl.finish();
+
+  // Users → traffic, validated now and rebuilt per run.
+  spec.users = root.map("users");
+  std::vector<fleet::RegionTraffic> traffic;
+  for (const auto& r : spec.regions) traffic.push_back(r.traffic);
+  {
+    yaml::Map copy = *spec.users;
+    fleet::Population pop(copy, traffic, RngStreams(sc.seed), sc.base_dir);
+    copy.finish();
+    for (size_t c = 0; c < pop.classes().size(); ++c) {
+      const std::string& id = pop.classes()[c].model.empty() ? sc.model.id : pop.classes()[c].model;
+      try {
+        (void)catalog.model(id);
+      } catch (const InputError& e) {
+        yaml::Map u = root.map("users");
+        throw u.locate("classes", e);
+      }
+      spec.class_model.push_back(model_index(id));
+    }
+    sc.workload_description = pop.describe();
+  }
+  // Every model a class asks for must be served somewhere.
+  for (size_t m = 0; m < spec.models.size(); ++m) {
+    bool served = false;
+    for (const auto& r : spec.regions)
+      for (const auto& p : r.pools) served = served || p.pool.model.id == spec.models[m];
+    if (!served)
+      fl.fail("regions", "no pool serves " + spec.models[m] + ", which a user class asks for",
+              "add a pool with model: " + spec.models[m]);
+  }
+  sc.fleet = std::move(spec);
+}
+
+}  // namespace fleetsim::scenario

@@ -1,0 +1,28 @@
+// A pool of replicas with its own deployment (model, GPU, parallelism) and serving limits.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "hw_models/catalog.h"
+#include "hw_models/perf_model.h"
+#include "sim/serving/vllm.h"
+
+namespace fleetsim::scenario {
+
+/// A pool of replicas. As a second pool: the prefill pool of a disaggregated deployment (the
+/// scenario's own hardware and serving.replicas are then the decode pool), or the small
+/// model of a cascade (the scenario's model is then the large one).
+struct Pool {
+  int replicas = 0;
+  hw::ModelSpec model;
+  hw::GpuSpec gpu;
+  std::optional<hw::NodeSpec> node;
+  hw::Parallelism par;
+  hw::Deployment dep;
+  hw::MemoryFit memory;
+  serving::VllmConfig vllm;
+  std::string efficiency_source;
+};
+
+}  // namespace fleetsim::scenario

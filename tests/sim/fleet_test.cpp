@@ -1,0 +1,239 @@
+// Tests for sim/fleet: geo routing and spillover (with the WAN round trip in TTFT), the
+// autoscaler's reaction time, failures that lose no call, identical results for any thread
+// count, and input errors of the fleet section.
+#include "sim/fleet/fleet_sim.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "hw_models/error.h"
+
+namespace fleetsim::fleet {
+namespace {
+
+const hw::Catalog& catalog() {
+  static const hw::Catalog c = hw::Catalog::load(hw::Catalog::default_dir());
+  return c;
+}
+
+// Llama-3.1-8B on H100s; 1M weekly users sampled at 1 %; flat diurnal curve. `regions` is
+// the YAML list of regions, `extra` more fleet keys.
+std::string scenario_text(const std::string& regions, const std::string& extra = "",
+                          const std::string& users_extra = "") {
+  return R"(
+name: t
+seed: 3
+model: llama-3.1-8b
+hardware: {gpu: h100-sxm, tp: 1}
+serving: {policy: vllm, chunked_prefill: true, max_num_seqs: 64, max_batched_tokens: 2048}
+users:
+  weekly_active: 1e6
+  daily_active_fraction: 0.4
+  sessions_per_day: 2
+  turns_per_session: 3
+  think_time: 20s
+  prompt_tokens: {dist: lognormal, median: 200, sigma: 0.8, max: 4000}
+  output_tokens: {dist: lognormal, median: 150, sigma: 0.8, max: 1000}
+  duration: 2h
+  sample: 0.1
+)" + users_extra + R"(
+fleet:
+  regions:
+)" + regions + extra + R"(
+slo: {ttft: 2s, tpot: 100ms}
+)";
+}
+
+scenario::Scenario load(const std::string& text) {
+  auto src = std::make_shared<yaml::Source>();
+  src->file = "fleet.yaml";
+  return scenario::load_map(yaml::Map(YAML::Load(text), src, ""), "fleet.yaml", {}, std::nullopt, catalog());
+}
+
+std::string error_of(const std::string& text) {
+  try {
+    load(text);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no InputError";
+  return "";
+}
+
+TEST(Fleet, RegionWithoutDatacenterSpillsEverythingAndPaysTheRoundTrip) {
+  // Region "far" has users but no pools: all its calls go to "dc", and each one pays its
+  // users' round trip (40 ms) plus the WAN hop (150 ms) before reaching a replica, so its
+  // TTFT is at least 190 ms. "dc"'s own users pay 10 ms.
+  const auto sc = load(scenario_text(R"(
+    - {name: dc, utc_offset: 0, users: 0.5, diurnal: flat, user_rtt: 10ms, wan_rtt: {far: 150ms},
+       pools: [{name: h100, replicas: 20}]}
+    - {name: far, utc_offset: 0, users: 0.5, diurnal: flat, user_rtt: 40ms, pools: []}
+)"));
+  const FleetResult r = run_fleet(sc, {}, 1);
+  const RegionResult& dc = r.regions[0];
+  const RegionResult& far = r.regions[1];
+  ASSERT_GT(far.arrivals, 1000u);
+  EXPECT_EQ(far.spilled_out, far.arrivals);
+  EXPECT_EQ(dc.spilled_out, 0u);
+  EXPECT_EQ(far.served, 0u);
+  EXPECT_EQ(dc.served, r.summary.requests_completed);
+  EXPECT_EQ(r.summary.requests_completed, dc.arrivals + far.arrivals);
+  // The fastest call from "far" cannot beat 190 ms; at p50 the ~60 ms of service adds on.
+  EXPECT_GT(r.summary.ttft.p50_s, 0.010);
+  EXPECT_GE(r.summary.ttft.max_s, 0.190);
+}
+
+TEST(Fleet, SaturatedRegionSpillsToTheNearestRegionWithRoom) {
+  // "small" has 1 replica (64 batch slots) for half the users: about 1M·0.4·2·3·0.5 /
+  // 86400 s · 0.1 sample = 1.4 calls/s, each ~2-4 s long, so its calls in flight stay far
+  // below 64 · 0.05 = 3.2 only rarely: with spill_load 0.05 most of its calls spill, and
+  // they go to "near" (30 ms), never to "far" (200 ms), which has room too.
+  const auto sc = load(scenario_text(R"(
+    - {name: small, utc_offset: 0, users: 1, diurnal: flat, user_rtt: 10ms,
+       wan_rtt: {near: 30ms, far: 200ms}, pools: [{name: h100, replicas: 10}]}
+    - {name: near, utc_offset: 0, users: 0, diurnal: flat, wan_rtt: {far: 200ms}, pools: [{name: h100, replicas: 100}]}
+    - {name: far, utc_offset: 0, users: 0, diurnal: flat, pools: [{name: h100, replicas: 100}]}
+)",
+                                     "  routing: {spill_load: 0.05}\n"));
+  const FleetResult r = run_fleet(sc, {}, 1);
+  ASSERT_GT(r.regions[0].arrivals, 1000u);
+  EXPECT_GT(r.regions[0].spilled_out, 0u);
+  EXPECT_EQ(r.regions[1].spilled_in, r.regions[0].spilled_out);
+  EXPECT_EQ(r.regions[2].spilled_in, 0u);
+  EXPECT_EQ(r.regions[0].served + r.regions[1].served, r.summary.requests_completed);
+
+  // The same without spillover pressure (spill_load 100): everything stays home.
+  const auto calm = load(scenario_text(R"(
+    - {name: small, utc_offset: 0, users: 1, diurnal: flat, user_rtt: 10ms,
+       wan_rtt: {near: 30ms, far: 200ms}, pools: [{name: h100, replicas: 10}]}
+    - {name: near, utc_offset: 0, users: 0, diurnal: flat, wan_rtt: {far: 200ms}, pools: [{name: h100, replicas: 100}]}
+    - {name: far, utc_offset: 0, users: 0, diurnal: flat, pools: [{name: h100, replicas: 100}]}
+)",
+                                       "  routing: {spill_load: 100}\n"));
+  const FleetResult c = run_fleet(calm, {}, 1);
+  EXPECT_EQ(c.regions[0].spilled_out, 0u);
+  EXPECT_EQ(c.regions[0].served, c.summary.requests_completed);
+}
+
+TEST(Fleet, AutoscalerAddsReplicasOneLoadTimeAfterTheFirstTick) {
+  // One pool starting at 1 replica (min 1, max 10), all users (no sampling) for 5 min:
+  // 1M·0.4·2·3 / 86400 s = 27.8 calls/s, each ~1-2 s long, i.e. ~40 in flight on 64 slots:
+  // utilization ~0.6, above the 0.3 target, so the first tick that sees the load scales
+  // up. Load time = startup 30 s + weights / storage: Llama-3.1-8B in BF16 is 16.06 GB on
+  // one server at 2 GB/s = 8.03 s → 38.0 s. Ticks every 10 s; report intervals of 10 s.
+  // The tick at 10 s (or 20 s, if the load had not built up at 10 s) starts replicas that
+  // are active 38 s later: the intervals up to [40, 50) s show exactly 1 replica, and
+  // [70, 80) s shows more.
+  std::string text = scenario_text(R"(
+    - {name: dc, utc_offset: 0, users: 1, diurnal: flat, pools: [{name: h100, replicas: 1, min_replicas: 1, max_replicas: 10}]}
+)",
+                                   "  autoscaling: {mode: reactive, target: 0.3, interval: 10s, cooldown: 10min, "
+                                   "startup: 30s, storage_bandwidth: 2GB/s}\n  report_interval: 10s\n");
+  text.replace(text.find("duration: 2h"), 12, "duration: 5min");
+  text.replace(text.find("sample: 0.1"), 11, "sample: 1");
+  const auto sc = load(text);
+  EXPECT_NEAR(sc.fleet->regions[0].pools[0].load_time_s, 30.0 + 16.06e9 / 2e9, 0.1);
+  const FleetResult r = run_fleet(sc, {}, 1);
+  const auto& series = r.regions[0].series;
+  ASSERT_GT(series.size(), 10u);
+  for (size_t k = 0; k < 5; ++k) EXPECT_DOUBLE_EQ(series[k].replicas_mean, 1.0) << "interval " << k;
+  EXPECT_GT(series[7].replicas_mean, 1.5);
+  EXPECT_GT(r.pools[0].scale_ups, 0u);
+  EXPECT_LE(r.pools[0].replicas_peak, 10);
+}
+
+TEST(Fleet, FailuresLoseNoCall) {
+  // GPU MTBF 2 h on 20 single-GPU replicas for 2 h: about 20 failures expected. Every
+  // call ends completed or failed, and the calls a failed replica held are retried.
+  const auto sc = load(scenario_text(R"(
+    - {name: dc, utc_offset: 0, users: 1, diurnal: flat, pools: [{name: h100, replicas: 200}]}
+)",
+                                     "  failures: {gpu: {mtbf: 2h, mttr: 10min}, retry_delay: 1s}\n"));
+  RunOptions opt;
+  opt.check_invariants = false;
+  const FleetResult r = run_fleet(sc, opt, 1);
+  uint64_t failures = 0;
+  for (const auto& p : r.pools) failures += p.failures;
+  EXPECT_GE(failures, 8u);   // Poisson(20): P(X < 8) ≈ 0.0008
+  EXPECT_LE(failures, 35u);
+  EXPECT_GT(r.retried, 0u);
+  EXPECT_EQ(r.unfinished, 0u);
+  EXPECT_EQ(r.summary.requests_arrived, r.summary.requests_completed + r.failed_calls);
+  EXPECT_LE(r.retried_completed, r.retried);
+}
+
+TEST(Fleet, SameResultForAnyThreadCountAndSeed) {
+  // Two models (a class on Llama-3.2-1B): two partitions. One thread or two, and the same
+  // seed twice, give identical results.
+  const std::string text = scenario_text(R"(
+    - {name: dc, utc_offset: 0, users: 1, diurnal: flat,
+       pools: [{name: big, replicas: 20}, {name: small, replicas: 10, model: llama-3.2-1b}]}
+)",
+                                         "", "  classes: [{name: chat, share: 0.7}, {name: mini, share: 0.3, model: llama-3.2-1b}]\n");
+  const auto sc = load(text);
+  const FleetResult a = run_fleet(sc, {}, 1), b = run_fleet(sc, {}, 2), c = run_fleet(sc, {}, 2);
+  for (const FleetResult* x : {&b, &c}) {
+    EXPECT_EQ(a.summary.requests_completed, x->summary.requests_completed);
+    EXPECT_EQ(a.summary.ttft.p99_s, x->summary.ttft.p99_s);
+    EXPECT_EQ(a.summary.e2e.mean_s, x->summary.e2e.mean_s);
+    EXPECT_EQ(a.events, x->events);
+    ASSERT_EQ(a.pools.size(), x->pools.size());
+    for (size_t i = 0; i < a.pools.size(); ++i) {
+      EXPECT_EQ(a.pools[i].name, x->pools[i].name);
+      EXPECT_EQ(a.pools[i].completed, x->pools[i].completed);
+      EXPECT_EQ(a.pools[i].busy_hours, x->pools[i].busy_hours);
+    }
+  }
+  ASSERT_EQ(a.summary.classes.size(), 2u);
+  EXPECT_GT(a.summary.classes[1].completed, 0u);
+  // Each class ran on its own model's pool.
+  EXPECT_EQ(a.pools[0].completed, a.summary.classes[0].completed);
+  EXPECT_EQ(a.pools[1].completed, a.summary.classes[1].completed);
+}
+
+TEST(Fleet, SampledRunScalesPoolsAndCounts) {
+  // sample 0.1 of 200 replicas → 20 simulated; of 5 → round(0.5) → at least 1.
+  const auto sc = load(scenario_text(R"(
+    - {name: dc, utc_offset: 0, users: 1, diurnal: flat, pools: [{name: a, replicas: 200}, {name: b, replicas: 5}]}
+)"));
+  const FleetResult r = run_fleet(sc, {}, 1);
+  EXPECT_EQ(r.pools[0].replicas_simulated, 20);
+  EXPECT_EQ(r.pools[1].replicas_simulated, 1);
+  EXPECT_DOUBLE_EQ(r.sample, 0.1);
+  // 1M · 0.4 · 2 sessions/day · 0.1 sample · 2 h / 24 h = 6,667 sessions (Poisson s.d. 82).
+  EXPECT_NEAR(static_cast<double>(r.sessions), 6667.0, 4 * 82.0);
+}
+
+TEST(Fleet, InputErrorsNameTheField) {
+  const std::string ok_regions = R"(
+    - {name: a, utc_offset: 0, users: 1, wan_rtt: {b: 50ms}, pools: [{name: h100, replicas: 2}]}
+    - {name: b, utc_offset: 0, users: 1, pools: []}
+)";
+  EXPECT_NO_THROW(load(scenario_text(ok_regions)));
+  // A missing round trip between two regions.
+  std::string e = error_of(scenario_text(R"(
+    - {name: a, utc_offset: 0, users: 1, pools: [{name: h100, replicas: 2}]}
+    - {name: b, utc_offset: 0, users: 1, pools: []}
+)"));
+  EXPECT_NE(e.find("no round-trip time between a and b"), std::string::npos) << e;
+  // workload: and fleet: together.
+  e = error_of(scenario_text(ok_regions) + "workload: {requests: 10, arrival: {process: poisson, rate: 1/s}, "
+                                           "prompt_tokens: 10, output_tokens: 10}\n");
+  EXPECT_NE(e.find("users:, not workload:"), std::string::npos) << e;
+  // A class asks for a model no pool serves.
+  e = error_of(scenario_text(ok_regions, "", "  classes: [{name: x, share: 1, model: llama-3.1-70b}]\n"));
+  EXPECT_NE(e.find("no pool serves llama-3.1-70b"), std::string::npos) << e;
+  // Unknown key with its line.
+  e = error_of(scenario_text(ok_regions, "  autoscaling: {mode: reactive, targte: 0.5}\n"));
+  EXPECT_NE(e.find("targte"), std::string::npos) << e;
+  EXPECT_NE(e.find("fleet.yaml:"), std::string::npos) << e;
+  // A pool whose model does not fit its GPU.
+  e = error_of(scenario_text(R"(
+    - {name: a, utc_offset: 0, users: 1, pools: [{name: tiny, replicas: 1, model: llama-3.1-405b, hardware: {gpu: rtx-4090}}]}
+)"));
+  EXPECT_NE(e.find("memory fit"), std::string::npos) << e;
+}
+
+}  // namespace
+}  // namespace fleetsim::fleet
