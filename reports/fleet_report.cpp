@@ -161,19 +161,24 @@ std::string fleet_report(const scenario::Scenario& sc, const fleet::FleetResult&
     }
     if (big) {
       const double per_user_day = a.usd_per_day / (pop->weekly_active() * pop->daily_active_fraction());
+      double held_s = 0;
+      for (const auto& p : res.pools) held_s += p.replica_hours * 3600.0;
+      const double in_flight = held_s > 0 ? res.summary.e2e.mean_s * static_cast<double>(res.summary.requests_completed) / held_s : 0;
       o << "\n  WHY NOT AT HOME\n";
-      o << "  One copy of " << big->spec->pool.model.name << " is "
-        << units::format(big_bytes, Dim::kBytes) << " of weights (" << big->spec->pool.dep.prec.weight_bytes * 8
-        << "-bit): " << std::ceil(big_bytes / 24e9) << " 24 GB graphics cards just to hold it, before any KV cache.\n"
-        << "  The provider spreads each replica's " << big->gpus_per_replica
-        << " GPUs over many users at once (batching): the fleet kept its GPUs busy "
-        << pct(a.busy_fraction) << " of the time";
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "%.0f", std::ceil(big_bytes / 24e9));
+      o << "  One copy of " << big->spec->pool.model.name << " is " << units::format(big_bytes, Dim::kBytes)
+        << " of weights (" << big->spec->pool.dep.prec.weight_bytes * 8 << "-bit): " << buf
+        << " graphics cards of 24 GB just to hold it, before any KV cache.\n";
+      std::snprintf(buf, sizeof buf, "%.1f", in_flight);
+      o << "  Batching: a replica here had " << buf << " calls in flight on average (busy " << pct(a.busy_fraction)
+        << " of its time), so every GPU-hour is shared by many users";
       if (per_user_day > 0) {
-        char buf[64];
         std::snprintf(buf, sizeof buf, "$%.3f", per_user_day);
-        o << ", at " << buf << " per daily user per day";
+        o << ": " << buf << " per daily user per day";
       }
-      o << ".\n";
+      o << ".\n  One person sends one call at a time for minutes a day: a machine of their own waits idle"
+           " almost all day\n  (scenarios/local-vs-datacenter.yaml puts numbers on it).\n";
     }
   }
   o << "\n  USERS    " << pop->describe() << "\n";
@@ -223,6 +228,19 @@ std::string fleet_report(const scenario::Scenario& sc, const fleet::FleetResult&
                   human(std::ceil(servers / fp.servers_per_rack - 1e-9)).c_str(),
                   fp.server_power_w * fp.servers_per_rack / 1e3,
                   fp.usd_per_gpu_hour > 0 ? ("$" + human(fp.usd_per_gpu_hour)).c_str() : "n/a");
+    o << buf;
+  }
+  o << "\n  pools: service              calls/day  output tok/day  tok/s per call  TPOT p99   $/M out tok  $/M tok\n";
+  for (const auto& p : res.pools) {
+    const fleet::FleetPool& fp = *p.spec;
+    const double cost = p.replica_hours * p.gpus_per_replica * fp.usd_per_gpu_hour;  // sampled, same scale as tokens
+    const double out_tok = static_cast<double>(p.output_tokens), all_tok = static_cast<double>(p.input_tokens) + out_tok;
+    std::snprintf(buf, sizeof buf, "  %-28s %9s %15s %15s %9s %12s %8s\n", p.name.c_str(),
+                  human(static_cast<double>(p.completed) / res.sample * per_day).c_str(),
+                  human(out_tok / res.sample * per_day).c_str(),
+                  p.tpot.p50_s > 0 ? human(1.0 / p.tpot.p50_s).c_str() : "-", t(p.tpot.p99_s).c_str(),
+                  fp.usd_per_gpu_hour > 0 && out_tok > 0 ? ("$" + human(cost / out_tok * 1e6)).c_str() : "n/a",
+                  fp.usd_per_gpu_hour > 0 && all_tok > 0 ? ("$" + human(cost / all_tok * 1e6)).c_str() : "n/a");
     o << buf;
   }
   const auto& s = res.summary;
@@ -312,6 +330,10 @@ json fleet_json(const scenario::Scenario& sc, const fleet::FleetResult& res) {
                      {"replica_hours_simulated", p.replica_hours},
                      {"busy_hours_simulated", p.busy_hours},
                      {"calls_completed", p.completed},
+                     {"input_tokens", p.input_tokens},
+                     {"output_tokens", p.output_tokens},
+                     {"tpot_p50_s", p.tpot.p50_s},
+                     {"tpot_p99_s", p.tpot.p99_s},
                      {"failures", p.failures},
                      {"scale_ups", p.scale_ups},
                      {"scale_downs", p.scale_downs},

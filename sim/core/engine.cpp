@@ -1,5 +1,6 @@
 #include "sim/core/engine.h"
 
+#include <algorithm>
 #include <string>
 
 namespace fleetsim::core {
@@ -12,13 +13,44 @@ void Engine::schedule(SimTime time, uint32_t phase, EventTarget* target, uint32_
   }
   if (phase > 0xff || kind > 0xff) throw std::logic_error("event phase or kind out of range");
   const uint64_t order = (uint64_t{phase} << 56) | ((next_seq_++ & ((uint64_t{1} << 48) - 1)) << 8) | kind;
-  queue_.push(Event{time, order, target, data});
+  heap_.push_back(Event{time, order, target, data});
+  sift_up(heap_.size() - 1);
+}
+
+void Engine::sift_up(size_t i) {
+  const Event e = heap_[i];
+  while (i > 0) {
+    const size_t parent = (i - 1) / 4;
+    if (!earlier(e, heap_[parent])) break;
+    heap_[i] = heap_[parent];
+    i = parent;
+  }
+  heap_[i] = e;
+}
+
+void Engine::sift_down(size_t i) {
+  const size_t n = heap_.size();
+  const Event e = heap_[i];
+  for (;;) {
+    const size_t first = 4 * i + 1;
+    if (first >= n) break;
+    size_t best = first;
+    const size_t last = std::min(first + 4, n);
+    for (size_t c = first + 1; c < last; ++c)
+      if (earlier(heap_[c], heap_[best])) best = c;
+    if (!earlier(heap_[best], e)) break;
+    heap_[i] = heap_[best];
+    i = best;
+  }
+  heap_[i] = e;
 }
 
 bool Engine::step() {
-  if (queue_.empty()) return false;
-  const Event e = queue_.top();
-  queue_.pop();
+  if (heap_.empty()) return false;
+  const Event e = heap_.front();
+  heap_.front() = heap_.back();
+  heap_.pop_back();
+  if (!heap_.empty()) sift_down(0);
   now_ = e.time;
   ++dispatched_;
   for (auto* o : observers_) o->on_dispatch(e);
@@ -34,7 +66,7 @@ void Engine::run() {
 
 void Engine::run_until(SimTime until) {
   stopped_ = false;
-  while (!stopped_ && !queue_.empty() && queue_.top().time <= until) step();
+  while (!stopped_ && !heap_.empty() && heap_.front().time <= until) step();
   if (!stopped_ && until > now_) now_ = until;
 }
 

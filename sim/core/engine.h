@@ -9,7 +9,6 @@
 #pragma once
 
 #include <cstdint>
-#include <queue>
 #include <stdexcept>
 #include <vector>
 
@@ -65,18 +64,21 @@ class Engine {
 
   SimTime now() const { return now_; }
   uint64_t events_dispatched() const { return dispatched_; }
-  size_t pending() const { return queue_.size(); }
+  size_t pending() const { return heap_.size(); }
 
   void add_observer(EngineObserver* o) { observers_.push_back(o); }
 
  private:
-  struct Later {
-    bool operator()(const Event& a, const Event& b) const {
-      if (a.time != b.time) return a.time > b.time;
-      return a.order > b.order;  // phase, then insertion order
-    }
-  };
-  std::priority_queue<Event, std::vector<Event>, Later> queue_;
+  static bool earlier(const Event& a, const Event& b) {
+    return a.time < b.time || (a.time == b.time && a.order < b.order);  // phase, then insertion
+  }
+  void sift_up(size_t i);
+  void sift_down(size_t i);
+  /// A 4-ary min-heap on (time, order): half the depth of a binary heap, and the four
+  /// children of a node share a cache line pair, so a fleet-scale queue of ~10^5 events
+  /// misses the cache about half as often. The order is total, so the dispatch sequence is
+  /// the same as with any other correct priority queue.
+  std::vector<Event> heap_;
   std::vector<EngineObserver*> observers_;
   SimTime now_ = 0;
   uint64_t next_seq_ = 0;

@@ -401,7 +401,12 @@ void FleetSimulation::on_completion(const serving::RequestRecord& rec) {
   }
   region_ttft_[region].add(ns_to_seconds(rec.first_token_ns - rec.spec->arrival_ns));
   if (s.retried) ++retried_completed_;
-  ++pools_[static_cast<size_t>(info_[static_cast<size_t>(rec.replica)].pool)].result.completed;
+  PoolState& p = pools_[static_cast<size_t>(info_[static_cast<size_t>(rec.replica)].pool)];
+  ++p.result.completed;
+  p.result.input_tokens += static_cast<uint64_t>(rec.spec->prompt_tokens);
+  p.result.output_tokens += static_cast<uint64_t>(rec.spec->output_tokens);
+  if (rec.spec->output_tokens > 1)
+    p.tpot.add(ns_to_seconds(rec.done_ns - rec.first_token_ns) / (rec.spec->output_tokens - 1));
   finish_call(slot, engine_.now());
 }
 
@@ -610,6 +615,7 @@ FleetResult FleetSimulation::run() {
         pools_[i].result.replica_hours += ns_to_seconds(end - ri.held_since) / 3600.0;
       }
     }
+    pools_[i].result.tpot = metrics::stats_of(pools_[i].tpot);
     res.pools.push_back(pools_[i].result);
   }
   for (size_t r = 0; r < regions_.size(); ++r) {

@@ -56,6 +56,8 @@ struct PoolResult {
   double replica_hours = 0;      ///< held replica-hours (sampled)
   double busy_hours = 0;         ///< replica-hours with an iteration running (sampled)
   uint64_t completed = 0, failures = 0, scale_ups = 0, scale_downs = 0;
+  uint64_t input_tokens = 0, output_tokens = 0;  ///< of completed calls (sampled)
+  metrics::LatencyStats tpot;    ///< of completed calls with more than one output token
   double load_time_s = 0;
   const FleetPool* spec = nullptr;
 };
@@ -129,6 +131,7 @@ class FleetSimulation final : public core::EventTarget, private serving::Serving
     int desired = 0;
     SimTime last_change = 0;
     int64_t outstanding = 0;
+    metrics::Histogram tpot{0.01};
     PoolResult result;
   };
 

@@ -188,6 +188,10 @@ Pool load_pool(const yaml::Map& root, yaml::Map& section, const std::string& ove
   YAML::Node merged = YAML::Clone(root.node());
   if (auto ph = section.map_opt(override_key))
     for (const auto& kv : ph->node()) merged["hardware"][kv.first.as<std::string>()] = kv.second;
+  // A fleet pool may also set its own precision, efficiency and offload sections.
+  if (override_key == "hardware")
+    for (const char* k : {"precision", "efficiency", "offload"})
+      if (section.has(k)) merged[k] = YAML::Clone(section.node()[k]);
   yaml::Map mroot(merged, std::make_shared<yaml::Source>(yaml::Source{root.file(), {}}), "");
   Scenario tmp;
   tmp.model = model;
