@@ -27,7 +27,7 @@ std::string human(double v) {
     ++i;
   }
   char buf[64];
-  if (a >= 99.95 || i == 0 && a == std::floor(a)) std::snprintf(buf, sizeof buf, "%.0f%s", v, suffix[i]);
+  if (a >= 99.95 || (i == 0 && a == std::floor(a))) std::snprintf(buf, sizeof buf, "%.0f%s", v, suffix[i]);
   else if (a >= 9.995) std::snprintf(buf, sizeof buf, "%.1f%s", v, suffix[i]);
   else std::snprintf(buf, sizeof buf, "%.2f%s", v, suffix[i]);
   return buf;
@@ -209,11 +209,11 @@ std::string fleet_report(const scenario::Scenario& sc, const fleet::FleetResult&
   for (size_t r = 0; r < res.regions.size(); ++r) {
     const auto& g = res.regions[r];
     std::snprintf(buf, sizeof buf, "  %-16s %7s %11s %13s %12s %10s %10s %9s\n", g.name.c_str(),
-                  pct(pop->regions()[r].user_share).c_str(), human(g.arrivals / res.sample * per_day).c_str(),
-                  human(g.served / res.sample * per_day).c_str(),
-                  g.arrivals ? pct(static_cast<double>(g.spilled_out) / g.arrivals).c_str() : "-",
+                  pct(pop->regions()[r].user_share).c_str(), human(static_cast<double>(g.arrivals) / res.sample * per_day).c_str(),
+                  human(static_cast<double>(g.served) / res.sample * per_day).c_str(),
+                  g.arrivals ? pct(static_cast<double>(g.spilled_out) / static_cast<double>(g.arrivals)).c_str() : "-",
                   t(g.ttft.p50_s).c_str(), t(g.ttft.p99_s).c_str(),
-                  g.served ? pct(static_cast<double>(g.good) / g.served).c_str() : "-");
+                  g.served ? pct(static_cast<double>(g.good) / static_cast<double>(g.served)).c_str() : "-");
     o << buf;
   }
   o << "\n  pools (full scale)          GPUs/rep  replicas  peak held  GPUs peak  busy    racks  kW/rack  $/GPU-h\n";
@@ -255,7 +255,7 @@ std::string fleet_report(const scenario::Scenario& sc, const fleet::FleetResult&
   row("end-to-end", s.e2e);
   for (const auto& c : s.classes) {
     std::snprintf(buf, sizeof buf, "  class %-10s %s completed, TTFT p99 %s, TPOT p99 %s, SLO met %s\n", c.name.c_str(),
-                  human(c.completed / res.sample).c_str(), t(c.ttft.p99_s).c_str(), t(c.tpot.p99_s).c_str(),
+                  human(static_cast<double>(c.completed) / res.sample).c_str(), t(c.ttft.p99_s).c_str(), t(c.tpot.p99_s).c_str(),
                   pct(c.slo_attainment).c_str());
     o << buf;
   }

@@ -191,8 +191,11 @@ void FleetSimulation::fail(int replica, SimTime now) {
   const double mttr = u < fp.gpu_fail_share ? spec_.failures.gpu_mttr_s
                       : u < fp.gpu_fail_share + fp.node_fail_share ? spec_.failures.node_mttr_s
                                                                    : spec_.failures.link_mttr_s;
-  engine_.schedule(now + seconds_to_ns(fail_rng_.exponential(mttr)), serving::kPhaseArrival, this, kRepair,
-                   static_cast<uint64_t>(replica));
+  // A repair after the end of the run is not simulated: the replica stays failed (and
+  // held) to the end.
+  const SimTime repaired = now + seconds_to_ns(fail_rng_.exponential(mttr));
+  if (repaired < end_ns_)
+    engine_.schedule(repaired, serving::kPhaseArrival, this, kRepair, static_cast<uint64_t>(replica));
 }
 
 // ---- calls ---------------------------------------------------------------------------
@@ -272,7 +275,8 @@ int FleetSimulation::pick_region(int home, int model) const {
 void FleetSimulation::arrive(uint32_t slot, SimTime now) {
   Slot& s = slots_[slot];
   const int home = s.spec.region;
-  if (!s.retried) {
+  if (!s.counted) {
+    s.counted = true;
     ++regions_[static_cast<size_t>(home)].arrivals;
     ++current_[static_cast<size_t>(home)].arrivals;
     collector_.on_arrival(s.spec, -1, now);
@@ -290,7 +294,6 @@ void FleetSimulation::arrive(uint32_t slot, SimTime now) {
       finish_call(slot, now);
       return;
     }
-    s.retried = true;
     engine_.schedule(now + seconds_to_ns(std::max(1.0, spec_.failures.retry_delay_s)), serving::kPhaseArrival, this,
                      kArrive, slot);
     return;
@@ -514,7 +517,7 @@ void FleetSimulation::sample_series(SimTime now) {
     cur.replicas_mean = dt > 0 ? acc / 1e9 / dt : active;
     double slots = 0;
     for (const auto& p : pools_)
-      if (p.region == static_cast<int>(r)) slots += static_cast<double>(p.active) * p.vllm.max_num_seqs;
+      if (p.region == static_cast<int>(r)) slots += static_cast<double>(p.active) * static_cast<double>(p.vllm.max_num_seqs);
     cur.capacity_slots = slots;
     regions_[r].series.push_back(cur);
     cur = RegionSample{};

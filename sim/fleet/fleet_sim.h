@@ -116,7 +116,8 @@ class FleetSimulation final : public core::EventTarget, private serving::Serving
     int32_t replica = -1;
     int32_t prev = -1, next = -1;
     int16_t region = -1;         // serving region, once routed
-    bool retried = false;
+    bool counted = false;        // its arrival has been counted
+    bool retried = false;        // lost to a failed replica at least once
   };
   struct Group {                 // the active replicas of one model in one region
     std::vector<int32_t> active;
