@@ -216,6 +216,63 @@ std::string fleet_report(const scenario::Scenario& sc, const fleet::FleetResult&
                   g.served ? pct(static_cast<double>(g.good) / static_cast<double>(g.served)).c_str() : "-");
     o << buf;
   }
+  // What each region's datacenter holds (full scale, at the most held at once).
+  o << "\n  datacenters (full scale)     GPUs    servers    racks    IT power   facility   floor\n";
+  for (size_t r = 0; r < res.regions.size(); ++r) {
+    double gpus = 0, servers = 0, racks = 0, it = 0;
+    for (const auto& p : res.pools) {
+      const fleet::FleetPool& fp = *p.spec;
+      if (p.region != static_cast<int>(r)) continue;
+      const double replicas = p.replicas_peak * pool_scale(p);
+      const double sv = std::ceil(replicas * fp.servers_per_replica - 1e-9);
+      gpus += replicas * p.gpus_per_replica;
+      servers += sv;
+      racks += std::ceil(sv / fp.servers_per_rack - 1e-9);
+      it += sv * fp.server_power_w;
+    }
+    if (spec.regions[r].pools.empty()) continue;
+    std::snprintf(buf, sizeof buf, "  %-24s %8s %10s %8s %11s %10s %6s m²\n", res.regions[r].name.c_str(), human(gpus).c_str(),
+                  human(servers).c_str(), human(racks).c_str(), units::format(it, Dim::kPower).c_str(),
+                  units::format(it * spec.pue, Dim::kPower).c_str(), human(racks * spec.floor_m2_per_rack).c_str());
+    o << buf;
+  }
+  // Load against capacity over the run, all regions together.
+  if (!res.regions.empty() && res.regions[0].series.size() > 1) {
+    o << "\n  over the run (UTC)    calls/s   GPUs active   calls/s per GPU   SLO met   failures\n";
+    const auto& first = res.regions[0].series;
+    // Simulated GPUs → full scale, per region (pool sizes are rounded when sampled).
+    std::vector<double> gpu_scale(res.regions.size(), 0.0);
+    {
+      std::vector<double> full(res.regions.size(), 0.0), simulated(res.regions.size(), 0.0);
+      for (const auto& p : res.pools) {
+        full[static_cast<size_t>(p.region)] += static_cast<double>(p.replicas_configured) * p.gpus_per_replica;
+        simulated[static_cast<size_t>(p.region)] += static_cast<double>(p.replicas_simulated) * p.gpus_per_replica;
+      }
+      for (size_t r = 0; r < full.size(); ++r) gpu_scale[r] = simulated[r] > 0 ? full[r] / simulated[r] : 0.0;
+    }
+    for (size_t k = 0; k < first.size(); ++k) {
+      double arrivals = 0, gpus = 0, gpus_full = 0, served = 0, good = 0, failures = 0;
+      for (size_t r = 0; r < res.regions.size(); ++r) {
+        const auto& g = res.regions[r];
+        if (k >= g.series.size()) continue;
+        arrivals += static_cast<double>(g.series[k].arrivals);
+        gpus += g.series[k].gpus_mean;
+        gpus_full += g.series[k].gpus_mean * gpu_scale[r];
+        served += static_cast<double>(g.series[k].served);
+        good += static_cast<double>(g.series[k].good);
+        failures += static_cast<double>(g.series[k].failures);
+      }
+      const double end_s = k + 1 < first.size() ? first[k + 1].t_s : ns_to_seconds(pop->duration_ns());
+      const double len = end_s - first[k].t_s;
+      if (len <= 0) continue;
+      const double clock_h = std::fmod(pop->start_s() + first[k].t_s, 86400.0) / 3600.0;
+      std::snprintf(buf, sizeof buf, "  %02d:%02d %+8.1f h  %11s %13s %17.2f %9s %10.0f\n", static_cast<int>(clock_h),
+                    static_cast<int>(std::fmod(clock_h * 60, 60)), first[k].t_s / 3600, human(arrivals / res.sample / len).c_str(),
+                    human(gpus_full).c_str(), gpus > 0 ? arrivals / len / gpus : 0.0,
+                    served > 0 ? pct(good / served).c_str() : "-", failures / res.sample);
+      o << buf;
+    }
+  }
   o << "\n  pools (full scale)          GPUs/rep  replicas  peak held  GPUs peak  busy    racks  kW/rack  $/GPU-h\n";
   for (const auto& p : res.pools) {
     const fleet::FleetPool& fp = *p.spec;
@@ -273,6 +330,9 @@ std::string fleet_report(const scenario::Scenario& sc, const fleet::FleetResult&
                 static_cast<unsigned long long>(res.unfinished), static_cast<unsigned long long>(ups),
                 static_cast<unsigned long long>(downs));
   o << buf;
+  if (res.retried_completed > 0)
+    o << "           retried calls, end to end: p50 " << t(res.retried_e2e.p50_s) << ", p99 " << t(res.retried_e2e.p99_s)
+      << " (all calls: p50 " << t(s.e2e.p50_s) << ", p99 " << t(s.e2e.p99_s) << ")\n";
   o << "  simulated " << t(res.sim_end_s) << " in " << t(res.wall_s) << " wall, " << human(static_cast<double>(res.events))
     << " events, " << human(static_cast<double>(s.requests_arrived)) << " calls, peak memory "
     << units::format(res.peak_rss_bytes, Dim::kBytes) << "\n";
@@ -346,6 +406,8 @@ json fleet_json(const scenario::Scenario& sc, const fleet::FleetResult& res) {
   j["calls_rejected"] = s.requests_rejected;
   j["calls_retried"] = res.retried;
   j["calls_retried_completed"] = res.retried_completed;
+  j["retried_e2e_p50_s"] = res.retried_e2e.p50_s;
+  j["retried_e2e_p99_s"] = res.retried_e2e.p99_s;
   j["calls_failed"] = res.failed_calls;
   j["calls_unfinished"] = res.unfinished;
   j["sessions"] = res.sessions;
@@ -366,11 +428,12 @@ void write_fleet_series_csv(const fleet::FleetResult& res, const std::string& pa
   std::ofstream out(path);
   if (!out) throw InputError("cannot write file", "check that the folder is writable", path);
   out << "region,start_s,calls_arrived_sampled,calls_served_sampled,calls_meeting_slo_sampled,"
-         "replicas_active_mean_sampled,batch_slots_end_sampled,outstanding_peak_sampled,failures\n";
+         "replicas_active_mean_sampled,gpus_active_mean_sampled,batch_slots_end_sampled,outstanding_peak_sampled,"
+         "failures_sampled\n";
   for (const auto& r : res.regions)
     for (const auto& s : r.series)
       out << r.name << ',' << s.t_s << ',' << s.arrivals << ',' << s.served << ',' << s.good << ','
-          << s.replicas_mean << ',' << s.capacity_slots << ',' << s.outstanding_peak << ',' << s.failures << '\n';
+          << s.replicas_mean << ',' << s.gpus_mean << ',' << s.capacity_slots << ',' << s.outstanding_peak << ',' << s.failures << '\n';
 }
 
 }  // namespace fleetsim::reports

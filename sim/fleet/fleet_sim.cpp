@@ -58,6 +58,7 @@ FleetSimulation::FleetSimulation(const scenario::Scenario& sc, RunOptions option
   regions_.resize(nr);
   current_.resize(nr);
   held_ns_acc_.assign(nr, 0.0);
+  gpu_ns_acc_.assign(nr, 0.0);
   for (size_t r = 0; r < nr; ++r) {
     regions_[r].name = spec_.regions[r].traffic.name;
     region_ttft_.emplace_back(0.01);
@@ -78,6 +79,7 @@ FleetSimulation::FleetSimulation(const scenario::Scenario& sc, RunOptions option
     for (const auto& fp : spec_.regions[r].pools) {
       PoolState p;
       p.result.index = index++;
+      p.result.region = static_cast<int>(r);
       p.region = static_cast<int>(r);
       p.model = static_cast<int>(std::find(spec_.models.begin(), spec_.models.end(), fp.pool.model.id) -
                                  spec_.models.begin());
@@ -128,6 +130,7 @@ void FleetSimulation::activate(int replica, SimTime now) {
   --p.starting;
   ++p.active;
   held_ns_acc_[static_cast<size_t>(p.region)] -= static_cast<double>(now);  // + now at the end
+  gpu_ns_acc_[static_cast<size_t>(p.region)] -= static_cast<double>(now) * p.result.gpus_per_replica;
   ri.state = State::kActive;
   Group& g = group(p.region, p.model);
   ri.active_pos = static_cast<int32_t>(g.active.size());
@@ -146,6 +149,7 @@ void FleetSimulation::deactivate(int replica) {
   PoolState& p = pools_[static_cast<size_t>(ri.pool)];
   --p.active;
   held_ns_acc_[static_cast<size_t>(p.region)] += static_cast<double>(engine_.now());
+  gpu_ns_acc_[static_cast<size_t>(p.region)] += static_cast<double>(engine_.now()) * p.result.gpus_per_replica;
   Group& g = group(p.region, p.model);
   const int32_t last = g.active.back();
   g.active[static_cast<size_t>(ri.active_pos)] = last;
@@ -398,18 +402,23 @@ void FleetSimulation::on_completion(const serving::RequestRecord& rec) {
   const auto region = static_cast<size_t>(s.region);
   ++regions_[region].served;
   ++current_[region].served;
+  PoolState& pool = pools_[static_cast<size_t>(info_[static_cast<size_t>(rec.replica)].pool)];
+  ++pool.window_done;
   if (meets_slo(rec)) {
     ++regions_[region].good;
     ++current_[region].good;
+    ++pool.window_good;
   }
   region_ttft_[region].add(ns_to_seconds(rec.first_token_ns - rec.spec->arrival_ns));
-  if (s.retried) ++retried_completed_;
-  PoolState& p = pools_[static_cast<size_t>(info_[static_cast<size_t>(rec.replica)].pool)];
-  ++p.result.completed;
-  p.result.input_tokens += static_cast<uint64_t>(rec.spec->prompt_tokens);
-  p.result.output_tokens += static_cast<uint64_t>(rec.spec->output_tokens);
+  if (s.retried) {
+    ++retried_completed_;
+    retried_e2e_.add(ns_to_seconds(rec.done_ns - rec.spec->arrival_ns));
+  }
+  ++pool.result.completed;
+  pool.result.input_tokens += static_cast<uint64_t>(rec.spec->prompt_tokens);
+  pool.result.output_tokens += static_cast<uint64_t>(rec.spec->output_tokens);
   if (rec.spec->output_tokens > 1)
-    p.tpot.add(ns_to_seconds(rec.done_ns - rec.first_token_ns) / (rec.spec->output_tokens - 1));
+    pool.tpot.add(ns_to_seconds(rec.done_ns - rec.first_token_ns) / (rec.spec->output_tokens - 1));
   finish_call(slot, engine_.now());
 }
 
@@ -455,6 +464,16 @@ void FleetSimulation::autoscale(SimTime now) {
       const double per_s = pop_->sessions_per_day(static_cast<size_t>(p.region)) * s / 86400.0;
       const double m = per_s > 0 ? pop_->session_rate(static_cast<size_t>(p.region), ahead) / per_s : 0;
       desired = static_cast<int>(std::ceil(hi * m / peak - 1e-9));
+    } else if (a.metric == Autoscaling::Metric::kSlo) {
+      // Below the target attainment over the last interval: 10 % more replicas (at least
+      // one). Well above it with batch slots to spare: shrink toward 60 % utilization.
+      const double util = static_cast<double>(p.outstanding) / (std::max(1, p.active) * slots);
+      if (p.window_done > 0) {
+        const double att = static_cast<double>(p.window_good) / static_cast<double>(p.window_done);
+        if (att < a.target) desired = p.active + std::max(1, static_cast<int>(std::ceil(0.1 * p.active)));
+        else if (util < 0.5) desired = static_cast<int>(std::ceil(p.active * util / 0.6 - 1e-9));
+      }
+      p.window_done = p.window_good = 0;
     } else if (a.metric == Autoscaling::Metric::kUtilization) {
       const double cap = std::max(1, p.active) * slots;
       const double util = static_cast<double>(p.outstanding) / cap;
@@ -508,13 +527,18 @@ void FleetSimulation::sample_series(SimTime now) {
   for (size_t r = 0; r < regions_.size(); ++r) {
     // Active replica·ns: the running sum holds −t at each activation and +t at each
     // deactivation; the replicas still active contribute +now.
-    int active = 0;
+    int active = 0, gpus = 0;
     for (const auto& p : pools_)
-      if (p.region == static_cast<int>(r)) active += p.active;
+      if (p.region == static_cast<int>(r)) {
+        active += p.active;
+        gpus += p.active * p.result.gpus_per_replica;
+      }
     const double acc = held_ns_acc_[r] + static_cast<double>(active) * static_cast<double>(now);
+    const double gacc = gpu_ns_acc_[r] + static_cast<double>(gpus) * static_cast<double>(now);
     RegionSample& cur = current_[r];
     cur.t_s = ns_to_seconds(last_sample_);
     cur.replicas_mean = dt > 0 ? acc / 1e9 / dt : active;
+    cur.gpus_mean = dt > 0 ? gacc / 1e9 / dt : gpus;
     double slots = 0;
     for (const auto& p : pools_)
       if (p.region == static_cast<int>(r)) slots += static_cast<double>(p.active) * static_cast<double>(p.vllm.max_num_seqs);
@@ -522,6 +546,7 @@ void FleetSimulation::sample_series(SimTime now) {
     regions_[r].series.push_back(cur);
     cur = RegionSample{};
     held_ns_acc_[r] = -static_cast<double>(active) * static_cast<double>(now);
+    gpu_ns_acc_[r] = -static_cast<double>(gpus) * static_cast<double>(now);
   }
   last_sample_ = now;
 }
@@ -628,6 +653,7 @@ FleetResult FleetSimulation::run() {
   res.unfinished = slots_.size() - free_slots_.size();
   res.retried = retried_;
   res.retried_completed = retried_completed_;
+  res.retried_e2e = metrics::stats_of(retried_e2e_);
   res.failed_calls = failed_calls_;
   res.sessions = pop_->sessions_started();
   res.sample = pop_->sample();
@@ -672,10 +698,12 @@ FleetResult run_fleet(const scenario::Scenario& sc, const RunOptions& options, i
   FleetResult res = parts[0];
   metrics::Collector all = sims[0]->collector();
   std::vector<metrics::Histogram> ttft = sims[0]->region_ttft();
+  metrics::Histogram retried_e2e = sims[0]->retried_e2e();
   for (int m = 1; m < n; ++m) {
     const FleetResult& p = parts[static_cast<size_t>(m)];
     all.merge(sims[static_cast<size_t>(m)]->collector());
     for (size_t r = 0; r < ttft.size(); ++r) ttft[r].merge(sims[static_cast<size_t>(m)]->region_ttft()[r]);
+    retried_e2e.merge(sims[static_cast<size_t>(m)]->retried_e2e());
     for (size_t r = 0; r < res.regions.size(); ++r) {
       RegionResult& a = res.regions[r];
       const RegionResult& b = p.regions[r];
@@ -691,6 +719,7 @@ FleetResult run_fleet(const scenario::Scenario& sc, const RunOptions& options, i
         x.served += y.served;
         x.good += y.good;
         x.replicas_mean += y.replicas_mean;
+        x.gpus_mean += y.gpus_mean;
         x.capacity_slots += y.capacity_slots;
         x.outstanding_peak = std::max(x.outstanding_peak, y.outstanding_peak);
         x.failures += y.failures;
@@ -709,6 +738,7 @@ FleetResult run_fleet(const scenario::Scenario& sc, const RunOptions& options, i
                    [](const PoolResult& a, const PoolResult& b) { return a.index < b.index; });
   res.summary = all.summarize(seconds_to_ns(res.sim_end_s));
   for (size_t r = 0; r < ttft.size(); ++r) res.regions[r].ttft = metrics::stats_of(ttft[r]);
+  res.retried_e2e = metrics::stats_of(retried_e2e);
   res.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);

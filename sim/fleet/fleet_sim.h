@@ -41,6 +41,7 @@ struct RegionSample {
   uint64_t served = 0;           ///< calls completed in this region's datacenter
   uint64_t good = 0;             ///< ... meeting their SLO
   double replicas_mean = 0;      ///< time-averaged active replicas (sampled)
+  double gpus_mean = 0;          ///< time-averaged GPUs in active replicas (sampled)
   double capacity_slots = 0;     ///< active replicas × max_num_seqs at the end
   int64_t outstanding_peak = 0;
   uint64_t failures = 0;
@@ -48,6 +49,7 @@ struct RegionSample {
 
 struct PoolResult {
   int index = 0;                 ///< in the scenario's order (regions, then pools)
+  int region = 0;
   std::string name, model, gpu;
   int gpus_per_replica = 0;
   int replicas_configured = 0;   ///< full scale, spares included
@@ -75,6 +77,7 @@ struct FleetResult {
   std::vector<PoolResult> pools;
   uint64_t retried = 0;          ///< calls retried after a replica failed
   uint64_t retried_completed = 0;
+  metrics::LatencyStats retried_e2e;  ///< end-to-end latency of the retried calls that completed
   uint64_t failed_calls = 0;     ///< calls given up (rejected by a replica)
   uint64_t unfinished = 0;       ///< calls still in flight when the run stopped
   uint64_t sessions = 0;
@@ -100,6 +103,7 @@ class FleetSimulation final : public core::EventTarget, private serving::Serving
   void on_event(const core::Event& e) override;
   const metrics::Collector& collector() const { return collector_; }
   const std::vector<metrics::Histogram>& region_ttft() const { return region_ttft_; }
+  const metrics::Histogram& retried_e2e() const { return retried_e2e_; }
 
  private:
   enum class State : uint8_t { kStarting, kActive, kDraining, kFailed, kRetired };
@@ -132,6 +136,7 @@ class FleetSimulation final : public core::EventTarget, private serving::Serving
     int desired = 0;
     SimTime last_change = 0;
     int64_t outstanding = 0;
+    uint64_t window_done = 0, window_good = 0;  // completions since the last autoscaling tick
     metrics::Histogram tpot{0.01};
     PoolResult result;
   };
@@ -190,8 +195,10 @@ class FleetSimulation final : public core::EventTarget, private serving::Serving
   // Results.
   std::vector<RegionResult> regions_;
   std::vector<metrics::Histogram> region_ttft_;
+  metrics::Histogram retried_e2e_{0.01};
   std::vector<RegionSample> current_;           // per region, the open interval
   std::vector<double> held_ns_acc_;             // per region: replica·ns active in the interval
+  std::vector<double> gpu_ns_acc_;              // per region: GPU·ns active in the interval
   SimTime last_sample_ = 0;
   uint64_t retried_ = 0, retried_completed_ = 0, failed_calls_ = 0;
 };

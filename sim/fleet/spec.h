@@ -37,8 +37,8 @@ struct FleetRegion {
 
 struct Autoscaling {
   enum class Mode { kOff, kReactive, kScheduled } mode = Mode::kOff;
-  enum class Metric { kUtilization, kQueue } metric = Metric::kUtilization;
-  double target = 0.7;         ///< utilization (outstanding / batch slots) or queued per replica
+  enum class Metric { kUtilization, kQueue, kSlo } metric = Metric::kUtilization;
+  double target = 0.7;         ///< utilization (outstanding / batch slots), queued per replica, or SLO attainment
   double interval_s = 60;
   double cooldown_s = 600;
   double startup_s = 60;       ///< container and engine start before weights load

@@ -150,10 +150,14 @@ void load_fleet(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
     a.mode = mode == "off" ? fleet::Autoscaling::Mode::kOff
              : mode == "reactive" ? fleet::Autoscaling::Mode::kReactive
                                   : fleet::Autoscaling::Mode::kScheduled;
-    a.metric = as->choice_or("metric", {"utilization", "queue"}, "utilization") == "queue"
-                   ? fleet::Autoscaling::Metric::kQueue
-                   : fleet::Autoscaling::Metric::kUtilization;
-    a.target = as->number_or("target", 0.01, 1e6, a.metric == fleet::Autoscaling::Metric::kQueue ? 4.0 : 0.7);
+    const std::string metric = as->choice_or("metric", {"utilization", "queue", "slo"}, "utilization");
+    a.metric = metric == "queue" ? fleet::Autoscaling::Metric::kQueue
+               : metric == "slo" ? fleet::Autoscaling::Metric::kSlo
+                                 : fleet::Autoscaling::Metric::kUtilization;
+    const double fallback = metric == "queue" ? 4.0 : metric == "slo" ? 0.99 : 0.7;
+    a.target = as->number_or("target", 0.01, 1e6, fallback);
+    if (a.metric == fleet::Autoscaling::Metric::kSlo && a.target > 1)
+      as->fail("target", "an SLO-attainment target is a share of calls, at most 1", "e.g. target: 0.99");
     a.interval_s = as->quantity_or("interval", units::Dim::kTime, 60.0, 1.0);
     a.cooldown_s = as->quantity_or("cooldown", units::Dim::kTime, 600.0);
     a.startup_s = as->quantity_or("startup", units::Dim::kTime, 60.0);

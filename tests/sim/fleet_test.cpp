@@ -143,6 +143,28 @@ TEST(Fleet, AutoscalerAddsReplicasOneLoadTimeAfterTheFirstTick) {
   EXPECT_LE(r.pools[0].replicas_peak, 10);
 }
 
+TEST(Fleet, SloAutoscalerGrowsAPoolThatMissesItsTarget) {
+  // A single replica under 4x the sessions (1M·0.4·8·3 / 86400 s = 111 calls/s on one H100,
+  // several times what it serves within a TTFT SLO of 2 s): its attainment falls below
+  // 0.99 within the first minute, and each tick below target adds max(1, 10 %) replicas,
+  // up to max_replicas 10.
+  std::string text = scenario_text(R"(
+    - {name: dc, utc_offset: 0, users: 1, diurnal: flat, pools: [{name: h100, replicas: 1, min_replicas: 1, max_replicas: 10}]}
+)",
+                                   "  autoscaling: {mode: reactive, metric: slo, target: 0.99, interval: 10s, startup: 10s}\n");
+  text.replace(text.find("duration: 2h"), 12, "duration: 5min");
+  text.replace(text.find("sample: 0.1"), 11, "sample: 1");
+  text.replace(text.find("sessions_per_day: 2"), 19, "sessions_per_day: 8");
+  const FleetResult r = run_fleet(load(text), {}, 1);
+  EXPECT_GT(r.pools[0].scale_ups, 0u);
+  EXPECT_GT(r.pools[0].replicas_peak, 1);
+  EXPECT_LE(r.pools[0].replicas_peak, 10);
+  // An attainment target above 1 is an input error.
+  std::string bad = text;
+  bad.replace(bad.find("target: 0.99"), 12, "target: 1.50");
+  EXPECT_NE(error_of(bad).find("at most 1"), std::string::npos);
+}
+
 TEST(Fleet, FailuresLoseNoCall) {
   // GPU MTBF 2 h on 20 single-GPU replicas for 2 h: about 20 failures expected. Every
   // call ends completed or failed, and the calls a failed replica held are retried.
