@@ -247,6 +247,20 @@ std::string check_report(const scenario::Scenario& sc) {
     << units::format_count(static_cast<double>(sc.vllm.kv_blocks * sc.vllm.block_tokens))
     << " tokens per replica\n";
   o << "  workload   " << sc.workload_description << "\n";
+  if (sc.fleet) {
+    // The lines above are the scenario's defaults; each pool has its own fit.
+    o << "  fleet      " << sc.fleet->regions.size() << " regions; pools (full scale):\n";
+    for (const auto& r : sc.fleet->regions)
+      for (const auto& p : r.pools) {
+        const double kv_tokens = static_cast<double>(p.pool.memory.kv_blocks * p.pool.vllm.block_tokens);
+        o << "    " << p.name << ": " << p.pool.replicas << (p.spares ? " + " + std::to_string(p.spares) + " spare" : std::string())
+          << " × " << p.pool.par.gpus() << " × " << p.pool.gpu.id << ", " << p.pool.model.id << ", KV "
+          << units::format_count(kv_tokens) << " tokens/replica, load time " << units::format(p.load_time_s, Dim::kTime);
+        if (p.failure_rate_per_s > 0)
+          o << ", MTBF/replica " << units::format(1.0 / p.failure_rate_per_s, Dim::kTime);
+        o << "\n";
+      }
+  }
   return o.str();
 }
 
