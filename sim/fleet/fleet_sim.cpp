@@ -180,9 +180,11 @@ void FleetSimulation::fail(int replica, SimTime now) {
   replicas_[static_cast<size_t>(replica)]->halt();
   // Its calls in flight are lost: the clients retry after retry_delay.
   const SimTime retry_at = now + seconds_to_ns(spec_.failures.retry_delay_s);
-  while (ri.head >= 0) {
-    const auto slot = static_cast<uint32_t>(ri.head);
-    unlink(slot);
+  // One pass over the calls (no per-replica list: linking every call into one cost two
+  // cache misses per call, ~10 % of a full-scale run; a failure is rare next to a call).
+  for (uint32_t slot = 0; slot < slots_.size(); ++slot) {
+    if (slots_[slot].replica != replica) continue;
+    slots_[slot].replica = -1;
     slots_[slot].retried = true;
     ++retried_;
     engine_.schedule(retry_at, serving::kPhaseArrival, this, kArrive, slot);
@@ -333,12 +335,7 @@ void FleetSimulation::deliver(uint32_t slot, SimTime now) {
     if (b.outstanding * sa < a.outstanding * sb) pick = other;
   }
   ReplicaInfo& ri = info_[static_cast<size_t>(pick)];
-  // Link the call into the replica's in-flight list.
   s.replica = pick;
-  s.prev = -1;
-  s.next = ri.head;
-  if (ri.head >= 0) slots_[static_cast<size_t>(ri.head)].prev = static_cast<int32_t>(slot);
-  ri.head = static_cast<int32_t>(slot);
   ++ri.outstanding;
   ++g.outstanding;
   PoolState& p = pools_[static_cast<size_t>(ri.pool)];
@@ -348,23 +345,13 @@ void FleetSimulation::deliver(uint32_t slot, SimTime now) {
   replicas_[static_cast<size_t>(pick)]->submit(s.spec);  // may reject at once (on_reject)
 }
 
-void FleetSimulation::unlink(uint32_t slot) {
-  Slot& s = slots_[slot];
-  if (s.replica < 0) return;
-  ReplicaInfo& ri = info_[static_cast<size_t>(s.replica)];
-  if (s.prev >= 0) slots_[static_cast<size_t>(s.prev)].next = s.next;
-  else ri.head = s.next;
-  if (s.next >= 0) slots_[static_cast<size_t>(s.next)].prev = s.prev;
-  s.replica = s.prev = s.next = -1;
-}
-
 void FleetSimulation::finish_call(uint32_t slot, SimTime now) {
   Slot& s = slots_[slot];
   if (s.replica >= 0) {
     const int rep = s.replica;
     ReplicaInfo& ri = info_[static_cast<size_t>(rep)];
     PoolState& p = pools_[static_cast<size_t>(ri.pool)];
-    unlink(slot);
+    s.replica = -1;
     --ri.outstanding;
     --p.outstanding;
     if (ri.state == State::kActive) --group(p.region, p.model).outstanding;

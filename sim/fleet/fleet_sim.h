@@ -112,13 +112,11 @@ class FleetSimulation final : public core::EventTarget, private serving::Serving
     State state = State::kStarting;
     int32_t active_pos = -1;     // index in its group's active list
     int64_t outstanding = 0;
-    int32_t head = -1;           // first in-flight call (slot), intrusive list
     SimTime held_since = 0;
   };
   struct Slot {                  // a call from generation to completion
     workload::RequestSpec spec;
-    int32_t replica = -1;
-    int32_t prev = -1, next = -1;
+    int32_t replica = -1;        // the replica serving it, -1 before delivery and after
     int16_t region = -1;         // serving region, once routed
     bool counted = false;        // its arrival has been counted
     bool retried = false;        // lost to a failed replica at least once
@@ -153,7 +151,6 @@ class FleetSimulation final : public core::EventTarget, private serving::Serving
   void arrive(uint32_t slot, SimTime now);     // pick a region, pay the round trip
   void deliver(uint32_t slot, SimTime now);    // pick a replica in the region
   void finish_call(uint32_t slot, SimTime now);
-  void unlink(uint32_t slot);
   int pick_region(int home, int model) const;
   int start_replica(int pool, SimTime ready_at);
   void activate(int replica, SimTime now);
