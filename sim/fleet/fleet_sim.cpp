@@ -653,6 +653,26 @@ FleetResult FleetSimulation::run() {
   return res;
 }
 
+void RegionSample::add(const RegionSample& o) {
+  arrivals += o.arrivals;
+  served += o.served;
+  good += o.good;
+  replicas_mean += o.replicas_mean;
+  gpus_mean += o.gpus_mean;
+  capacity_slots += o.capacity_slots;
+  outstanding_peak = std::max(outstanding_peak, o.outstanding_peak);
+  failures += o.failures;
+}
+
+void RegionResult::add(const RegionResult& o) {
+  arrivals += o.arrivals;
+  served += o.served;
+  good += o.good;
+  spilled_out += o.spilled_out;
+  spilled_in += o.spilled_in;
+  for (size_t k = 0; k < series.size() && k < o.series.size(); ++k) series[k].add(o.series[k]);
+}
+
 FleetResult run_fleet(const scenario::Scenario& sc, const RunOptions& options, int threads) {
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
@@ -691,27 +711,7 @@ FleetResult run_fleet(const scenario::Scenario& sc, const RunOptions& options, i
     all.merge(sims[static_cast<size_t>(m)]->collector());
     for (size_t r = 0; r < ttft.size(); ++r) ttft[r].merge(sims[static_cast<size_t>(m)]->region_ttft()[r]);
     retried_e2e.merge(sims[static_cast<size_t>(m)]->retried_e2e());
-    for (size_t r = 0; r < res.regions.size(); ++r) {
-      RegionResult& a = res.regions[r];
-      const RegionResult& b = p.regions[r];
-      a.arrivals += b.arrivals;
-      a.served += b.served;
-      a.good += b.good;
-      a.spilled_out += b.spilled_out;
-      a.spilled_in += b.spilled_in;
-      for (size_t k = 0; k < a.series.size() && k < b.series.size(); ++k) {
-        RegionSample& x = a.series[k];
-        const RegionSample& y = b.series[k];
-        x.arrivals += y.arrivals;
-        x.served += y.served;
-        x.good += y.good;
-        x.replicas_mean += y.replicas_mean;
-        x.gpus_mean += y.gpus_mean;
-        x.capacity_slots += y.capacity_slots;
-        x.outstanding_peak = std::max(x.outstanding_peak, y.outstanding_peak);
-        x.failures += y.failures;
-      }
-    }
+    for (size_t r = 0; r < res.regions.size(); ++r) res.regions[r].add(p.regions[r]);
     res.pools.insert(res.pools.end(), p.pools.begin(), p.pools.end());
     res.retried += p.retried;
     res.retried_completed += p.retried_completed;

@@ -45,6 +45,8 @@ struct RegionSample {
   double capacity_slots = 0;     ///< active replicas × max_num_seqs at the end
   int64_t outstanding_peak = 0;
   uint64_t failures = 0;
+  /// Adds another partition's interval (peaks: the larger).
+  void add(const RegionSample& o);
 };
 
 struct PoolResult {
@@ -69,6 +71,8 @@ struct RegionResult {
   uint64_t arrivals = 0, served = 0, good = 0, spilled_out = 0, spilled_in = 0;
   metrics::LatencyStats ttft;
   std::vector<RegionSample> series;
+  /// Adds another partition's counts and series (ttft is merged from histograms apart).
+  void add(const RegionResult& o);
 };
 
 struct FleetResult {

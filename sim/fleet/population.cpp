@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "hw_models/units.h"
+#include "sim/workload/workload.h"
 
 namespace fleetsim::fleet {
 
@@ -130,14 +131,7 @@ Population::Population(yaml::Map& u, std::vector<RegionTraffic> regions, const R
     for (size_t i = 0; i < list.size(); ++i) {
       yaml::Map c(list[i], src, u.path() + ".classes[" + std::to_string(i) + "]");
       SessionClass k;
-      k.info.name = c.str("name");
-      k.info.share = c.number("share", 1e-9, 1e9);
-      k.info.priority = static_cast<int>(c.integer_or("priority", 0, 7, 0));
-      if (auto slo = c.map_opt("slo")) {
-        k.info.slo_ttft_s = slo->quantity_or("ttft", units::Dim::kTime, 0.0);
-        k.info.slo_tpot_s = slo->quantity_or("tpot", units::Dim::kTime, 0.0);
-        slo->finish();
-      }
+      k.info = workload::read_request_class(c);
       k.model = c.str_or("model", "");
       if (c.has("prompt_tokens")) k.prompt = workload::parse_distribution(c, "prompt_tokens", Quantity::kTokens, base_dir);
       if (c.has("output_tokens")) k.output = workload::parse_distribution(c, "output_tokens", Quantity::kTokens, base_dir);

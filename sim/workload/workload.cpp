@@ -368,6 +368,19 @@ class Conversations final : public Workload {
 
 }  // namespace
 
+RequestClass read_request_class(yaml::Map& c) {
+  RequestClass k;
+  k.name = c.str("name");
+  k.share = c.number("share", 1e-9, 1e9);
+  k.priority = static_cast<int>(c.integer_or("priority", 0, 7, 0));
+  if (auto slo = c.map_opt("slo")) {
+    k.slo_ttft_s = slo->quantity_or("ttft", units::Dim::kTime, 0.0);
+    k.slo_tpot_s = slo->quantity_or("tpot", units::Dim::kTime, 0.0);
+    slo->finish();
+  }
+  return k;
+}
+
 std::unique_ptr<Workload> Workload::from_yaml(yaml::Map& section, const RngStreams& rng,
                                               const std::string& base_dir) {
   // Exactly one source of requests.
@@ -463,14 +476,7 @@ std::unique_ptr<Workload> Workload::from_yaml(yaml::Map& section, const RngStrea
     for (size_t i = 0; i < list.size(); ++i) {
       yaml::Map c(list[i], src, section.path() + ".classes[" + std::to_string(i) + "]");
       Lengths::Class k;
-      k.info.name = c.str("name");
-      k.info.share = c.number("share", 1e-9, 1e9);
-      k.info.priority = static_cast<int>(c.integer_or("priority", 0, 7, 0));
-      if (auto slo = c.map_opt("slo")) {
-        k.info.slo_ttft_s = slo->quantity_or("ttft", units::Dim::kTime, 0.0);
-        k.info.slo_tpot_s = slo->quantity_or("tpot", units::Dim::kTime, 0.0);
-        slo->finish();
-      }
+      k.info = read_request_class(c);
       if (c.has("prompt_tokens"))
         k.prompt = parse_distribution(c, "prompt_tokens", Quantity::kTokens, base_dir);
       if (c.has("output_tokens"))

@@ -38,6 +38,10 @@
 
 namespace fleetsim::workload {
 
+/// One entry of a `classes:` list: name, share, priority and slo {ttft, tpot}. The caller
+/// reads any other keys of the entry, then calls finish().
+RequestClass read_request_class(yaml::Map& entry);
+
 /// Generates requests lazily: memory does not grow with the number of requests.
 class Workload {
  public:

@@ -84,17 +84,20 @@ TEST(Fleet, RegionWithoutDatacenterSpillsEverythingAndPaysTheRoundTrip) {
   EXPECT_GE(r.summary.ttft.max_s, 0.190);
 }
 
+// "small" (10 replicas, all the users), "near" (30 ms away) and "far" (200 ms), 100 each.
+const char* kThreeRegions = R"(
+    - {name: small, utc_offset: 0, users: 1, diurnal: flat, user_rtt: 10ms,
+       wan_rtt: {near: 30ms, far: 200ms}, pools: [{name: h100, replicas: 10}]}
+    - {name: near, utc_offset: 0, users: 0, diurnal: flat, wan_rtt: {far: 200ms}, pools: [{name: h100, replicas: 100}]}
+    - {name: far, utc_offset: 0, users: 0, diurnal: flat, pools: [{name: h100, replicas: 100}]}
+)";
+
 TEST(Fleet, SaturatedRegionSpillsToTheNearestRegionWithRoom) {
   // "small" has 1 replica (64 batch slots) for half the users: about 1M·0.4·2·3·0.5 /
   // 86400 s · 0.1 sample = 1.4 calls/s, each ~2-4 s long, so its calls in flight stay far
   // below 64 · 0.05 = 3.2 only rarely: with spill_load 0.05 most of its calls spill, and
   // they go to "near" (30 ms), never to "far" (200 ms), which has room too.
-  const auto sc = load(scenario_text(R"(
-    - {name: small, utc_offset: 0, users: 1, diurnal: flat, user_rtt: 10ms,
-       wan_rtt: {near: 30ms, far: 200ms}, pools: [{name: h100, replicas: 10}]}
-    - {name: near, utc_offset: 0, users: 0, diurnal: flat, wan_rtt: {far: 200ms}, pools: [{name: h100, replicas: 100}]}
-    - {name: far, utc_offset: 0, users: 0, diurnal: flat, pools: [{name: h100, replicas: 100}]}
-)",
+  const auto sc = load(scenario_text(kThreeRegions,
                                      "  routing: {spill_load: 0.05}\n"));
   const FleetResult r = run_fleet(sc, {}, 1);
   ASSERT_GT(r.regions[0].arrivals, 1000u);
@@ -104,12 +107,7 @@ TEST(Fleet, SaturatedRegionSpillsToTheNearestRegionWithRoom) {
   EXPECT_EQ(r.regions[0].served + r.regions[1].served, r.summary.requests_completed);
 
   // The same without spillover pressure (spill_load 100): everything stays home.
-  const auto calm = load(scenario_text(R"(
-    - {name: small, utc_offset: 0, users: 1, diurnal: flat, user_rtt: 10ms,
-       wan_rtt: {near: 30ms, far: 200ms}, pools: [{name: h100, replicas: 10}]}
-    - {name: near, utc_offset: 0, users: 0, diurnal: flat, wan_rtt: {far: 200ms}, pools: [{name: h100, replicas: 100}]}
-    - {name: far, utc_offset: 0, users: 0, diurnal: flat, pools: [{name: h100, replicas: 100}]}
-)",
+  const auto calm = load(scenario_text(kThreeRegions,
                                        "  routing: {spill_load: 100}\n"));
   const FleetResult c = run_fleet(calm, {}, 1);
   EXPECT_EQ(c.regions[0].spilled_out, 0u);
