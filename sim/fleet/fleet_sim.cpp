@@ -163,7 +163,9 @@ void FleetSimulation::deactivate(int replica) {
 void FleetSimulation::hold_end(int replica, SimTime now) {
   ReplicaInfo& ri = info_[static_cast<size_t>(replica)];
   PoolState& p = pools_[static_cast<size_t>(ri.pool)];
-  p.result.replica_hours += ns_to_seconds(now - ri.held_since) / 3600.0;
+  // GPU time is counted within the run's span only: calls that finish after it do not
+  // make the day longer.
+  p.result.replica_hours += ns_to_seconds(std::min(now, end_ns_) - std::min(ri.held_since, end_ns_)) / 3600.0;
   --p.held;
 }
 
@@ -426,7 +428,7 @@ void FleetSimulation::on_segment(const serving::SegmentRecord& seg) {
   if (!alive(seg.replica)) return;
   collector_.on_segment(seg);
   pools_[static_cast<size_t>(info_[static_cast<size_t>(seg.replica)].pool)].result.busy_hours +=
-      ns_to_seconds(seg.end_ns - seg.start_ns) / 3600.0;
+      ns_to_seconds(std::min(seg.end_ns, end_ns_) - std::min(seg.start_ns, end_ns_)) / 3600.0;
 }
 
 // ---- control -------------------------------------------------------------------------
@@ -627,7 +629,7 @@ FleetResult FleetSimulation::run() {
     for (size_t r = 0; r < info_.size(); ++r) {
       const ReplicaInfo& ri = info_[r];
       if (ri.pool == static_cast<int>(i) && ri.state != State::kRetired) {
-        pools_[i].result.replica_hours += ns_to_seconds(end - ri.held_since) / 3600.0;
+        pools_[i].result.replica_hours += ns_to_seconds(end_ns_ - std::min(ri.held_since, end_ns_)) / 3600.0;
       }
     }
     pools_[i].result.tpot = metrics::stats_of(pools_[i].tpot);

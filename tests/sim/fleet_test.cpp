@@ -181,6 +181,12 @@ TEST(Fleet, FailuresLoseNoCall) {
   EXPECT_EQ(r.unfinished, 0u);
   EXPECT_EQ(r.summary.requests_arrived, r.summary.requests_completed + r.failed_calls);
   EXPECT_LE(r.retried_completed, r.retried);
+  // Repairs after the 2 h span are not simulated, so the run ends when the last calls
+  // finish (minutes after), and GPU time is counted within the span: 20 replicas × 2 h
+  // = 40 replica-hours at most, of which the busy hours are a part.
+  EXPECT_LT(r.sim_end_s, 3 * 3600.0);
+  EXPECT_LE(r.pools[0].replica_hours, 40.0 + 1e-9);
+  EXPECT_LE(r.pools[0].busy_hours, r.pools[0].replica_hours);
 }
 
 TEST(Fleet, SameResultForAnyThreadCountAndSeed) {
