@@ -41,6 +41,30 @@ std::string pct(double x) {
 
 std::string t(double s) { return units::format(s, Dim::kTime); }
 
+// `text` word-wrapped at 92 columns, each line indented by two spaces.
+std::string wrap(const std::string& text) {
+  std::istringstream words(text);
+  std::ostringstream o;
+  std::string w;
+  size_t col = 2;
+  bool first = true;
+  o << "  ";
+  while (words >> w) {
+    if (!first && col + 1 + w.size() > 92) {
+      o << "\n  ";
+      col = 2;
+    } else if (!first) {
+      o << ' ';
+      ++col;
+    }
+    o << w;
+    col += w.size();
+    first = false;
+  }
+  o << "\n";
+  return o.str();
+}
+
 // Full-scale replicas per simulated replica of a pool.
 double pool_scale(const fleet::PoolResult& p) {
   return p.replicas_simulated > 0 ? static_cast<double>(p.replicas_configured) / p.replicas_simulated : 0.0;
@@ -114,7 +138,7 @@ std::string fleet_report(const scenario::Scenario& sc, const fleet::FleetResult&
   std::ostringstream o;
   o << "fleetsim " << FLEETSIM_VERSION << " — " << sc.name << " (seed " << sc.seed << ")\n";
   if (!sc.description.empty()) o << "  " << sc.description << "\n";
-  o << "\n  THE ANSWER\n  ";
+  o << "\n  THE ANSWER\n";
   std::ostringstream ans;
   ans << human(pop->weekly_active()) << " weekly users (" << human(pop->weekly_active() * pop->daily_active_fraction())
       << " a day) send " << human(a.calls_per_day) << " model calls a day, " << human(a.mean_calls_per_s)
@@ -127,26 +151,7 @@ std::string fleet_report(const scenario::Scenario& sc, const fleet::FleetResult&
     ans << ", $" << human(a.usd_per_day) << " a day at cloud prices"
         << (a.price_missing ? " (pools without a price left out)" : "");
   ans << ". " << pct(a.slo_attainment) << " of calls met their latency target.";
-  // Word-wrap the paragraph at ~92 columns.
-  {
-    std::istringstream words(ans.str());
-    std::string w;
-    size_t col = 2;
-    bool first = true;
-    while (words >> w) {
-      if (!first && col + 1 + w.size() > 92) {
-        o << "\n  ";
-        col = 2;
-      } else if (!first) {
-        o << ' ';
-        ++col;
-      }
-      o << w;
-      col += w.size();
-      first = false;
-    }
-    o << "\n";
-  }
+  o << wrap(ans.str());
   // Why not at home: the largest model's weights against a 24 GB card.
   {
     const fleet::PoolResult* big = nullptr;
@@ -165,20 +170,24 @@ std::string fleet_report(const scenario::Scenario& sc, const fleet::FleetResult&
       for (const auto& p : res.pools) held_s += p.replica_hours * 3600.0;
       const double in_flight = held_s > 0 ? res.summary.e2e.mean_s * static_cast<double>(res.summary.requests_completed) / held_s : 0;
       o << "\n  WHY NOT AT HOME\n";
+      std::ostringstream why;
       char buf[160];
       std::snprintf(buf, sizeof buf, "%.0f", std::ceil(big_bytes / 24e9));
-      o << "  One copy of " << big->spec->pool.model.name << " is " << units::format(big_bytes, Dim::kBytes)
+      why << "One copy of " << big->spec->pool.model.name << " is " << units::format(big_bytes, Dim::kBytes)
         << " of weights (" << big->spec->pool.dep.prec.weight_bytes * 8 << "-bit): " << buf
-        << " graphics cards of 24 GB just to hold it, before any KV cache.\n";
+        << " graphics cards of 24 GB just to hold it, before any KV cache.";
+      o << wrap(why.str());
+      why.str("");
       std::snprintf(buf, sizeof buf, "%.1f", in_flight);
-      o << "  Batching: a replica here had " << buf << " calls in flight on average (busy " << pct(a.busy_fraction)
+      why << "Batching: a replica here had " << buf << " calls in flight on average (busy " << pct(a.busy_fraction)
         << " of its time), so every GPU-hour is shared by many users";
       if (per_user_day > 0) {
         std::snprintf(buf, sizeof buf, "$%.3f", per_user_day);
-        o << ": " << buf << " per daily user per day";
+        why << ": " << buf << " per daily user per day";
       }
-      o << ".\n  One person sends one call at a time for minutes a day: a machine of their own waits idle"
-           " almost all day\n  (scenarios/local-vs-datacenter.yaml puts numbers on it).\n";
+      why << ". One person sends one call at a time for minutes a day: a machine of their own waits idle"
+             " almost all day (scenarios/local-vs-datacenter.yaml puts numbers on it).";
+      o << wrap(why.str());
     }
   }
   o << "\n  USERS    " << pop->describe() << "\n";
@@ -187,6 +196,9 @@ std::string fleet_report(const scenario::Scenario& sc, const fleet::FleetResult&
                 human(a.calls_per_day_expected).c_str(), human(a.calls_per_day).c_str(), pop->peak_to_mean(),
                 pop->peak_hour());
   o << buf;
+  if (std::fabs(ns_to_seconds(pop->duration_ns()) - 86400.0) > 1.0)
+    o << "           the run covers " << t(ns_to_seconds(pop->duration_ns()))
+      << ": figures \"a day\" scale that span to 24 h (expected: the day's average)\n";
   if (res.sample < 1) {
     std::snprintf(buf, sizeof buf,
                   "  SAMPLED  %.3g %% of the users and of every pool's replicas simulated; counts scaled by %.4g.\n"

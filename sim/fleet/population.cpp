@@ -327,7 +327,12 @@ void Population::on_done(const RequestSpec& r, SimTime now, std::vector<RequestS
 }
 
 std::string Population::describe() const {
-  auto m = [](double x) { return units::format_count(x); };
+  // Counts of people and calls: billions as "B", as they are usually written.
+  auto m = [](double x) {
+    std::string c = units::format_count(x);
+    if (!c.empty() && c.back() == 'G') c.back() = 'B';
+    return c;
+  };
   std::string s = m(wau_) + " weekly users, " + m(wau_ * dau_) + " daily, " + m(calls_per_day()) +
                   " calls/day, " + std::to_string(regions_.size()) + " regions";
   if (sample_ < 1) s += ", sampled " + m(sample_ * 100) + " % of users";
