@@ -202,8 +202,10 @@ void FleetSimulation::fail(int replica, SimTime now) {
   // A repair after the end of the run is not simulated: the replica stays failed (and
   // held) to the end.
   const SimTime repaired = now + seconds_to_ns(fail_rng_.exponential(mttr));
-  if (repaired < end_ns_)
+  if (repaired < end_ns_) {
+    ++p.repairs;
     engine_.schedule(repaired, serving::kPhaseArrival, this, kRepair, static_cast<uint64_t>(replica));
+  }
 }
 
 // ---- calls ---------------------------------------------------------------------------
@@ -292,10 +294,10 @@ void FleetSimulation::arrive(uint32_t slot, SimTime now) {
   const int model = spec_.class_model[s.spec.cls];
   int r = pick_region(home, model);
   if (r < 0) {
-    // No active replica of this model anywhere. Wait for one that is starting or in
-    // repair; with none coming, the call fails.
+    // No active replica of this model anywhere. Wait for one that is starting or being
+    // repaired within the run; with none coming, the call fails.
     bool coming = false;
-    for (const auto& p : pools_) coming = coming || (p.model == model && (p.starting > 0 || p.failed > 0));
+    for (const auto& p : pools_) coming = coming || (p.model == model && (p.starting > 0 || p.repairs > 0));
     if (!coming) {
       collector_.on_reject(s.spec, -1, serving::RejectReason::kQueueFull, now);
       ++failed_calls_;
@@ -570,6 +572,7 @@ void FleetSimulation::on_event(const core::Event& e) {
       ReplicaInfo& ri = info_[static_cast<size_t>(old)];
       PoolState& p = pools_[static_cast<size_t>(ri.pool)];
       --p.failed;
+      --p.repairs;
       ri.state = State::kRetired;
       hold_end(old, now);
       // The repaired hardware loads the weights again and rejoins, unless the pool has

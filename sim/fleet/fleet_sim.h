@@ -135,6 +135,7 @@ class FleetSimulation final : public core::EventTarget, private serving::Serving
     serving::VllmConfig vllm;
     int held = 0;                // starting + active + draining + failed (counted as held)
     int active = 0, starting = 0, draining = 0, failed = 0;
+    int repairs = 0;             // failed replicas whose repair falls within the run
     int desired = 0;
     SimTime last_change = 0;
     int64_t outstanding = 0;

@@ -189,6 +189,24 @@ TEST(Fleet, FailuresLoseNoCall) {
   EXPECT_LE(r.pools[0].busy_hours, r.pools[0].replica_hours);
 }
 
+TEST(Fleet, CallsFailWhenNoReplicaWillComeBack) {
+  // 2 replicas with a GPU MTBF of 2 min and repairs of ~100 h: both fail within minutes and
+  // stay down past the 30-min run. Calls then wait for a replica that never comes, so they
+  // fail (not loop forever); every call is accounted for.
+  std::string text = scenario_text(R"(
+    - {name: dc, utc_offset: 0, users: 1, diurnal: flat, pools: [{name: h100, replicas: 2}]}
+)",
+                                   "  failures: {gpu: {mtbf: 2min, mttr: 100h}, retry_delay: 1s}\n");
+  text.replace(text.find("duration: 2h"), 12, "duration: 30min");
+  text.replace(text.find("sample: 0.1"), 11, "sample: 1");
+  const FleetResult r = run_fleet(load(text), {}, 1);
+  EXPECT_EQ(r.pools[0].failures, 2u);
+  EXPECT_GT(r.failed_calls, 0u);
+  EXPECT_EQ(r.unfinished, 0u);
+  EXPECT_EQ(r.summary.requests_arrived, r.summary.requests_completed + r.failed_calls);
+  EXPECT_LT(r.sim_end_s, 3600.0);
+}
+
 TEST(Fleet, SameResultForAnyThreadCountAndSeed) {
   // Two models (a class on Llama-3.2-1B): two partitions. One thread or two, and the same
   // seed twice, give identical results.
