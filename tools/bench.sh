@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Speed benchmark: runs the two Vidur-shaped scenarios (scenarios/bench/) and prints
+# Speed benchmark: runs the two Vidur-shaped scenarios (scenarios/bench/) and the default
+# fleet day (FLEETSIM_BENCH_FULL=1 adds two full-scale hours of chatgpt-700m.yaml), and prints
 # simulated requests per wall-second, events per second and peak memory (max RSS).
 #   tools/bench.sh [REPEATS]   (default 5; the median run is reported)
 set -euo pipefail
@@ -30,3 +31,23 @@ s, wall, reqs, events, rss = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), 
 print(f"{s:<18} {reqs:>10} {wall:>12.4f} {reqs / wall:>14,.0f} {events / wall:>14,.0f} {rss / 1024:>9.1f} MiB")
 PY
 done
+
+# Fleet scale: the default (sampled) day, and with FLEETSIM_BENCH_FULL=1 the two busiest
+# hours of chatgpt-700m.yaml at full scale (~20 min on 2 cores, ~1 GB).
+fleet_row() {
+  local name="$1" scenario="$2"
+  shift 2
+  /usr/bin/time -f "%M" -o "$out/rss" "$FLEETSIM_BUILD/fleetsim" run "$scenario" --out "$out/$name" --quiet "$@" >/dev/null
+  python3 - "$name" "$out/$name/summary.json" "$(cat "$out/rss")" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[2]))
+wall, calls, events = j["wall_s"], j["calls_arrived"], j["events"]
+print(f"{sys.argv[1]:<18} {calls:>10} {wall:>12.1f} {calls / wall:>14,.0f} {events / wall:>14,.0f} {int(sys.argv[3]) / 1024:>9.1f} MiB")
+PY
+}
+printf "\n%-18s %10s %12s %14s %14s %12s\n" fleet calls wall_s "calls/wall-s" "events/s" peak_rss
+fleet_row default-sampled "$FLEETSIM_ROOT/scenarios/default.yaml"
+if [ "${FLEETSIM_BENCH_FULL:-0}" = "1" ]; then
+  fleet_row full-peak-2h "$FLEETSIM_ROOT/scenarios/chatgpt-700m.yaml" \
+    --set users.start.hour_utc=14 --set users.duration=2h
+fi
