@@ -103,7 +103,7 @@ FleetAnswer fleet_answer(const scenario::Scenario& sc, const fleet::FleetResult&
     const double replicas = p.replicas_peak * scale;
     a.gpus += replicas * p.gpus_per_replica;
     a.gpus_configured += static_cast<double>(p.replicas_configured) * p.gpus_per_replica;
-    const double servers = std::ceil(replicas * fp.servers_per_replica - 1e-9);
+    const double servers = fp.servers_for(replicas);
     a.servers += servers;
     const double racks = std::ceil(servers / fp.servers_per_rack - 1e-9);
     a.racks += racks;
@@ -118,6 +118,60 @@ FleetAnswer fleet_answer(const scenario::Scenario& sc, const fleet::FleetResult&
   }
   a.facility_power_w = a.it_power_w * spec.pue;
   a.busy_fraction = held > 0 ? busy / held : 0;
+
+  // Energy and cost. GPU draw = idle + (TDP − idle) × the pool's busy share; the rest of a
+  // server draws its nameplate power less its GPUs' TDP; the facility adds the PUE.
+  const fleet::CostModel& cm = spec.cost;
+  a.owned = cm.basis == fleet::CostModel::Basis::kOwned;
+  // For the idle-cost curve: energy and cost with every pool's busy share scaled by u.
+  auto energy_kwh = [&](double u) {
+    double wh = 0;
+    for (const auto& p : res.pools) {
+      const fleet::FleetPool& fp = *p.spec;
+      if (p.replica_hours <= 0) continue;
+      const double busy_share = std::min(1.0, u * p.busy_hours / p.replica_hours);
+      const double tdp = fp.pool.gpu.tdp_w;
+      const double gpu_w = fp.gpu_idle_w + (tdp - fp.gpu_idle_w) * busy_share;
+      const double host_w = std::max(0.0, fp.server_power_w - fp.gpus_per_server * tdp);
+      const int gpus = fp.pool.par.gpus();
+      const double servers_per_replica =
+          gpus < fp.gpus_per_server ? static_cast<double>(gpus) / fp.gpus_per_server : fp.servers_per_replica;
+      const double replica_w = gpus * gpu_w + servers_per_replica * host_w;
+      wh += p.replica_hours * pool_scale(p) * per_day * replica_w;
+    }
+    return wh / 1e3 * spec.pue;
+  };
+  for (const auto& p : res.pools) {
+    a.tokens_per_day += static_cast<double>(p.input_tokens + p.output_tokens) / res.sample * per_day;
+    a.output_tokens_per_day += static_cast<double>(p.output_tokens) / res.sample * per_day;
+    a.idle_power_assumed = a.idle_power_assumed || p.spec->gpu_idle_assumed;
+  }
+  a.energy_kwh_per_day = energy_kwh(1.0);
+  a.joules_per_token = a.tokens_per_day > 0 ? a.energy_kwh_per_day * 3.6e6 / a.tokens_per_day : 0;
+  double capital = 0;
+  for (const auto& p : res.pools) {
+    const fleet::FleetPool& fp = *p.spec;
+    const double servers = fp.servers_for(p.replicas_peak * pool_scale(p));
+    capital += servers * (fp.server_usd + cm.network_usd_per_server) +
+               std::ceil(servers / fp.servers_per_rack - 1e-9) * cm.rack_usd;
+  }
+  a.capital_usd = capital;
+  auto cost_at = [&](double u) {
+    if (!a.owned) return a.usd_per_day * (1 - cm.reserved_discount);  // power is in the price
+    return capital / (cm.depreciation_years * 365.0) + energy_kwh(u) * cm.electricity_usd_per_kwh;
+  };
+  a.electricity_usd_per_day = a.owned ? a.energy_kwh_per_day * cm.electricity_usd_per_kwh : 0;
+  a.cost_usd_per_day = cost_at(1.0);
+  if (a.tokens_per_day > 0) {
+    a.usd_per_mtok = a.cost_usd_per_day / a.tokens_per_day * 1e6;
+    a.usd_per_mtok_output = a.output_tokens_per_day > 0 ? a.cost_usd_per_day / a.output_tokens_per_day * 1e6 : 0;
+    a.breakeven_usd_per_mtok = a.usd_per_mtok / (1 - cm.margin);
+    for (double u : {0.01, 0.1, 0.25, 0.5, 1.0})
+      a.usd_per_mtok_at_load.emplace_back(u, cost_at(u) / (u * a.tokens_per_day) * 1e6);
+  }
+  const double dau = pop->weekly_active() * pop->daily_active_fraction();
+  a.usd_per_daily_user_month = dau > 0 ? a.cost_usd_per_day * 30.44 / dau : 0;
+  a.usd_per_weekly_user_month = a.cost_usd_per_day * 30.44 / pop->weekly_active();
   uint64_t served = 0, good = 0;
   for (const auto& r : res.regions) {
     served += r.served;
@@ -147,9 +201,10 @@ std::string fleet_report(const scenario::Scenario& sc, const fleet::FleetResult&
       << " racks, " << units::format(a.it_power_w, Dim::kPower) << " of IT load, "
       << units::format(a.facility_power_w, Dim::kPower) << " at PUE " << spec.pue << ", "
       << human(a.floor_m2) << " m² of floor), " << human(a.gpu_hours_per_day) << " GPU-hours a day";
-  if (a.usd_per_day > 0)
-    ans << ", $" << human(a.usd_per_day) << " a day at cloud prices"
-        << (a.price_missing ? " (pools without a price left out)" : "");
+  if (a.cost_usd_per_day > 0)
+    ans << ", $" << human(a.cost_usd_per_day) << " a day "
+        << (a.owned ? "owning the hardware" : "at cloud prices")
+        << (!a.owned && a.price_missing ? " (pools without a price left out)" : "");
   ans << ". " << pct(a.slo_attainment) << " of calls met their latency target.";
   o << wrap(ans.str());
   // Why not at home: the largest model's weights against a 24 GB card.
@@ -189,6 +244,37 @@ std::string fleet_report(const scenario::Scenario& sc, const fleet::FleetResult&
              " almost all day (scenarios/local-vs-datacenter.yaml puts numbers on it).";
       o << wrap(why.str());
     }
+  }
+  if (a.cost_usd_per_day > 0) {
+    const fleet::CostModel& cm = spec.cost;
+    char cb[200];
+    std::ostringstream c;
+    if (a.owned) {
+      std::snprintf(cb, sizeof cb, "%.3g", cm.depreciation_years);
+      c << "Owned: $" << human(a.capital_usd) << " of servers, network and racks over " << cb << " years, plus $"
+        << human(a.electricity_usd_per_day) << " of electricity a day: ";
+    } else {
+      c << "Cloud prices" << (cm.reserved_discount > 0 ? " less a " + pct(cm.reserved_discount) + " reservation discount" : "")
+        << ": ";
+    }
+    std::snprintf(cb, sizeof cb, "$%.3g per million tokens ($%.3g per million output tokens)", a.usd_per_mtok,
+                  a.usd_per_mtok_output);
+    c << "$" << human(a.cost_usd_per_day) << " a day, $" << human(a.cost_usd_per_day * 30.44) << " a month; " << cb << ".";
+    std::snprintf(cb, sizeof cb, "$%.3g", a.breakeven_usd_per_mtok);
+    c << " Break-even price at a " << pct(cm.margin) << " margin: " << cb << " per million tokens.";
+    std::snprintf(cb, sizeof cb, "$%.3g per daily user and $%.3g per weekly user a month", a.usd_per_daily_user_month,
+                  a.usd_per_weekly_user_month);
+    c << " That is " << cb << ".";
+    std::snprintf(cb, sizeof cb, "%.3g J", a.joules_per_token);
+    c << " Energy: " << units::format(a.energy_kwh_per_day * 1e3, Dim::kPower) << "h a day at the facility, " << cb
+      << " per token" << (a.idle_power_assumed ? " (idle GPU draw assumed at 20 % of TDP where the catalog has none)" : "")
+      << ".";
+    c << " Served at a smaller share of this load, the same fleet costs per million tokens:";
+    for (const auto& [u, usd] : a.usd_per_mtok_at_load) {
+      std::snprintf(cb, sizeof cb, " %s → $%.3g%s", pct(u).c_str(), usd, u < 1 ? "," : ".");
+      c << cb;
+    }
+    o << "\n  COST AND ENERGY\n" << wrap(c.str());
   }
   o << "\n  USERS    " << pop->describe() << "\n";
   char buf[256];
@@ -236,7 +322,7 @@ std::string fleet_report(const scenario::Scenario& sc, const fleet::FleetResult&
       const fleet::FleetPool& fp = *p.spec;
       if (p.region != static_cast<int>(r)) continue;
       const double replicas = p.replicas_peak * pool_scale(p);
-      const double sv = std::ceil(replicas * fp.servers_per_replica - 1e-9);
+      const double sv = fp.servers_for(replicas);
       gpus += replicas * p.gpus_per_replica;
       servers += sv;
       racks += std::ceil(sv / fp.servers_per_rack - 1e-9);
@@ -289,7 +375,7 @@ std::string fleet_report(const scenario::Scenario& sc, const fleet::FleetResult&
   for (const auto& p : res.pools) {
     const fleet::FleetPool& fp = *p.spec;
     const double scale = pool_scale(p);
-    const double servers = std::ceil(p.replicas_peak * scale * fp.servers_per_replica - 1e-9);
+    const double servers = fp.servers_for(p.replicas_peak * scale);
     std::snprintf(buf, sizeof buf, "  %-28s %8d %9d %10s %10s %6s %7s %8.1f %8s\n", p.name.c_str(), p.gpus_per_replica,
                   p.replicas_configured, human(p.replicas_peak * scale).c_str(),
                   human(p.replicas_peak * scale * p.gpus_per_replica).c_str(),
@@ -373,8 +459,21 @@ json fleet_json(const scenario::Scenario& sc, const fleet::FleetResult& res) {
                  {"facility_power_w", a.facility_power_w},
                  {"floor_m2", a.floor_m2},
                  {"gpu_hours_per_day", a.gpu_hours_per_day},
-                 {"cost_usd_per_day", a.usd_per_day},
+                 {"cloud_usd_per_day", a.usd_per_day},
                  {"cost_price_missing", a.price_missing},
+                 {"cost_basis", a.owned ? "owned" : "cloud"},
+                 {"cost_usd_per_day", a.cost_usd_per_day},
+                 {"cost_usd_per_month", a.cost_usd_per_day * 30.44},
+                 {"capital_usd", a.capital_usd},
+                 {"electricity_usd_per_day", a.electricity_usd_per_day},
+                 {"cost_usd_per_mtok", a.usd_per_mtok},
+                 {"cost_usd_per_mtok_output", a.usd_per_mtok_output},
+                 {"breakeven_usd_per_mtok", a.breakeven_usd_per_mtok},
+                 {"cost_usd_per_daily_user_month", a.usd_per_daily_user_month},
+                 {"cost_usd_per_weekly_user_month", a.usd_per_weekly_user_month},
+                 {"energy_kwh_per_day", a.energy_kwh_per_day},
+                 {"energy_j_per_token", a.joules_per_token},
+                 {"tokens_per_day", a.tokens_per_day},
                  {"slo_attainment", a.slo_attainment},
                  {"slo_attainment_ci95", a.slo_ci95},
                  {"call_count_rel_std_error", a.count_rel_error},

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -28,6 +30,20 @@ struct FleetAnswer {
   double slo_attainment = 0, slo_ci95 = 0;
   double count_rel_error = 0;      ///< sampling: relative standard error of call counts
   double busy_fraction = 0;        ///< replica time with an iteration running / held time
+  // Cost and energy (cost: section; full scale, per day).
+  bool owned = false;
+  double energy_kwh_per_day = 0;   ///< facility energy: GPUs idle→TDP with their busy share, hosts, PUE
+  double joules_per_token = 0;     ///< facility energy per token (input + output)
+  double capital_usd = 0;          ///< owned: servers, network share and racks at the peak count
+  double electricity_usd_per_day = 0;
+  double cost_usd_per_day = 0;     ///< by the cost basis (cloud: usd_per_day less the discount)
+  double tokens_per_day = 0, output_tokens_per_day = 0;
+  double usd_per_mtok = 0, usd_per_mtok_output = 0;
+  double breakeven_usd_per_mtok = 0;  ///< usd_per_mtok / (1 − margin)
+  double usd_per_daily_user_month = 0, usd_per_weekly_user_month = 0;
+  /// $/M tokens if the same fleet served this share of its tokens (the idle-cost curve).
+  std::vector<std::pair<double, double>> usd_per_mtok_at_load;
+  bool idle_power_assumed = false;
 };
 
 FleetAnswer fleet_answer(const scenario::Scenario& sc, const fleet::FleetResult& res);

@@ -3,6 +3,7 @@
 // Schema in scenarios/README.md#fleet; read by sim/scenario/fleet_section.cpp.
 #pragma once
 
+#include <cmath>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,11 +20,21 @@ struct FleetPool {
   int spares = 0;              ///< N+k: replicas added for failure headroom
   int min_replicas = 0, max_replicas = 0;  ///< autoscaling bounds (full scale)
   int servers_per_replica = 1; ///< servers one replica spans (ceil(gpus / gpus per server))
+  /// Servers that hold `replicas` replicas: replicas smaller than a server share servers
+  /// (eight 1-GPU replicas in one 8-GPU box); larger ones span whole servers.
+  double servers_for(double replicas) const {
+    const int gpus = pool.par.gpus();
+    if (gpus < gpus_per_server) return std::ceil(replicas * gpus / gpus_per_server - 1e-9);
+    return std::ceil(replicas * servers_per_replica - 1e-9);
+  }
   int gpus_per_server = 8;
   double server_power_w = 0;   ///< IT power of one server at full load
   int servers_per_rack = 1;    ///< servers in one rack: the node's figure, capped by rack power
   double rack_power_w = 0;
   double usd_per_gpu_hour = 0; ///< cloud price (catalog or scenario); 0 = unknown
+  double server_usd = 0;       ///< owned: purchase price of one server (scenario); 0 = unknown
+  double gpu_idle_w = 0;       ///< GPU draw with no work (catalog idle_power, else 20 % of TDP)
+  bool gpu_idle_assumed = false;
   double load_time_s = 0;      ///< provisioning delay: startup + weights over storage
   double failure_rate_per_s = 0;     ///< one replica: GPU + server + link failures
   double gpu_fail_share = 0, node_fail_share = 0;  ///< the rest are link failures
@@ -52,6 +63,17 @@ struct Failures {
   double retry_delay_s = 1;    ///< until the client notices and retries elsewhere
 };
 
+/// What the fleet costs (`cost:`; issue 6's cost model, the part the fleet report uses).
+struct CostModel {
+  enum class Basis { kCloud, kOwned } basis = Basis::kCloud;
+  double reserved_discount = 0;       ///< cloud: share off the on-demand price
+  double depreciation_years = 4;      ///< owned: straight-line
+  double network_usd_per_server = 0;  ///< owned: the server's share of the fabric
+  double rack_usd = 0;                ///< owned: per rack (PDUs, cooling share)
+  double electricity_usd_per_kwh = 0; ///< owned: facility energy price
+  double margin = 0.3;                ///< break-even price per token at this gross margin
+};
+
 struct FleetSpec {
   std::vector<FleetRegion> regions;
   std::vector<std::vector<double>> wan_rtt_s;  ///< region × region round trips
@@ -64,6 +86,7 @@ struct FleetSpec {
   double report_interval_s = 3600;
   Autoscaling autoscaling;
   Failures failures;
+  CostModel cost;
   std::optional<yaml::Map> users;  ///< kept to build a Population per seed
   std::vector<std::string> models; ///< catalog ids served: pools and classes index these
   std::vector<int> class_model;    ///< per session class: index into models

@@ -89,6 +89,10 @@ void load_fleet(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
                               ? fp.pool.node->node_power_w
                               : fp.pool.gpu.tdp_w * fp.gpus_per_server;
       fp.usd_per_gpu_hour = pm.number_or("usd_per_gpu_hour", 0.0, 1000.0, fp.pool.gpu.cloud_usd_per_gpu_hour);
+      fp.server_usd = pm.number_or("server_usd", 0.0, 1e9, 0.0);
+      // Idle draw: the catalog's figure, else an ASSUMED 20 % of TDP (reported as assumed).
+      fp.gpu_idle_assumed = fp.pool.gpu.idle_power_w <= 0;
+      fp.gpu_idle_w = fp.gpu_idle_assumed ? 0.2 * fp.pool.gpu.tdp_w : fp.pool.gpu.idle_power_w;
       pm.finish();
       reg.pools.push_back(std::move(fp));
     }
@@ -196,6 +200,29 @@ void load_fleet(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
   }
   spec.report_interval_s = fl.quantity_or("report_interval", units::Dim::kTime, 3600.0, 1.0);
   fl.finish();
+
+  if (auto cm = root.map_opt("cost")) {
+    auto& c = spec.cost;
+    c.basis = cm->choice_or("basis", {"cloud", "owned"}, "cloud") == "owned" ? fleet::CostModel::Basis::kOwned
+                                                                           : fleet::CostModel::Basis::kCloud;
+    c.reserved_discount = cm->number_or("reserved_discount", 0.0, 0.95, 0.0);
+    c.depreciation_years = cm->number_or("depreciation_years", 0.1, 30.0, 4.0);
+    c.network_usd_per_server = cm->number_or("network_usd_per_server", 0.0, 1e9, 0.0);
+    c.rack_usd = cm->number_or("rack_usd", 0.0, 1e9, 0.0);
+    c.electricity_usd_per_kwh = cm->number_or("electricity_usd_per_kwh", 0.0, 10.0, 0.0);
+    c.margin = cm->number_or("margin", 0.0, 0.99, 0.3);
+    if (c.basis == fleet::CostModel::Basis::kOwned) {
+      if (!cm->has("electricity_usd_per_kwh"))
+        cm->fail("electricity_usd_per_kwh", "owned hardware needs an electricity price",
+                 "e.g. electricity_usd_per_kwh: 0.08");
+      for (size_t i = 0; i < spec.regions.size(); ++i)
+        for (const auto& p : spec.regions[i].pools)
+          if (p.pool.replicas + p.spares > 0 && p.server_usd <= 0)
+            region_maps[i].fail("pools", "pool " + p.name + " has no server_usd, which cost basis 'owned' needs",
+                                "add server_usd: <price of one server> to the pool, or use cost: {basis: cloud}");
+    }
+    cm->finish();
+  }
 
   // Users → traffic, validated now and rebuilt per run.
   spec.users = root.map("users");

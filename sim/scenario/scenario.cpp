@@ -337,7 +337,7 @@ Scenario load_map(yaml::Map root, const std::string& file,
     // mean 'serving'?") rather than as the correct one missing.
     yaml::Map top = root;
     for (const char* k : {"name", "description", "seed", "model", "hardware", "precision",
-                          "efficiency", "offload", "serving", "workload", "slo", "users", "fleet"}) {
+                          "efficiency", "offload", "serving", "workload", "slo", "users", "fleet", "cost"}) {
       top.has(k);
     }
     top.finish();
@@ -507,6 +507,9 @@ Scenario load_map(yaml::Map root, const std::string& file,
     root.finish();
     return sc;
   }
+  if (root.has("cost"))
+    root.fail("cost", "the cost model applies to fleet scenarios (users: and fleet:) for now",
+              "drop cost:, or describe the deployment as a fleet with one region and one pool");
   // Workload: validated now (one generator, strict about unknown keys), rebuilt per run.
   sc.workload_section = root.map("workload");
   {
