@@ -16,6 +16,7 @@
 #include "hw_models/units.h"
 #include "reports/explain.h"
 #include "reports/fleet_report.h"
+#include "reports/replications.h"
 #include "reports/summary.h"
 #include "sim/scenario/scenario.h"
 #include "sim/serving/registry.h"
@@ -107,7 +108,9 @@ int cmd_run(const std::vector<std::string>& args) {
       ("requests-csv", po::value<std::string>(), "stream one CSV row per request to this file")
       ("quiet,q", "print no progress")
       ("explain", "print where the time of a representative prefill and decode iteration goes")
-      ("threads", po::value<int>(), "fleet scenarios: threads (default: all cores; the result does not depend on it)");
+      ("threads", po::value<int>(), "threads (default: all cores; results do not depend on it)")
+      ("replications", po::value<int>(), "also run N seeds (the scenario's and the next N-1) in parallel and report "
+                                          "each metric's mean and 95 % confidence interval");
   auto p = parse("run", args, desc);
   if (!p) return 0;
   const scenario::Scenario sc = load_scenario(*p);
@@ -133,23 +136,65 @@ int cmd_run(const std::vector<std::string>& args) {
                    units::format(pr.wall_s, units::Dim::kTime).c_str());
     };
   }
+  const int threads = p->vm.count("threads") ? p->vm["threads"].as<int>()
+                                             : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int replications = p->vm.count("replications") ? p->vm["replications"].as<int>() : 0;
+  if (p->vm.count("replications") && (replications < 2 || replications > 1000))
+    throw InputError("--replications must be between 2 and 1000, got " + std::to_string(replications),
+                     "e.g. --replications 10");
+  // Seed s + i of the same scenario, without progress lines or extra observers.
+  auto with_seed = [&sc](uint64_t seed) {
+    scenario::Scenario s = sc;
+    s.seed = seed;
+    return s;
+  };
+  const std::string json_path = (std::filesystem::path(out_dir) / "summary.json").string();
+  nlohmann::json j;
   if (sc.fleet) {
-    const int threads = p->vm.count("threads") ? p->vm["threads"].as<int>()
-                                               : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     const fleet::FleetResult res = fleet::run_fleet(sc, opts, threads);
     std::cout << reports::fleet_report(sc, res);
-    const std::string json_path = (std::filesystem::path(out_dir) / "summary.json").string();
     const std::string csv_path = (std::filesystem::path(out_dir) / "regions.csv").string();
-    reports::write_json(reports::fleet_json(sc, res), json_path);
+    j = reports::fleet_json(sc, res);
     reports::write_fleet_series_csv(res, csv_path);
+    if (replications) {
+      const auto rep = reports::replicate(replications, sc.seed, threads, [&](uint64_t seed) {
+        const scenario::Scenario s = with_seed(seed);
+        const fleet::FleetResult r = fleet::run_fleet(s, {}, 1);
+        const reports::FleetAnswer a = reports::fleet_answer(s, r);
+        return std::vector<std::pair<std::string, double>>{
+            {"calls_per_day", a.calls_per_day},         {"slo_attainment", a.slo_attainment},
+            {"ttft_p50_s", r.summary.ttft.p50_s},       {"ttft_p99_s", r.summary.ttft.p99_s},
+            {"tpot_p99_s", r.summary.tpot.p99_s},       {"e2e_p50_s", r.summary.e2e.p50_s},
+            {"gpu_hours_per_day", a.gpu_hours_per_day}, {"cost_usd_per_day", a.cost_usd_per_day},
+            {"cost_usd_per_mtok", a.usd_per_mtok}};
+      });
+      std::cout << reports::replications_table(rep);
+      j["replications"] = reports::replications_json(rep);
+    }
+    reports::write_json(j, json_path);
     std::cout << "  wrote     " << json_path << ", " << csv_path << "\n";
     return 0;
   }
   Simulation sim(sc, opts);
   const RunResult res = sim.run();
   std::cout << reports::summary_table(sc, res);
-  const std::string json_path = (std::filesystem::path(out_dir) / "summary.json").string();
-  reports::write_json(reports::summary_json(sc, res), json_path);
+  j = reports::summary_json(sc, res);
+  if (replications) {
+    const auto rep = reports::replicate(replications, sc.seed, threads, [&](uint64_t seed) {
+      const scenario::Scenario s = with_seed(seed);
+      Simulation one(s, {});
+      const metrics::Summary m = one.run().summary;
+      return std::vector<std::pair<std::string, double>>{
+          {"ttft_p50_s", m.ttft.p50_s},   {"ttft_p99_s", m.ttft.p99_s},
+          {"tpot_p50_s", m.tpot.p50_s},   {"tpot_p99_s", m.tpot.p99_s},
+          {"e2e_p50_s", m.e2e.p50_s},     {"e2e_p99_s", m.e2e.p99_s},
+          {"output_tok_per_s", m.output_tok_per_s}, {"goodput_req_per_s", m.goodput_req_per_s},
+          {"slo_attainment", m.slo_attainment}};
+    });
+    std::cout << reports::replications_table(rep);
+    j["replications"] = reports::replications_json(rep);
+  }
+  reports::write_json(j, json_path);
   std::cout << "  wrote       " << json_path << "\n";
   return 0;
 }

@@ -466,4 +466,23 @@ TEST_F(Cli, FleetResultsDoNotDependOnThreads) {
   EXPECT_EQ(slurp(o1 + "/regions.csv"), slurp(o2 + "/regions.csv"));
 }
 
+TEST_F(Cli, ReplicationsAreTheSeedsRunOneByOne) {
+  // --replications 3 runs seeds 1, 2, 3: its values must equal three separate runs.
+  const std::string o = (dir_ / "r").string(), o2 = (dir_ / "s2").string();
+  const std::string base = "run scenarios/chat-service.yaml --quiet --set workload.requests=500 ";
+  ASSERT_EQ(run(base + "--replications 3 --out " + o).code, 0);
+  ASSERT_EQ(run(base + "--seed 2 --out " + o2).code, 0);
+  const json j = json::parse(slurp(o + "/summary.json"));
+  const json s2 = json::parse(slurp(o2 + "/summary.json"));
+  const auto& ttft = j["replications"]["metrics"]["ttft_p99_s"];
+  ASSERT_EQ(ttft["values"].size(), 3u);
+  EXPECT_EQ(ttft["values"][0].get<double>(), j["ttft_p99_s"].get<double>());
+  EXPECT_EQ(ttft["values"][1].get<double>(), s2["ttft_p99_s"].get<double>());
+  EXPECT_EQ(j["replications"]["seeds"], json({1, 2, 3}));
+  EXPECT_GT(ttft["ci95_half_width"].get<double>(), 0.0);
+  const Result bad = run(base + "--replications 1 --out " + o);
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.err.find("--replications must be between 2 and 1000"), std::string::npos) << bad.err;
+}
+
 }  // namespace
