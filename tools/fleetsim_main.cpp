@@ -17,6 +17,7 @@
 #include "reports/explain.h"
 #include "reports/fleet_report.h"
 #include "reports/replications.h"
+#include "reports/trace.h"
 #include "reports/summary.h"
 #include "sim/scenario/scenario.h"
 #include "sim/serving/registry.h"
@@ -106,6 +107,7 @@ int cmd_run(const std::vector<std::string>& args) {
   desc.add_options()
       ("out", po::value<std::string>(), "output folder (default: out/<scenario name>/)")
       ("requests-csv", po::value<std::string>(), "stream one CSV row per request to this file")
+      ("trace", po::value<std::string>(), "write a Chrome/Perfetto trace (batch segments per replica, requests) to this file")
       ("quiet,q", "print no progress")
       ("explain", "print where the time of a representative prefill and decode iteration goes")
       ("threads", po::value<int>(), "threads (default: all cores; results do not depend on it)")
@@ -127,6 +129,18 @@ int cmd_run(const std::vector<std::string>& args) {
     csv = std::make_unique<reports::RequestsCsv>(p->vm["requests-csv"].as<std::string>());
     opts.observers.push_back(csv.get());
   }
+  std::unique_ptr<reports::PerfettoTrace> trace;
+  if (p->vm.count("trace")) {
+    trace = std::make_unique<reports::PerfettoTrace>(p->vm["trace"].as<std::string>());
+    opts.observers.push_back(trace.get());
+  }
+  // Reports what --trace wrote (called once the run is done).
+  auto trace_done = [&trace] {
+    if (!trace) return;
+    const uint64_t n = trace->finish();
+    std::cout << "  trace       " << n << " events" << (trace->truncated() ? " (truncated: a trace is for small runs)" : "")
+              << "\n";
+  };
   if (!p->vm.count("quiet")) {
     opts.progress = [](const Progress& pr) {
       std::fprintf(stderr, "  ... simulated %s, %llu requests arrived, %llu completed (%s wall)\n",
@@ -172,6 +186,7 @@ int cmd_run(const std::vector<std::string>& args) {
       j["replications"] = reports::replications_json(rep);
     }
     reports::write_json(j, json_path);
+    trace_done();
     std::cout << "  wrote     " << json_path << ", " << csv_path << "\n";
     return 0;
   }
@@ -195,6 +210,7 @@ int cmd_run(const std::vector<std::string>& args) {
     j["replications"] = reports::replications_json(rep);
   }
   reports::write_json(j, json_path);
+  trace_done();
   std::cout << "  wrote       " << json_path << "\n";
   return 0;
 }

@@ -429,6 +429,7 @@ void FleetSimulation::on_preemption(const workload::RequestSpec& r, int replica,
 void FleetSimulation::on_segment(const serving::SegmentRecord& seg) {
   if (!alive(seg.replica)) return;
   collector_.on_segment(seg);
+  for (auto* o : options_.observers) o->on_segment(seg);
   pools_[static_cast<size_t>(info_[static_cast<size_t>(seg.replica)].pool)].result.busy_hours +=
       ns_to_seconds(std::min(seg.end_ns, end_ns_) - std::min(seg.start_ns, end_ns_)) / 3600.0;
 }

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <map>
 #include <string>
 #include <yaml-cpp/yaml.h>
 
@@ -483,6 +484,42 @@ TEST_F(Cli, ReplicationsAreTheSeedsRunOneByOne) {
   const Result bad = run(base + "--replications 1 --out " + o);
   EXPECT_EQ(bad.code, 1);
   EXPECT_NE(bad.err.find("--replications must be between 2 and 1000"), std::string::npos) << bad.err;
+}
+
+TEST_F(Cli, PerfettoTraceHoldsEverySegmentAndRequest) {
+  const std::string o = (dir_ / "t").string();
+  const Result r = run("run scenarios/chat-service.yaml --quiet --set workload.requests=300 --out " + o +
+                       " --trace " + o + "/trace.json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json summary = json::parse(slurp(o + "/summary.json"));
+  const json trace = json::parse(slurp(o + "/trace.json"));  // valid JSON (a Chrome trace array)
+  ASSERT_TRUE(trace.is_array());
+  int64_t iterations = 0;
+  std::map<uint64_t, int> begins, ends;
+  std::map<std::pair<uint64_t, std::string>, double> begin_ts;
+  for (const auto& e : trace) {
+    const std::string ph = e["ph"];
+    if (ph == "X") {
+      EXPECT_GE(e["dur"].get<double>(), 0.0);
+      iterations += e["args"]["iterations"].get<int64_t>();
+    } else if (ph == "b") {
+      ++begins[e["id"]];
+      begin_ts[{e["id"].get<uint64_t>(), e["name"].get<std::string>()}] = e["ts"].get<double>();
+    } else if (ph == "e") {
+      ++ends[e["id"]];
+      // Every phase ends no earlier than it began (the file lists b before e).
+      EXPECT_LE(begin_ts.at({e["id"].get<uint64_t>(), e["name"].get<std::string>()}), e["ts"].get<double>());
+    }
+  }
+  // The segments' iterations add up to the run's; every completed request has its four
+  // phases (request, queue, prefill, decode), begun and ended.
+  EXPECT_EQ(iterations, summary["iterations"].get<int64_t>());
+  EXPECT_EQ(begins.size(), summary["requests_completed"].get<size_t>());
+  for (const auto& [id, n] : begins) {
+    EXPECT_EQ(n, 4) << id;
+    EXPECT_EQ(ends[id], 4) << id;
+  }
+  EXPECT_NE(r.out.find("trace "), std::string::npos);
 }
 
 }  // namespace
