@@ -17,8 +17,8 @@ namespace fleetsim::fleet {
 namespace {
 
 enum Kind : uint32_t {
-  kArrive = 0,      // a call leaves its user (data: slot)
-  kDeliver = 1,     // ... reaches the serving region (data: slot)
+  kArrive = 0,      // a call reaches its users' region (data: slot); routed there
+  kDeliver = 1,     // a spilled call reaches the region that serves it (data: slot)
   kReady = 2,       // a replica finished loading (data: replica)
   kFail = 3,        // a replica's hardware fails (data: replica)
   kRepair = 4,      // a failed replica is repaired (data: replica)
@@ -60,6 +60,7 @@ FleetSimulation::FleetSimulation(const scenario::Scenario& sc, RunOptions option
   held_ns_acc_.assign(nr, 0.0);
   gpu_ns_acc_.assign(nr, 0.0);
   for (size_t r = 0; r < nr; ++r) {
+    user_rtt_ns_.push_back(seconds_to_ns(spec_.regions[r].user_rtt_s));
     regions_[r].name = spec_.regions[r].traffic.name;
     region_ttft_.emplace_back(0.01);
     // Regions by round trip from r's users (r itself first; ties by index).
@@ -189,7 +190,7 @@ void FleetSimulation::fail(int replica, SimTime now) {
     slots_[slot].replica = -1;
     slots_[slot].retried = true;
     ++retried_;
-    engine_.schedule(retry_at, serving::kPhaseArrival, this, kArrive, slot);
+    engine_.schedule(retry_at + front_door_ns(slots_[slot].spec), serving::kPhaseArrival, this, kArrive, slot);
   }
   p.outstanding -= ri.outstanding;
   ri.outstanding = 0;
@@ -209,6 +210,10 @@ void FleetSimulation::fail(int replica, SimTime now) {
 }
 
 // ---- calls ---------------------------------------------------------------------------
+
+SimTime FleetSimulation::front_door_ns(const workload::RequestSpec& r) const {
+  return user_rtt_ns_[r.region];
+}
 
 uint32_t FleetSimulation::new_slot(const workload::RequestSpec& r) {
   uint32_t slot;
@@ -233,12 +238,13 @@ void FleetSimulation::schedule_calls() {
   const SimTime now = engine_.now();
   for (const auto& r : calls_) {
     const uint32_t slot = new_slot(r);
-    const int64_t b = r.arrival_ns / kBucketNs;
+    const SimTime at = r.arrival_ns + front_door_ns(r);
+    const int64_t b = at / kBucketNs;
     if (!ticking_) {
       next_flush_ = now / kBucketNs + 2;
     }
     if (b < next_flush_ || b >= next_flush_ + static_cast<int64_t>(wheel_.size())) {
-      engine_.schedule(r.arrival_ns, serving::kPhaseArrival, this, kArrive, slot);
+      engine_.schedule(at, serving::kPhaseArrival, this, kArrive, slot);
       continue;
     }
     wheel_[static_cast<size_t>(b) % wheel_.size()].push_back(slot);
@@ -253,7 +259,10 @@ void FleetSimulation::schedule_calls() {
 
 void FleetSimulation::flush_bucket() {
   auto& bucket = wheel_[static_cast<size_t>(next_flush_) % wheel_.size()];
-  for (uint32_t slot : bucket) engine_.schedule(slots_[slot].spec.arrival_ns, serving::kPhaseArrival, this, kArrive, slot);
+  for (uint32_t slot : bucket) {
+    const workload::RequestSpec& r = slots_[slot].spec;
+    engine_.schedule(r.arrival_ns + front_door_ns(r), serving::kPhaseArrival, this, kArrive, slot);
+  }
   wheel_count_ -= bucket.size();
   bucket.clear();
   ++next_flush_;
@@ -313,9 +322,14 @@ void FleetSimulation::arrive(uint32_t slot, SimTime now) {
     ++regions_[static_cast<size_t>(r)].spilled_in;
   }
   s.region = static_cast<int16_t>(r);
-  const double rtt = spec_.regions[static_cast<size_t>(home)].user_rtt_s +
-                     spec_.wan_rtt_s[static_cast<size_t>(home)][static_cast<size_t>(r)];
-  engine_.schedule(now + seconds_to_ns(rtt), serving::kPhaseArrival, this, kDeliver, slot);
+  // The users' round trip is behind it (the call arrived at their region's front door);
+  // a spilled call pays the WAN round trip on top.
+  if (r == home) {
+    deliver(slot, now);
+    return;
+  }
+  const double wan = spec_.wan_rtt_s[static_cast<size_t>(home)][static_cast<size_t>(r)];
+  engine_.schedule(now + seconds_to_ns(wan), serving::kPhaseArrival, this, kDeliver, slot);
 }
 
 void FleetSimulation::deliver(uint32_t slot, SimTime now) {

@@ -1,13 +1,13 @@
 // One run of a fleet scenario: a population of users in regions, pools of replicas per
 // region, geo routing with spillover, autoscaling and failures.
 //
-// Routing: a call goes to its users' home region unless that region is saturated for the
-// call's model (outstanding calls ≥ spill_load × batch slots of its active replicas); then
-// to the nearest region (by round trip) that is not, or, when all are, to the least loaded.
-// Inside a region: power of two choices over the active replicas of every pool serving the
-// model, by outstanding calls per batch slot. The round trip (users → region, plus the
-// WAN hop when spilled) is paid before the call reaches the replica, so TTFT and end-to-end
-// latency include it.
+// Routing: a call reaches its users' home region one user round trip after it is sent and
+// is served there unless that region is saturated for the call's model (outstanding calls
+// ≥ spill_load × batch slots of its active replicas); then it goes on to the nearest region
+// (by round trip) that is not, or, when all are, to the least loaded, paying the WAN round
+// trip. Inside a region: power of two choices over the active replicas of every pool
+// serving the model, by outstanding calls per batch slot. The round trips are paid before
+// the call reaches the replica, so TTFT and end-to-end latency include them.
 //
 // Failures: each replica fails at the summed rate of its GPUs, servers and links; its calls
 // in flight are retried after retry_delay (they keep their arrival time, so their latency
@@ -151,10 +151,11 @@ class FleetSimulation final : public core::EventTarget, private serving::Serving
   void on_preemption(const workload::RequestSpec& r, int replica, SimTime t) override;
 
   uint32_t new_slot(const workload::RequestSpec& r);
+  SimTime front_door_ns(const workload::RequestSpec& r) const;  // the users' round trip
   void schedule_calls();                       // calls_ → arrival events (or the wheel)
   void flush_bucket();
-  void arrive(uint32_t slot, SimTime now);     // pick a region, pay the round trip
-  void deliver(uint32_t slot, SimTime now);    // pick a replica in the region
+  void arrive(uint32_t slot, SimTime now);     // at the users' region: pick the serving region
+  void deliver(uint32_t slot, SimTime now);    // pick a replica in the serving region
   void finish_call(uint32_t slot, SimTime now);
   int pick_region(int home, int model) const;
   int start_replica(int pool, SimTime ready_at);
@@ -184,6 +185,7 @@ class FleetSimulation final : public core::EventTarget, private serving::Serving
   std::vector<Group> groups_;
   int n_models_ = 1;
   std::vector<std::vector<int>> region_order_;  // per home region: regions by round trip
+  std::vector<SimTime> user_rtt_ns_;            // per region
   std::vector<Slot> slots_;
   std::vector<uint32_t> free_slots_;
   std::vector<workload::RequestSpec> calls_;    // scratch: calls to schedule
