@@ -1,0 +1,153 @@
+// The SimGrid fabric against hand arithmetic and against the analytic α-β model.
+// SimGrid allows one engine per process and CTest runs each test in its own process; run
+// this binary by hand with --gtest_filter for one test (tests on another fabric skip).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "hw_models/network.h"
+#include "sim/network/simgrid_network.h"
+
+using namespace fleetsim;
+using net::Collective;
+using net::SimGridFabric;
+
+namespace {
+
+// Two-level DGX-H100-like fabric: 4 nodes of 8 GPUs, NVLink 450 GB/s with α 2 µs, one
+// 400 Gb/s NIC (50 GB/s, α 1 µs) per GPU, all nodes on one leaf, no oversubscription.
+hw::Fabric dgx4() {
+  hw::Fabric f;
+  f.gpus = 32;
+  f.gpus_per_node = 8;
+  f.domain_gpus = 8;
+  f.nics_per_node = 8;
+  f.scaleup = {2e-6, 450e9};
+  f.nic = {1e-6, 50e9};
+  f.nodes_per_leaf = 32;
+  f.oversubscription = 1.0;
+  return f;
+}
+
+SimGridFabric* fabric_or_skip(const hw::Fabric& f) {
+  try {
+    return &SimGridFabric::acquire(f);
+  } catch (const std::runtime_error& e) {
+    return nullptr;
+  }
+}
+#define ACQUIRE(var, fab)                                                                     \
+  SimGridFabric* var = fabric_or_skip(fab);                                                   \
+  if (var == nullptr) GTEST_SKIP() << "another fabric owns this process's SimGrid engine; " \
+                                      "run under ctest (one process per test)"
+
+// Runs the network until `id` ends; returns its end time.
+double finish_time(SimGridFabric& f, uint64_t id, std::vector<net::Completion>* others = nullptr) {
+  std::vector<net::Completion> done;
+  for (int guard = 0; guard < 100000; ++guard) {
+    const double t = f.next_event_time();
+    if (!std::isfinite(t)) break;
+    f.advance_to(t, done);
+    for (const auto& c : done) {
+      if (c.id == id) return c.time_s;
+      if (others) others->push_back(c);
+    }
+    done.clear();
+  }
+  ADD_FAILURE() << "transfer " << id << " never finished";
+  return -1;
+}
+
+}  // namespace
+
+TEST(SimGridFabric, IsolatedTransfersTakeLatencyPlusBytesOverBandwidth) {
+  ACQUIRE(f, dgx4());
+  f->reset_origin();
+  // Inside the node over NVLink: 2 µs + 1e8 / 450e9 = 224.222 µs.
+  const uint64_t a = f->start_transfer(0, 1, 1e8, 0.0);
+  EXPECT_NEAR(finish_time(*f, a), 2e-6 + 1e8 / 450e9, 1e-12);
+  // Node 0 to node 1 on the same rail: 1 µs + 1e8 / 50e9 = 2.001 ms (starting at the end
+  // of the first).
+  const double t0 = f->now();
+  const uint64_t b = f->start_transfer(0, 8, 1e8, t0);
+  EXPECT_NEAR(finish_time(*f, b) - t0, 1e-6 + 1e8 / 50e9, 1e-12);
+  // Cross-rail (GPU 0 to GPU 9) climbs to the spine and back: same time, no uplink limit.
+  EXPECT_EQ(f->route(0, 9).size(), 4u);
+  EXPECT_EQ(f->route(0, 8).size(), 2u);
+  EXPECT_EQ(f->route(0, 1), (std::vector<std::string>{"nvlink_up0", "nvlink_dn1"}));
+}
+
+TEST(SimGridFabric, TwoFlowsSharingANicEachGetHalf) {
+  ACQUIRE(f, dgx4());
+  f->reset_origin();
+  // GPU 0 sends 1 GB to GPU 8 and 1 GB to GPU 16 at once: both leave through GPU 0's NIC
+  // (50 GB/s), so each gets 25 GB/s: 1 µs + 1e9 / 25e9 = 40.001 ms, both. Alone: 20.001 ms.
+  const uint64_t a = f->start_transfer(0, 8, 1e9, 0.0);
+  const uint64_t b = f->start_transfer(0, 16, 1e9, 0.0);
+  std::vector<net::Completion> others;
+  const double ta = finish_time(*f, a, &others);
+  EXPECT_NEAR(ta, 1e-6 + 1e9 / 25e9, 1e-9);
+  const double tb = others.empty() ? finish_time(*f, b) : others[0].time_s;
+  EXPECT_NEAR(tb, 1e-6 + 1e9 / 25e9, 1e-9);
+  // Staggered: the second starts at 10 ms. The first runs alone until 10.001 ms (the
+  // second's latency) and has sent (10.001 ms − 1 µs)·50e9 = 500 MB; the two then share:
+  // the first's other 500 MB at 25 GB/s end at 30.001 ms; the second has also sent 500 MB
+  // by then and sends the rest alone at 50 GB/s: 40.001 ms.
+  const double s0 = f->now();
+  const uint64_t c = f->start_transfer(0, 8, 1e9, s0);
+  std::vector<net::Completion> done;
+  f->advance_to(s0 + 10e-3, done);
+  EXPECT_TRUE(done.empty());
+  const uint64_t d = f->start_transfer(0, 16, 1e9, s0 + 10e-3);
+  EXPECT_NEAR(finish_time(*f, c) - s0, 30.001e-3, 1e-9);
+  EXPECT_NEAR(finish_time(*f, d) - s0, 40.001e-3, 1e-9);
+  EXPECT_EQ(f->in_flight(), 0u);
+  EXPECT_EQ(f->next_event_time(), std::numeric_limits<double>::infinity());
+}
+
+TEST(SimGridFabric, OversubscribedLeafUplinkIsShared) {
+  // One node per leaf, 2:1 oversubscribed: each rail's uplink carries 1 · 50 GB/s / 2 =
+  // 25 GB/s. GPU 0 → GPU 8 (node 0 → node 1, same rail, different leaves): 1e9 bytes take
+  // 1 µs + 1e9 / 25e9 = 40.001 ms even alone.
+  hw::Fabric fab = dgx4();
+  fab.nodes_per_leaf = 1;
+  fab.oversubscription = 2.0;
+  ACQUIRE(f, fab);
+  f->reset_origin();
+  EXPECT_EQ(f->route(0, 8), (std::vector<std::string>{"nic_up0_0", "leaf_up0_rail0", "leaf_dn1_rail0", "nic_dn1_0"}));
+  const uint64_t a = f->start_transfer(0, 8, 1e9, 0.0);
+  EXPECT_NEAR(finish_time(*f, a), 1e-6 + 1e9 / 25e9, 1e-9);
+}
+
+TEST(SimGridFabric, CollectivesAgreeWithAnalyticWithinATenthOfAPercent) {
+  const hw::Fabric fab = dgx4();
+  ACQUIRE(f, fab);
+  f->reset_origin();
+  const hw::AnalyticNetwork a(fab);
+  const std::vector<hw::CommGroup> groups{{2, 2}, {4, 4}, {8, 8}, {16, 8}, {32, 8}, {16, 4}, {4, 1}};
+  for (double bytes : {0.0, 4096.0, 1e6, 3.3e8}) {
+    for (const auto& g : groups) {
+      const struct {
+        Collective c;
+        double analytic;
+      } cases[] = {
+          {Collective::kRingAllReduce, a.allreduce_s(bytes, g)},
+          {Collective::kTreeAllReduce, a.tree_allreduce_s(bytes, g)},
+          {Collective::kReduceScatter, a.reduce_scatter_s(bytes, g)},
+          {Collective::kAllGather, a.allgather_s(bytes, g)},
+          {Collective::kAllToAll, a.alltoall_s(bytes, g)},
+      };
+      for (const auto& cs : cases) {
+        const double sg = net::run_collective(*f, cs.c, bytes, g);
+        EXPECT_NEAR(sg, cs.analytic, 1e-3 * cs.analytic)
+            << net::collective_name(cs.c) << " of " << bytes << " B over " << g.size << " ("
+            << g.per_domain << " per domain)";
+      }
+    }
+    const double in = net::run_collective(*f, Collective::kP2p, bytes, {2, 2});
+    const double out = net::run_collective(*f, Collective::kP2p, bytes, {2, 1});
+    EXPECT_NEAR(in, a.p2p_s(bytes, false), 1e-3 * a.p2p_s(bytes, false));
+    EXPECT_NEAR(out, a.p2p_s(bytes, true), 1e-3 * a.p2p_s(bytes, true));
+  }
+}
