@@ -1,0 +1,47 @@
+#include "sim/network/live_transfers.h"
+
+#include <cmath>
+#include <stdexcept>
+
+namespace fleetsim::net {
+
+LiveTransfers::LiveTransfers(const hw::Fabric& fabric) : fabric_(SimGridFabric::acquire(fabric)) {
+  fabric_.reset_origin();
+}
+
+void LiveTransfers::start_group(uint64_t tag, int src_base, int dst_base, int links,
+                                double bytes_per_link, SimTime now) {
+  if (links < 1) throw std::invalid_argument("live transfers: a group needs at least one flow");
+  if (!groups_.emplace(tag, Group{links, now}).second)
+    throw std::logic_error("live transfers: tag already in flight");
+  const double t = ns_to_seconds(now);
+  for (int k = 0; k < links; ++k)
+    owner_[fabric_.start_transfer(src_base + k, dst_base + k, bytes_per_link, t)] = tag;
+}
+
+void LiveTransfers::advance(SimTime now,
+                            const std::function<void(uint64_t, SimTime)>& done) {
+  fabric_.advance_to(ns_to_seconds(now), done_);
+  for (const Completion& c : done_) {
+    auto it = owner_.find(c.id);
+    if (it == owner_.end()) continue;
+    const uint64_t tag = it->second;
+    owner_.erase(it);
+    auto g = groups_.find(tag);
+    if (--g->second.pending == 0) {
+      const SimTime started = g->second.started;
+      groups_.erase(g);
+      done(tag, started);
+    }
+  }
+  done_.clear();
+}
+
+SimTime LiveTransfers::next_wake() const {
+  const double t = fabric_.next_event_time();
+  if (!std::isfinite(t)) return -1;
+  // Round up, so that advancing to the wake-up passes the event.
+  return static_cast<SimTime>(std::ceil(t * 1e9));
+}
+
+}  // namespace fleetsim::net
