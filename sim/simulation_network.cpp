@@ -13,7 +13,12 @@ void Simulation::init_live_network() {
   const int per_node = sc_.fabric.gpus_per_node;
   const int prefill_gpus = sc_.prefill_pool->replicas * sc_.prefill_pool->par.gpus();
   decode_gpu_base_ = (prefill_gpus + per_node - 1) / per_node * per_node;
-  live_net_ = std::make_unique<net::LiveTransfers>(sc_.fabric);
+  // Whole-node replicas on one-NIC-per-GPU nodes move their KV caches rail by rail in
+  // lockstep: simulate rail 0 only (exact; see LiveTransfers).
+  const bool whole_nodes = sc_.fabric.nics_per_node == per_node &&
+                           sc_.prefill_pool->par.gpus() % per_node == 0 &&
+                           sc_.par.gpus() % per_node == 0 && kv_links_ % per_node == 0;
+  live_net_ = std::make_unique<net::LiveTransfers>(sc_.fabric, whole_nodes);
 }
 
 void Simulation::start_kv_transfer(uint32_t slot, int prefill_replica, double bytes) {

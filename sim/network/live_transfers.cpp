@@ -5,17 +5,23 @@
 
 namespace fleetsim::net {
 
-LiveTransfers::LiveTransfers(const hw::Fabric& fabric) : fabric_(SimGridFabric::acquire(fabric)) {
+LiveTransfers::LiveTransfers(const hw::Fabric& fabric, bool rail_symmetric)
+    : fabric_(SimGridFabric::acquire(fabric)), rail_symmetric_(rail_symmetric) {
+  if (rail_symmetric && fabric.nics_per_node != fabric.gpus_per_node)
+    throw std::invalid_argument("live transfers: rail symmetry needs one NIC per GPU");
   fabric_.reset_origin();
 }
 
 void LiveTransfers::start_group(uint64_t tag, int src_base, int dst_base, int links,
                                 double bytes_per_link, SimTime now) {
   if (links < 1) throw std::invalid_argument("live transfers: a group needs at least one flow");
-  if (!groups_.emplace(tag, Group{links, now}).second)
+  const int step = rail_symmetric_ ? fabric_.fabric().gpus_per_node : 1;
+  if (rail_symmetric_ && (src_base % step != 0 || dst_base % step != 0 || links % step != 0))
+    throw std::logic_error("live transfers: a rail-symmetric group must cover whole nodes");
+  if (!groups_.emplace(tag, Group{links / step, now}).second)
     throw std::logic_error("live transfers: tag already in flight");
   const double t = ns_to_seconds(now);
-  for (int k = 0; k < links; ++k)
+  for (int k = 0; k < links; k += step)
     owner_[fabric_.start_transfer(src_base + k, dst_base + k, bytes_per_link, t)] = tag;
 }
 

@@ -19,7 +19,14 @@ class LiveTransfers {
  public:
   /// Takes the process's SimGrid engine for `fabric` (see SimGridFabric::acquire) and
   /// makes its clock our t = 0.
-  explicit LiveTransfers(const hw::Fabric& fabric);
+  ///
+  /// `rail_symmetric`: the caller promises that every group starts and ends on node
+  /// boundaries (src_base, dst_base and links multiples of gpus_per_node) on a fabric with
+  /// one NIC per GPU, and that nothing else is live. Then rail k carries exactly the flows
+  /// rail 0 carries (same node pairs, same bytes, same start times) and so ends them at the
+  /// same times: only the rail-0 flow of each node pair is simulated, 1/gpus_per_node of
+  /// the flows (tests/simgrid/live_transfers_test.cpp checks the times equal).
+  LiveTransfers(const hw::Fabric& fabric, bool rail_symmetric);
 
   /// Starts `links` flows of `bytes_per_link`, GPU src_base + k → dst_base + k; `tag` is
   /// reported when the last ends.
@@ -37,6 +44,7 @@ class LiveTransfers {
     SimTime started = 0;
   };
   SimGridFabric& fabric_;
+  bool rail_symmetric_ = false;
   std::unordered_map<uint64_t, Group> groups_;     // by tag
   std::unordered_map<uint64_t, uint64_t> owner_;   // flow id → tag
   std::vector<Completion> done_;

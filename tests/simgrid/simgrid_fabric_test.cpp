@@ -49,11 +49,13 @@ double finish_time(SimGridFabric& f, uint64_t id, std::vector<net::Completion>* 
     const double t = f.next_event_time();
     if (!std::isfinite(t)) break;
     f.advance_to(t, done);
+    double found = -1;
     for (const auto& c : done) {
-      if (c.id == id) return c.time_s;
-      if (others) others->push_back(c);
+      if (c.id == id) found = c.time_s;
+      else if (others) others->push_back(c);
     }
     done.clear();
+    if (found >= 0) return found;
   }
   ADD_FAILURE() << "transfer " << id << " never finished";
   return -1;
