@@ -1,15 +1,52 @@
 #include "sim/network/live_transfers.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <stdexcept>
 
 namespace fleetsim::net {
 
+namespace {
+std::atomic<bool> g_in_use{false};
+
+SimGridFabric& claim(const hw::Fabric& fabric) {
+  if (g_in_use.exchange(true))
+    throw std::runtime_error(
+        "network model simgrid: another simulation in this process is using the SimGrid engine "
+        "(one engine per process); run simulations with live SimGrid transfers one at a time");
+  try {
+    return SimGridFabric::acquire(fabric);
+  } catch (...) {
+    g_in_use = false;
+    throw;
+  }
+}
+}  // namespace
+
 LiveTransfers::LiveTransfers(const hw::Fabric& fabric, bool rail_symmetric)
-    : fabric_(SimGridFabric::acquire(fabric)), rail_symmetric_(rail_symmetric) {
-  if (rail_symmetric && fabric.nics_per_node != fabric.gpus_per_node)
-    throw std::invalid_argument("live transfers: rail symmetry needs one NIC per GPU");
-  fabric_.reset_origin();
+    : fabric_(claim(fabric)), rail_symmetric_(rail_symmetric) {
+  try {
+    if (rail_symmetric && fabric.nics_per_node != fabric.gpus_per_node)
+      throw std::invalid_argument("live transfers: rail symmetry needs one NIC per GPU");
+    fabric_.reset_origin();
+  } catch (...) {
+    g_in_use = false;
+    throw;
+  }
+}
+
+LiveTransfers::~LiveTransfers() {
+  // Let what is still in flight finish (a run that stopped early), so the next user of the
+  // engine starts from an idle network.
+  std::vector<Completion> done;
+  for (int guard = 0; fabric_.in_flight() > 0 && guard < 100000000; ++guard) {
+    const double t = fabric_.next_event_time();
+    if (!std::isfinite(t)) break;
+    fabric_.advance_to(std::max(t, fabric_.now() + 1e-12), done);
+    done.clear();
+  }
+  g_in_use = false;
 }
 
 void LiveTransfers::start_group(uint64_t tag, int src_base, int dst_base, int links,

@@ -26,7 +26,12 @@ class LiveTransfers {
   /// rail 0 carries (same node pairs, same bytes, same start times) and so ends them at the
   /// same times: only the rail-0 flow of each node pair is simulated, 1/gpus_per_node of
   /// the flows (tests/simgrid/live_transfers_test.cpp checks the times equal).
+  /// One LiveTransfers at a time per process (the engine is the process's): a second one
+  /// while the first lives throws std::runtime_error.
   LiveTransfers(const hw::Fabric& fabric, bool rail_symmetric);
+  ~LiveTransfers();
+  LiveTransfers(const LiveTransfers&) = delete;
+  LiveTransfers& operator=(const LiveTransfers&) = delete;
 
   /// Starts `links` flows of `bytes_per_link`, GPU src_base + k → dst_base + k; `tag` is
   /// reported when the last ends.
