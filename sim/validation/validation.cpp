@@ -14,6 +14,7 @@
 #include "hw_models/perf_model.h"
 #include "hw_models/units.h"
 #include "hw_models/yaml_reader.h"
+#include "sim/network/table_network.h"
 #include "sim/scenario/scenario.h"
 #include "sim/simulation.h"
 
@@ -164,6 +165,14 @@ double predict_collective(yaml::Map coll, Case& c, const hw::Catalog& catalog) {
   const double bytes = coll.quantity("bytes", units::Dim::kBytes, 1.0);
   coll.finish();
   const hw::CommGroup g{n, std::min(n, std::max(1, sc.dep.scaleup_domain_gpus))};
+  if (sc.network_model == "simgrid") {
+    // The scenario's tables hold its deployment's groups; this case needs its own.
+    try {
+      sc.dep.network = net::TableNetwork::load_or_build(sc.fabric, {g});
+    } catch (const std::exception& e) {
+      throw InputError(e.what(), "use network: {model: analytic}", c.file);
+    }
+  }
   const hw::NetworkModel& net = *sc.dep.network;
   const std::string op = c.metric.substr(0, c.metric.size() - 6);
   double t = 0, factor = (n - 1.0) / n;
