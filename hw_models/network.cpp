@@ -60,6 +60,11 @@ double AnalyticNetwork::alltoall_s(double bytes_per_gpu, const CommGroup& g) con
   return std::max(t, (n - m) * out_.latency_s + outside * oversub_ / out_.bw_bytes_per_s);
 }
 
+double AnalyticNetwork::wan_p2p_s(double bytes) const {
+  need_bw(wan_, "WAN");
+  return wan_.latency_s + bytes / wan_.bw_bytes_per_s;
+}
+
 double AnalyticNetwork::ring_half_s(double bytes, int n, const LinkLevel& l) {
   if (n <= 1) return 0.0;
   return (n - 1) * l.latency_s + (n - 1.0) / n * bytes / l.bw_bytes_per_s;
@@ -129,7 +134,15 @@ void Fabric::validate() const {
   if (domain_gpus > 1 && !(scaleup.bw_bytes_per_s > 0)) bad("scale-up bandwidth must be > 0");
   if (gpus > domain_gpus && (nics_per_node == 0 || !(nic.bw_bytes_per_s > 0)))
     bad("the GPUs span more than one scale-up domain but the nodes have no NIC bandwidth");
-  if (scaleup.latency_s < 0 || nic.latency_s < 0) bad("latencies must be >= 0");
+  if (scaleup.latency_s < 0 || nic.latency_s < 0 || wan.latency_s < 0) bad("latencies must be >= 0");
+  if (regions < 1) bad("regions must be >= 1");
+  if (regions > 1) {
+    const int nodes = gpus / gpus_per_node;
+    if (nodes % regions != 0)
+      bad(std::to_string(nodes) + " nodes do not split evenly into " + std::to_string(regions) + " regions");
+    if (!(wan.bw_bytes_per_s > 0)) bad("regions > 1 need a WAN bandwidth");
+    if (nics_per_node == 0 || !(nic.bw_bytes_per_s > 0)) bad("regions > 1 need NICs");
+  }
 }
 
 namespace {
@@ -152,6 +165,10 @@ std::string Fabric::serialize() const {
     << "nic_bw=" << hexf(nic.bw_bytes_per_s) << "\n"
     << "nodes_per_leaf=" << nodes_per_leaf << "\n"
     << "oversubscription=" << hexf(oversubscription) << "\n";
+  if (regions > 1)
+    o << "regions=" << regions << "\n"
+      << "wan_latency_s=" << hexf(wan.latency_s) << "\n"
+      << "wan_bw=" << hexf(wan.bw_bytes_per_s) << "\n";
   return o.str();
 }
 
@@ -175,6 +192,9 @@ Fabric Fabric::parse(const std::string& text) {
     else if (k == "nic_bw") f.nic.bw_bytes_per_s = d;
     else if (k == "nodes_per_leaf") f.nodes_per_leaf = std::stoi(v);
     else if (k == "oversubscription") f.oversubscription = d;
+    else if (k == "regions") f.regions = std::stoi(v);
+    else if (k == "wan_latency_s") f.wan.latency_s = d;
+    else if (k == "wan_bw") f.wan.bw_bytes_per_s = d;
     else throw std::invalid_argument("fabric: unknown key '" + k + "'");
   }
   return f;

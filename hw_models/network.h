@@ -55,6 +55,10 @@ class NetworkModel {
 /// serves `nodes_per_leaf` nodes, and its uplinks carry nodes_per_leaf·nic bandwidth /
 /// `oversubscription` to the spine. GPU g lives on node g / gpus_per_node and uses NIC
 /// (g mod gpus_per_node)·nics_per_node / gpus_per_node.
+///
+/// `regions` > 1 splits the nodes evenly into regions (consecutive nodes), each with its
+/// own fat tree; traffic between two regions climbs to its spine and crosses one WAN link
+/// per ordered region pair (`wan`: that link's bandwidth and one-way latency).
 struct Fabric {
   int gpus = 8;
   int gpus_per_node = 8;
@@ -64,6 +68,8 @@ struct Fabric {
   LinkLevel nic;      ///< per NIC port, per direction; latency = α of one NIC→NIC step
   int nodes_per_leaf = 32;
   double oversubscription = 1.0;
+  int regions = 1;
+  LinkLevel wan;      ///< per ordered region pair, per direction (regions > 1)
 
   /// Scale-out bandwidth per GPU when every GPU of a node sends at once.
   double scaleout_bw_per_gpu() const {
@@ -104,11 +110,19 @@ class AnalyticNetwork final : public NetworkModel {
       : up_(scaleup), out_(scaleout), oversub_(oversubscription) {}
   /// The α-β view of a fabric: scale-up as given, scale-out at the per-GPU share of the NICs.
   explicit AnalyticNetwork(const Fabric& f)
-      : AnalyticNetwork(f.scaleup, {f.nic.latency_s, f.scaleout_bw_per_gpu()}, f.oversubscription) {}
+      : AnalyticNetwork(f.scaleup, {f.nic.latency_s, f.scaleout_bw_per_gpu()}, f.oversubscription) {
+    if (f.regions > 1)
+      wan_ = {f.nic.latency_s + f.wan.latency_s,
+              std::min({f.nic.bw_bytes_per_s, f.wan.bw_bytes_per_s,
+                        f.nodes_per_leaf * f.nic.bw_bytes_per_s / f.oversubscription})};
+  }
 
   double allreduce_s(double bytes, const CommGroup& g) const override;
   double alltoall_s(double bytes_per_gpu, const CommGroup& g) const override;
   double p2p_s(double bytes, bool cross_domain) const override;
+  /// One transfer between regions, alone: α_out + α_wan + bytes / min(NIC, leaf uplink, WAN)
+  /// (needs the Fabric constructor with regions > 1).
+  double wan_p2p_s(double bytes) const;
   double reduce_scatter_s(double bytes, const CommGroup& g) const override;
   double allgather_s(double bytes, const CommGroup& g) const override;
   double tree_allreduce_s(double bytes, const CommGroup& g) const override;
@@ -126,6 +140,7 @@ class AnalyticNetwork final : public NetworkModel {
  private:
   LinkLevel up_, out_;
   double oversub_ = 1.0;
+  LinkLevel wan_;  // a lone flow between regions: latency and bottleneck bandwidth
 };
 
 }  // namespace fleetsim::hw

@@ -24,6 +24,11 @@ TEST(Fabric, SerializeRoundTripsExactlyAndHashesTheContent) {
   h.oversubscription = 2.0;
   EXPECT_NE(h.hash(), f.hash());
   EXPECT_THROW(Fabric::parse("gpus=8\nwarp=9\n"), std::invalid_argument);
+  Fabric w = f;
+  w.regions = 2;
+  w.wan = {30e-3, 12.5e9};
+  EXPECT_EQ(Fabric::parse(w.serialize()).serialize(), w.serialize());
+  EXPECT_NE(w.hash(), f.hash());
 }
 
 TEST(Fabric, ValidateNamesTheInconsistentField) {
@@ -52,6 +57,14 @@ TEST(Fabric, ValidateNamesTheInconsistentField) {
   Fabric d = f;
   d.gpus = 12;
   EXPECT_NE(message(d).find("whole nodes"), std::string::npos);
+  Fabric r = f;
+  r.gpus = 24;  // 3 nodes
+  r.regions = 2;
+  r.wan = {30e-3, 12.5e9};
+  EXPECT_NE(message(r).find("regions"), std::string::npos);
+  r.gpus = 32;
+  r.wan = {};
+  EXPECT_NE(message(r).find("WAN"), std::string::npos);
 }
 
 TEST(Fabric, AnalyticViewUsesThePerGpuShareOfTheNics) {

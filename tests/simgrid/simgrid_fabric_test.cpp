@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <map>
 
 #include "hw_models/network.h"
 #include "sim/network/simgrid_network.h"
@@ -159,4 +160,88 @@ TEST(SimGridFabric, CollectivesAgreeWithAnalyticWithinATenthOfAPercent) {
                       std::fabs(out - a.p2p_s(bytes, true)) / a.p2p_s(bytes, true)});
   }
   std::printf("largest relative difference SimGrid vs analytic: %.3g\n", worst);
+}
+
+TEST(SimGridFabric, RegionsMeetOverOneSharedWanLink) {
+  // Two regions of 2 nodes each, joined by a 100 Gb/s (12.5 GB/s), 30 ms link per
+  // direction. GPU 0 (region 0) → GPU 16 (region 1) climbs node 0's NIC and leaf, crosses
+  // the WAN link and comes down node 2's leaf and NIC: 30 ms + 1 µs (NIC α) + 1e9 / 12.5e9
+  // = 110.001 ms alone, as the analytic model says.
+  hw::Fabric fab = dgx4();
+  fab.regions = 2;
+  fab.wan = {30e-3, 12.5e9};
+  ACQUIRE(f, fab);
+  f->reset_origin();
+  EXPECT_EQ(f->route(0, 16), (std::vector<std::string>{"nic_up0_0", "leaf_up0_rail0", "wan0_1",
+                                                        "leaf_dn1_rail0", "nic_dn2_0"}));
+  EXPECT_EQ(f->route(0, 8).size(), 2u);  // same region, same leaf: no WAN
+  const hw::AnalyticNetwork a(fab);
+  const uint64_t x = f->start_transfer(0, 16, 1e9, 0.0);
+  EXPECT_NEAR(finish_time(*f, x), a.wan_p2p_s(1e9), 1e-9);
+  EXPECT_NEAR(a.wan_p2p_s(1e9), 30e-3 + 1e-6 + 1e9 / 12.5e9, 1e-12);
+  // Two flows from different nodes and rails of region 0 to region 1 share the WAN link:
+  // each gets 6.25 GB/s, 30.001 ms + 1e9 / 6.25e9 = 190.001 ms.
+  const double t0 = f->now();
+  const uint64_t y = f->start_transfer(1, 17, 1e9, t0);
+  const uint64_t z = f->start_transfer(9, 25, 1e9, t0);
+  std::vector<net::Completion> others;
+  EXPECT_NEAR(finish_time(*f, y, &others) - t0, 30e-3 + 1e-6 + 1e9 / 6.25e9, 1e-9);
+  const double tz = others.empty() ? finish_time(*f, z) : others[0].time_s;
+  EXPECT_NEAR(tz - t0, 30e-3 + 1e-6 + 1e9 / 6.25e9, 1e-9);
+}
+
+TEST(SimGridFabric, DrivingByNextEventGivesTheSameTimesAsFixedSteps) {
+  // The adapter asks SimGrid's network model for its next event between run_until calls;
+  // that must not change what SimGrid computes. 300 random flows (random GPU pairs, 1 MB to
+  // 1 GB, starting over 50 ms) are run twice on the same engine: driven by next_event_time,
+  // and by blind 1 ms steps that only call run_until (starts fall on step boundaries in
+  // both). Every flow must end at the same time.
+  ACQUIRE(f, dgx4());
+  struct Flow {
+    int src, dst;
+    double bytes, start;
+  };
+  std::vector<Flow> flows;
+  uint64_t state = 12345;
+  auto next = [&] {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<double>(state >> 11) / 9007199254740992.0;
+  };
+  for (int i = 0; i < 300; ++i) {
+    const int a = static_cast<int>(next() * 32), b = (a + 1 + static_cast<int>(next() * 31)) % 32;
+    flows.push_back({a, b, 1e6 * std::pow(1e3, next()), std::floor(next() * 50) * 1e-3});
+  }
+  std::sort(flows.begin(), flows.end(), [](const Flow& x, const Flow& y) { return x.start < y.start; });
+  auto run = [&](bool by_event) {
+    f->reset_origin();
+    std::map<uint64_t, size_t> index;
+    std::vector<double> end(flows.size(), -1);
+    std::vector<net::Completion> done;
+    size_t k = 0;
+    double t = 0;
+    int64_t step = 0;
+    while (k < flows.size() || f->in_flight() > 0) {
+      while (k < flows.size() && flows[k].start <= t) {
+        index[f->start_transfer(flows[k].src, flows[k].dst, flows[k].bytes, t)] = k;
+        ++k;
+      }
+      // Starts lie on the 1 ms grid, so both drivers stop at every one of them.
+      double target = static_cast<double>(++step) * 1e-3;
+      if (by_event && f->next_event_time() < target) {
+        target = f->next_event_time();
+        --step;
+      }
+      f->advance_to(target, done);
+      t = target;
+      for (const auto& c : done) end[index.at(c.id)] = c.time_s;
+      done.clear();
+    }
+    return end;
+  };
+  const auto a = run(true);
+  const auto b = run(false);
+  for (size_t i = 0; i < flows.size(); ++i) {
+    ASSERT_GT(a[i], flows[i].start) << i;
+    EXPECT_NEAR(a[i], b[i], 1e-9 * std::max(1.0, b[i])) << "flow " << i;
+  }
 }
