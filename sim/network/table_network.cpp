@@ -1,5 +1,6 @@
 #include "sim/network/table_network.h"
 
+#include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -104,7 +105,10 @@ std::string TableNetwork::compute_csv(const hw::Fabric& fabric, const std::vecto
     std::snprintf(buf, sizeof buf, "%s,%d,%d,%.17g,%.17g\n", op, g.size, g.per_domain, bytes, t);
     o << buf;
   };
-  std::vector<hw::CommGroup> p2p{{2, 2}};
+  // Point-to-point inside a domain (when domains hold two GPUs or more) and across two
+  // (when the fabric has a second domain, i.e. NICs).
+  std::vector<hw::CommGroup> p2p;
+  if (fabric.domain_gpus >= 2) p2p.push_back({2, 2});
   if (fabric.gpus > fabric.domain_gpus) p2p.push_back({2, 1});
   for (const double b : size_grid()) {
     for (const auto& g : p2p) emit("p2p", g, b, run_collective(f, Collective::kP2p, b, g));
@@ -186,15 +190,29 @@ std::shared_ptr<const TableNetwork> TableNetwork::load_or_build(const hw::Fabric
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
+  // The helper's messages go to a file, so a failure can say why.
+  const fs::path log = dir / (std::string(name) + ".log." + pid);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 2, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   pid_t child = 0;
-  if (posix_spawn(&child, helper.c_str(), nullptr, nullptr, argv.data(), environ) != 0)
+  const int spawned = posix_spawn(&child, helper.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (spawned != 0) {
+    fs::remove(spec, ec);
+    fs::remove(log, ec);
     throw std::runtime_error("network model simgrid: cannot run " + helper);
+  }
   int status = 0;
   waitpid(child, &status, 0);
   fs::remove(spec, ec);
+  std::string why = read_all(log);
+  fs::remove(log, ec);
+  while (!why.empty() && (why.back() == '\n' || why.back() == '\r')) why.pop_back();
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !fs::exists(tmp)) {
     fs::remove(tmp, ec);
-    throw std::runtime_error("network model simgrid: " + helper + " failed building the tables");
+    throw std::runtime_error("network model simgrid: building the collective tables failed" +
+                             (why.empty() ? std::string() : ": " + why));
   }
   const std::string text = read_all(tmp);
   if (text.compare(0, head.size() + 1, head + "\n") != 0) {

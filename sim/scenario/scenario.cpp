@@ -312,6 +312,13 @@ void size_simgrid_fabric(yaml::Map& root, Scenario& sc) {
   }
   sc.fabric.gpus = std::max(total, sc.fabric.domain_gpus);
   sc.fabric.gpus = whole_nodes(sc.fabric.gpus);
+  try {
+    sc.fabric.validate();
+  } catch (const std::invalid_argument& e) {
+    root.map("network").fail("model",
+                             std::string("SimGrid cannot build the run's fabric: ") + e.what(),
+                             "use network: {model: analytic}");
+  }
 }
 
 // Cascade (FrugalGPT, Chen et al., arXiv:2305.05176): every request goes to the small model
