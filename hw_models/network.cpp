@@ -1,5 +1,9 @@
 #include "hw_models/network.h"
 
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
 #include <stdexcept>
 
 namespace fleetsim::hw {
@@ -41,21 +45,168 @@ double AnalyticNetwork::allreduce_s(double bytes, const CommGroup& g) const {
 double AnalyticNetwork::alltoall_s(double bytes_per_gpu, const CommGroup& g) const {
   if (g.size <= 1) return 0.0;
   const int n = g.size, m = std::clamp(g.per_domain, 1, g.size);
-  need_bw(up_, "scale-up");
-  const double inside = (m - 1.0) / n * bytes_per_gpu;
-  double t = (n - 1) * up_.latency_s + inside / up_.bw_bytes_per_s;
-  if (m < n) {
-    need_bw(out_, "scale-out");
-    const double outside = static_cast<double>(n - m) / n * bytes_per_gpu;
-    t = std::max(t, (n - 1) * out_.latency_s + outside / out_.bw_bytes_per_s);
+  if (m >= n) {
+    need_bw(up_, "scale-up");
+    return (n - 1) * up_.latency_s + (n - 1.0) / n * bytes_per_gpu / up_.bw_bytes_per_s;
   }
-  return t;
+  // Two concurrent sequences per GPU: m−1 messages over the scale-up level, n−m over the NIC.
+  need_bw(out_, "scale-out");
+  double t = 0;
+  if (m > 1) {
+    need_bw(up_, "scale-up");
+    t = (m - 1) * up_.latency_s + (m - 1.0) / n * bytes_per_gpu / up_.bw_bytes_per_s;
+  }
+  const double outside = static_cast<double>(n - m) / n * bytes_per_gpu;
+  return std::max(t, (n - m) * out_.latency_s + outside * oversub_ / out_.bw_bytes_per_s);
+}
+
+double AnalyticNetwork::wan_p2p_s(double bytes) const {
+  need_bw(wan_, "WAN");
+  return wan_.latency_s + bytes / wan_.bw_bytes_per_s;
+}
+
+double AnalyticNetwork::ring_half_s(double bytes, int n, const LinkLevel& l) {
+  if (n <= 1) return 0.0;
+  return (n - 1) * l.latency_s + (n - 1.0) / n * bytes / l.bw_bytes_per_s;
+}
+
+int AnalyticNetwork::ceil_log2(int n) {
+  int k = 0;
+  while ((1LL << k) < n) ++k;
+  return k;
+}
+
+double AnalyticNetwork::reduce_scatter_s(double bytes, const CommGroup& g) const {
+  if (g.size <= 1) return 0.0;
+  const int m = std::clamp(g.per_domain, 1, g.size);
+  if (m >= g.size) {
+    need_bw(up_, "scale-up");
+    return ring_half_s(bytes, g.size, up_);
+  }
+  need_bw(out_, "scale-out");
+  if (m > 1) need_bw(up_, "scale-up");
+  const int domains = (g.size + m - 1) / m;
+  return (m > 1 ? ring_half_s(bytes, m, up_) : 0.0) + ring_half_s(bytes / m, domains, out_);
+}
+
+double AnalyticNetwork::allgather_s(double bytes, const CommGroup& g) const {
+  // The mirror image of the reduce-scatter: the same messages in the other order.
+  return reduce_scatter_s(bytes, g);
+}
+
+double AnalyticNetwork::tree_allreduce_s(double bytes, const CommGroup& g) const {
+  if (g.size <= 1) return 0.0;
+  const int m = std::clamp(g.per_domain, 1, g.size);
+  const int domains = (g.size + m - 1) / m;
+  double t = 0;
+  if (m > 1) {
+    need_bw(up_, "scale-up");
+    t += ceil_log2(m) * (up_.latency_s + bytes / up_.bw_bytes_per_s);
+  }
+  if (domains > 1) {
+    need_bw(out_, "scale-out");
+    t += ceil_log2(domains) * (out_.latency_s + bytes / out_.bw_bytes_per_s);
+  }
+  return 2.0 * t;
 }
 
 double AnalyticNetwork::p2p_s(double bytes, bool cross_domain) const {
   const LinkLevel& l = cross_domain ? out_ : up_;
   need_bw(l, cross_domain ? "scale-out" : "scale-up");
   return l.latency_s + bytes / l.bw_bytes_per_s;
+}
+
+// ---- Fabric ---------------------------------------------------------------------------
+
+void Fabric::validate() const {
+  auto bad = [](const std::string& what) { throw std::invalid_argument("fabric: " + what); };
+  if (gpus < 1) bad("gpus must be >= 1");
+  if (gpus_per_node < 1) bad("gpus_per_node must be >= 1");
+  if (domain_gpus < 1 || domain_gpus % gpus_per_node != 0)
+    bad("domain_gpus (" + std::to_string(domain_gpus) + ") must be a multiple of gpus_per_node (" +
+        std::to_string(gpus_per_node) + ")");
+  if (gpus % gpus_per_node != 0)
+    bad("gpus (" + std::to_string(gpus) + ") must fill whole nodes of " + std::to_string(gpus_per_node));
+  if (nics_per_node < 0) bad("nics_per_node must be >= 0");
+  if (nodes_per_leaf < 1) bad("nodes_per_leaf must be >= 1");
+  if (!(oversubscription >= 1.0) || !std::isfinite(oversubscription))
+    bad("oversubscription must be a finite number >= 1");
+  if (domain_gpus > 1 && !(scaleup.bw_bytes_per_s > 0)) bad("scale-up bandwidth must be > 0");
+  if (gpus > domain_gpus && (nics_per_node == 0 || !(nic.bw_bytes_per_s > 0)))
+    bad("the GPUs span more than one scale-up domain but the nodes have no NIC bandwidth");
+  if (scaleup.latency_s < 0 || nic.latency_s < 0 || wan.latency_s < 0) bad("latencies must be >= 0");
+  if (regions < 1) bad("regions must be >= 1");
+  if (regions > 1) {
+    const int nodes = gpus / gpus_per_node;
+    if (nodes % regions != 0)
+      bad(std::to_string(nodes) + " nodes do not split evenly into " + std::to_string(regions) + " regions");
+    if (!(wan.bw_bytes_per_s > 0)) bad("regions > 1 need a WAN bandwidth");
+    if (nics_per_node == 0 || !(nic.bw_bytes_per_s > 0)) bad("regions > 1 need NICs");
+  }
+}
+
+namespace {
+std::string hexf(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%a", v);
+  return buf;
+}
+}  // namespace
+
+std::string Fabric::serialize() const {
+  std::ostringstream o;
+  o << "gpus=" << gpus << "\n"
+    << "gpus_per_node=" << gpus_per_node << "\n"
+    << "domain_gpus=" << domain_gpus << "\n"
+    << "nics_per_node=" << nics_per_node << "\n"
+    << "scaleup_latency_s=" << hexf(scaleup.latency_s) << "\n"
+    << "scaleup_bw=" << hexf(scaleup.bw_bytes_per_s) << "\n"
+    << "nic_latency_s=" << hexf(nic.latency_s) << "\n"
+    << "nic_bw=" << hexf(nic.bw_bytes_per_s) << "\n"
+    << "nodes_per_leaf=" << nodes_per_leaf << "\n"
+    << "oversubscription=" << hexf(oversubscription) << "\n";
+  if (regions > 1)
+    o << "regions=" << regions << "\n"
+      << "wan_latency_s=" << hexf(wan.latency_s) << "\n"
+      << "wan_bw=" << hexf(wan.bw_bytes_per_s) << "\n";
+  return o.str();
+}
+
+Fabric Fabric::parse(const std::string& text) {
+  Fabric f;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    const auto eq = line.find('=');
+    if (eq == std::string::npos) throw std::invalid_argument("fabric: bad line '" + line + "'");
+    const std::string k = line.substr(0, eq), v = line.substr(eq + 1);
+    const double d = std::strtod(v.c_str(), nullptr);
+    if (k == "gpus") f.gpus = std::stoi(v);
+    else if (k == "gpus_per_node") f.gpus_per_node = std::stoi(v);
+    else if (k == "domain_gpus") f.domain_gpus = std::stoi(v);
+    else if (k == "nics_per_node") f.nics_per_node = std::stoi(v);
+    else if (k == "scaleup_latency_s") f.scaleup.latency_s = d;
+    else if (k == "scaleup_bw") f.scaleup.bw_bytes_per_s = d;
+    else if (k == "nic_latency_s") f.nic.latency_s = d;
+    else if (k == "nic_bw") f.nic.bw_bytes_per_s = d;
+    else if (k == "nodes_per_leaf") f.nodes_per_leaf = std::stoi(v);
+    else if (k == "oversubscription") f.oversubscription = d;
+    else if (k == "regions") f.regions = std::stoi(v);
+    else if (k == "wan_latency_s") f.wan.latency_s = d;
+    else if (k == "wan_bw") f.wan.bw_bytes_per_s = d;
+    else throw std::invalid_argument("fabric: unknown key '" + k + "'");
+  }
+  return f;
+}
+
+uint64_t Fabric::hash() const {
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : serialize()) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return h;
 }
 
 }  // namespace fleetsim::hw

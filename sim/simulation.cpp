@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "sim/network/live_transfers.h"
 #include "sim/serving/vllm.h"
 
 namespace fleetsim {
@@ -61,6 +62,7 @@ Simulation::Simulation(const scenario::Scenario& sc, RunOptions options)
   if (sc.prefill_pool) first_pool_size_ = sc.prefill_pool->replicas;
   for (int i = 0; i < sc.replicas; ++i)
     replicas_.push_back(serving::policy(sc.policy).make(index++, engine_, self, *steps_, vcfg));
+  if (sc.prefill_pool && sc.network_model == "simgrid") init_live_network();
 }
 
 
@@ -121,12 +123,16 @@ void Simulation::pull_open_loop() {
 }
 
 void Simulation::on_event(const core::Event& e) {
+  if (e.kind() == kKindNetWake) {
+    on_network_wake(e.time);
+    return;
+  }
   if (e.kind() == kKindHandoff) {
     // A KV transfer from the prefill pool ended: the decode pool takes the request.
     serving::Handoff h = handoffs_[e.data];
     handoffs_free_.push_back(static_cast<uint32_t>(e.data));
     h.first_token_ns = e.time;
-    const size_t target = decode_router_->route(h.spec, replicas_);
+    const size_t target = live_net_ ? handoff_target_[e.data] : decode_router_->route(h.spec, replicas_);
     replicas_[target]->submit_prefilled(h);
     return;
   }
@@ -170,11 +176,7 @@ void Simulation::on_event(const core::Event& e) {
 
 void Simulation::on_prefill_done(const serving::Handoff& h, int replica) {
   for (auto* o : options_.observers) o->on_prefill_done(h, replica);
-  // Transfer time over the decode pool's scale-out level (α-β; contention between
-  // transfers is not modelled by the analytic network).
   const double bytes = kv_bytes_per_token_ * h.spec.prompt_tokens;
-  const double t = sc_.dep.network->p2p_s(bytes / kv_links_, true);
-  collector_.on_kv_transfer(bytes, t);
   uint32_t slot;
   if (!handoffs_free_.empty()) {
     slot = handoffs_free_.back();
@@ -184,6 +186,14 @@ void Simulation::on_prefill_done(const serving::Handoff& h, int replica) {
     slot = static_cast<uint32_t>(handoffs_.size());
     handoffs_.push_back(h);
   }
+  if (live_net_) {
+    start_kv_transfer(slot, replica, bytes);
+    return;
+  }
+  // Transfer time over the decode pool's scale-out level (α-β; contention between
+  // transfers is not modelled by the analytic network).
+  const double t = sc_.dep.network->p2p_s(bytes / kv_links_, true);
+  collector_.on_kv_transfer(bytes, t);
   engine_.schedule(engine_.now() + seconds_to_ns(t), serving::kPhaseArrival, this, kKindHandoff,
                    slot);
 }

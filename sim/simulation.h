@@ -16,6 +16,10 @@
 
 namespace fleetsim {
 
+namespace net {
+class LiveTransfers;
+}
+
 struct Progress {
   double sim_time_s = 0;
   uint64_t arrived = 0, completed = 0;
@@ -99,6 +103,21 @@ class Simulation final : public core::EventTarget, private serving::ServingObser
   // Requests scheduled to arrive, by slot (open loop: one at a time; closed loop: one per user).
   std::vector<workload::RequestSpec> pending_;
   std::vector<uint32_t> pending_free_;
+
+  // network: {model: simgrid} (issue 7; sim/simulation_network.cpp): KV transfers run live
+  // on the SimGrid fabric, contending for NICs and uplinks. The decode replica is chosen
+  // when the transfer starts (its GPUs are the destination); a wake-up event (kind
+  // kKindNetWake) fires whenever the network changes next.
+  static constexpr uint8_t kKindNetWake = 9;
+  std::unique_ptr<net::LiveTransfers> live_net_;
+  int decode_gpu_base_ = 0;           // first GPU of the decode pool on the fabric
+  std::vector<uint32_t> handoff_target_;
+  std::vector<double> handoff_bytes_;
+  SimTime net_wake_at_ = -1;          // the earliest wake-up scheduled, -1 when none
+  void init_live_network();
+  void start_kv_transfer(uint32_t slot, int prefill_replica, double bytes);
+  void on_network_wake(SimTime t);
+  void arm_network(bool from_wake);
 };
 
 }  // namespace fleetsim

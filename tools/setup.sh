@@ -9,7 +9,8 @@ FLEETSIM_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 FLEETSIM_BUILD="${FLEETSIM_BUILD:-$FLEETSIM_ROOT/build}"
 
 FLEETSIM_PACKAGES=(cmake g++ make pkg-config libyaml-cpp-dev nlohmann-json3-dev libeigen3-dev
-                   libboost-program-options-dev libgtest-dev libgmock-dev libbenchmark-dev)
+                   libboost-program-options-dev libgtest-dev libgmock-dev libbenchmark-dev
+                   libsimgrid-dev)
 
 fleetsim_install_packages() {
   local missing=()

@@ -1,8 +1,11 @@
 #include "sim/scenario/scenario.h"
 
+#include <cstdlib>
 #include <filesystem>
 
 #include "hw_models/error.h"
+#include "sim/network/simgrid_network.h"
+#include "sim/network/table_network.h"
 #include "sim/serving/registry.h"
 
 namespace fleetsim::scenario {
@@ -20,6 +23,68 @@ hw::DType dtype_of(yaml::Map& m, const std::string& key, const std::vector<std::
   hw::DType d;
   hw::parse_dtype(*name, &d);
   return d;
+}
+
+}  // namespace
+
+namespace {
+
+// network: {model: analytic | simgrid, oversubscription, nodes_per_leaf} (issue 7): the
+// fabric from the node and its NIC, and the NetworkModel the performance model asks.
+void load_network(yaml::Map& root, Scenario& sc, const hw::LinkLevel& up, const hw::LinkLevel& out,
+                  int domain, const hw::Catalog& catalog) {
+  hw::Fabric& fab = sc.fabric;
+  fab.domain_gpus = domain;
+  fab.gpus_per_node = sc.node ? sc.node->gpus_per_node : domain;
+  fab.nics_per_node = sc.node ? sc.node->nics_per_node : 0;
+  fab.scaleup = up;
+  if (sc.node && sc.node->nics_per_node > 0) {
+    const hw::InterconnectSpec& nic = catalog.interconnect(sc.node->nic);
+    fab.nic = {nic.latency_s, nic.bw_bytes_per_s};
+  }
+  fab.gpus = std::max(domain, fab.gpus_per_node);
+  std::optional<yaml::Map> nw = root.map_opt("network");
+  if (nw) {
+    sc.network_model = nw->choice_or("model", {"analytic", "simgrid"}, "analytic");
+    if (nw->has("oversubscription")) {
+      // A ratio: 2, 2.0 or "2:1" (leaf downlink bandwidth over uplink bandwidth).
+      const std::string text = nw->str("oversubscription");
+      char* end = nullptr;
+      double o = std::strtod(text.c_str(), &end);
+      if (end != text.c_str() && *end == ':') {
+        const char* den = end + 1;
+        const double d = std::strtod(den, &end);
+        o = (end != den && d > 0) ? o / d : -1;
+      }
+      if (end == text.c_str() || *end != '\0' || !(o >= 1.0) || !(o <= 1000.0))
+        nw->fail("oversubscription",
+                 "expected a ratio from 1 to 1000 (leaf downlink over uplink bandwidth), got '" +
+                     text + "'",
+                 "1 is a non-blocking fat tree; write 2:1 oversubscription as 2 or \"2:1\"");
+      fab.oversubscription = o;
+    }
+    fab.nodes_per_leaf = static_cast<int>(nw->integer_or("nodes_per_leaf", 1, 1 << 20, 32));
+    nw->finish();
+  }
+  if (sc.network_model != "simgrid") {
+    sc.dep.network = std::make_shared<const hw::AnalyticNetwork>(up, out, fab.oversubscription);
+    return;
+  }
+  if (!net::simgrid_available())
+    nw->fail("model", "this fleetsim was built without SimGrid",
+             "install libsimgrid-dev and rebuild, or use network: {model: analytic}");
+  try {
+    fab.validate();
+  } catch (const std::invalid_argument& e) {
+    nw->fail("model", std::string("SimGrid cannot build this node's fabric: ") + e.what(),
+             "use network: {model: analytic}");
+  }
+  try {
+    sc.dep.network = net::TableNetwork::load_or_build(
+        fab, net::groups_for(sc.par.tp, sc.par.gpus_per_stage(), domain));
+  } catch (const std::exception& e) {
+    nw->fail("model", e.what(), "use network: {model: analytic}");
+  }
 }
 
 }  // namespace
@@ -151,7 +216,7 @@ void load_deployment(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
   sc.dep.prec = sc.prec;
   sc.dep.eff = sc.eff;
   sc.dep.scaleup_domain_gpus = domain;
-  sc.dep.network = std::make_shared<const hw::AnalyticNetwork>(up, out);
+  load_network(root, sc, up, out, domain, catalog);
   sc.dep.offload = sc.offload;
   if (use_calibration && calibration) {
     std::string used;
@@ -238,6 +303,31 @@ void load_disaggregation(const yaml::Map& root, yaml::Map& dg, Scenario& sc,
   sc.vllm.role = serving::VllmConfig::Role::kDecode;
   dg.finish();
   sc.prefill_pool = pool;
+}
+
+// network: {model: simgrid}: the fabric holds every GPU of the run, each pool starting on
+// a node boundary (prefill pool first, as the simulation numbers replicas).
+void size_simgrid_fabric(yaml::Map& root, Scenario& sc) {
+  const int per_node = sc.fabric.gpus_per_node;
+  auto whole_nodes = [&](int g) { return (g + per_node - 1) / per_node * per_node; };
+  int total = whole_nodes(sc.replicas * sc.par.gpus());
+  if (sc.prefill_pool) {
+    if (!sc.prefill_pool->node || !sc.node || sc.prefill_pool->node->id != sc.node->id)
+      root.map("network").fail("model",
+                               "network model simgrid needs both pools on the same node type",
+                               "give serving.disaggregation.prefill_hardware the same node, or "
+                               "use network: {model: analytic}");
+    total += whole_nodes(sc.prefill_pool->replicas * sc.prefill_pool->par.gpus());
+  }
+  sc.fabric.gpus = std::max(total, sc.fabric.domain_gpus);
+  sc.fabric.gpus = whole_nodes(sc.fabric.gpus);
+  try {
+    sc.fabric.validate();
+  } catch (const std::invalid_argument& e) {
+    root.map("network").fail("model",
+                             std::string("SimGrid cannot build the run's fabric: ") + e.what(),
+                             "use network: {model: analytic}");
+  }
 }
 
 // Cascade (FrugalGPT, Chen et al., arXiv:2305.05176): every request goes to the small model
@@ -337,7 +427,8 @@ Scenario load_map(yaml::Map root, const std::string& file,
     // mean 'serving'?") rather than as the correct one missing.
     yaml::Map top = root;
     for (const char* k : {"name", "description", "seed", "model", "hardware", "precision",
-                          "efficiency", "offload", "serving", "workload", "slo", "users", "fleet", "cost"}) {
+                          "efficiency", "offload", "serving", "workload", "slo", "users", "fleet", "cost",
+                          "network"}) {
       top.has(k);
     }
     top.finish();
@@ -466,6 +557,7 @@ Scenario load_map(yaml::Map root, const std::string& file,
                   std::to_string(sc.vllm.block_tokens) + " tokens",
               "use a larger block_tokens, a smaller speculative k or forced_token_share");
     if (auto dg = sv.map_opt("disaggregation")) load_disaggregation(root, *dg, sc, catalog, calibration);
+    if (sc.network_model == "simgrid") size_simgrid_fabric(root, sc);
     if (auto cs = sv.map_opt("cascade")) {
       if (sc.prefill_pool) cs->fail("", "a cascade with disaggregation is not modelled", "");
       load_cascade(root, *cs, sc, catalog, calibration);

@@ -25,6 +25,7 @@
 //     fast_forward: true
 //   workload: ...                   # see sim/workload/workload.h
 //   slo: {ttft: 2s, tpot: 100ms}     # optional; goodput counts requests meeting both
+//   network: {model: analytic, oversubscription: 1, nodes_per_leaf: 32}   # optional
 #pragma once
 
 #include <cstdint>
@@ -63,6 +64,10 @@ struct Scenario {
   hw::Offload offload;
   /// Everything the performance model needs, built from the fields above.
   hw::Deployment dep;
+  /// network: {model: analytic | simgrid, ...}: the model, and the fabric of the whole run
+  /// (gpus: every replica's GPUs, pool by pool on whole nodes; simgrid only).
+  std::string network_model = "analytic";
+  hw::Fabric fabric;
 
   int replicas = 1;
   std::string router = "round-robin";

@@ -14,6 +14,7 @@
 #include "hw_models/perf_model.h"
 #include "hw_models/units.h"
 #include "hw_models/yaml_reader.h"
+#include "sim/network/table_network.h"
 #include "sim/scenario/scenario.h"
 #include "sim/simulation.h"
 
@@ -30,7 +31,17 @@ const std::vector<std::string> kSimMetrics = {
     "ttft_p99",            "tpot_mean",          "tpot_p50",       "tpot_p99",  "e2e_mean",
     "e2e_p50"};
 
+// Collective cases (setup: collective): NCCL bus bandwidth, nccl-tests' convention.
+const std::vector<std::string> kCollectiveMetrics = {"allreduce_busbw", "tree_allreduce_busbw",
+                                                     "allgather_busbw", "reduce_scatter_busbw",
+                                                     "alltoall_busbw"};
+
+bool is_busbw(const std::string& metric) {
+  return metric.size() > 6 && metric.compare(metric.size() - 6, 6, "_busbw") == 0;
+}
+
 std::string category_of(const std::string& metric) {
+  if (is_busbw(metric)) return "collective";
   // A batch-1 prefill rate is the inverse of its time to first token.
   if (metric.rfind("ttft", 0) == 0 || metric == "prefill_tokens_per_s") return "ttft";
   if (metric.rfind("tpot", 0) == 0 || metric == "decode_tokens_per_s") return "tpot";
@@ -39,6 +50,7 @@ std::string category_of(const std::string& metric) {
 }
 
 std::string unit_of(const std::string& metric) {
+  if (is_busbw(metric)) return "GB/s";
   if (metric == "requests_per_s") return "requests/s";
   if (metric.find("tokens_per_s") != std::string::npos) return "tokens/s";
   return "s";
@@ -140,6 +152,51 @@ double predict_simulation(yaml::Map scen, const std::string& file, Case& c,
   return values.at(c.metric);
 }
 
+// One collective of the network model (issue 7): `hardware` and `network` as in a scenario,
+// `gpus` taking part, `bytes` per GPU (nccl-tests' size). Predicted bus bandwidth in GB/s:
+// size / time × 2(n−1)/n for all-reduce, × (n−1)/n for all-gather, reduce-scatter and
+// all-to-all (nccl-tests doc/PERFORMANCE.md).
+double predict_collective(yaml::Map coll, Case& c, const hw::Catalog& catalog) {
+  scenario::Scenario sc;
+  // The collective does not depend on the model; load_deployment checks tp against one.
+  sc.model = catalog.model("llama-3.1-8b");
+  scenario::load_deployment(coll, sc, catalog, nullptr);
+  const int n = static_cast<int>(coll.integer("gpus", 2, 1 << 20));
+  const double bytes = coll.quantity("bytes", units::Dim::kBytes, 1.0);
+  coll.finish();
+  const hw::CommGroup g{n, std::min(n, std::max(1, sc.dep.scaleup_domain_gpus))};
+  if (sc.network_model == "simgrid") {
+    // The scenario's tables hold its deployment's groups; this case needs its own.
+    try {
+      sc.dep.network = net::TableNetwork::load_or_build(sc.fabric, {g});
+    } catch (const std::exception& e) {
+      throw InputError(e.what(), "use network: {model: analytic}", c.file);
+    }
+  }
+  const hw::NetworkModel& net = *sc.dep.network;
+  const std::string op = c.metric.substr(0, c.metric.size() - 6);
+  double t = 0, factor = (n - 1.0) / n;
+  if (op == "allreduce") {
+    t = net.allreduce_s(bytes, g);
+    factor *= 2;
+  } else if (op == "tree_allreduce") {
+    t = net.tree_allreduce_s(bytes, g);
+    factor *= 2;
+  } else if (op == "allgather") {
+    t = net.allgather_s(bytes, g);
+  } else if (op == "reduce_scatter") {
+    t = net.reduce_scatter_s(bytes, g);
+  } else {
+    t = net.alltoall_s(bytes, g);
+  }
+  c.model = "-";
+  c.gpu = sc.gpu.id;
+  c.gpu_family = family_of(sc.gpu);
+  c.model_kind = "";
+  c.gpus = n;
+  return bytes / t * factor / 1e9;
+}
+
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -159,14 +216,18 @@ Case run_case(const std::string& file, const hw::Catalog& catalog,
   c.citation = m.str("citation");
   c.system = m.str_or("system", "");
   c.heldout = m.boolean_or("heldout", false);
-  c.setup = m.choice("setup", {"step", "simulate"});
-  c.metric = m.choice("metric", c.setup == "step" ? kStepMetrics : kSimMetrics);
+  c.setup = m.choice("setup", {"step", "simulate", "collective"});
+  c.metric = m.choice("metric", c.setup == "step"         ? kStepMetrics
+                                : c.setup == "collective" ? kCollectiveMetrics
+                                                          : kSimMetrics);
   c.category = category_of(c.metric);
   c.unit = unit_of(c.metric);
   c.measured = m.number("measured", 1e-12, 1e15);
   const bool per_gpu = m.choice_or("normalize", {"none", "per_gpu"}, "none") == "per_gpu";
   if (c.setup == "step") {
     c.predicted = predict_step(m.map("step"), c, catalog, calibration);
+  } else if (c.setup == "collective") {
+    c.predicted = predict_collective(m.map("collective"), c, catalog);
   } else {
     c.predicted = predict_simulation(m.map("scenario"), file, c, catalog, calibration);
   }
@@ -199,22 +260,29 @@ std::vector<GroupStats> group_stats(const std::vector<Case>& cases) {
     if (!groups.count(g)) order.push_back(g);
     groups[g].push_back(std::fabs(e));
   };
-  for (const auto& c : cases) add("all", c.error);
+  // Collective cases (network model, issue 7) form their own group and stay out of the
+  // end-to-end ones, whose baselines they would otherwise move.
+  std::vector<Case> e2e;
+  for (const auto& c : cases)
+    if (c.category != "collective") e2e.push_back(c);
+  for (const auto& c : e2e) add("all", c.error);
   for (const char* cat : {"throughput", "ttft", "tpot", "e2e"})
-    for (const auto& c : cases)
+    for (const auto& c : e2e)
       if (c.category == cat) add(std::string("category ") + cat, c.error);
   for (const char* k : {"dense", "moe"})
-    for (const auto& c : cases)
+    for (const auto& c : e2e)
       if (c.model_kind == k) add(std::string("model ") + k, c.error);
   std::vector<std::string> fams;
-  for (const auto& c : cases)
+  for (const auto& c : e2e)
     if (std::find(fams.begin(), fams.end(), c.gpu_family) == fams.end()) fams.push_back(c.gpu_family);
   std::sort(fams.begin(), fams.end());
   for (const auto& f : fams)
-    for (const auto& c : cases)
+    for (const auto& c : e2e)
       if (c.gpu_family == f) add("gpu " + f, c.error);
-  for (const auto& c : cases) add(c.gpus == 1 ? "single-GPU" : "multi-GPU", c.error);
-  for (const auto& c : cases) add(c.heldout ? "held out" : "tuned on", c.error);
+  for (const auto& c : e2e) add(c.gpus == 1 ? "single-GPU" : "multi-GPU", c.error);
+  for (const auto& c : e2e) add(c.heldout ? "held out" : "tuned on", c.error);
+  for (const auto& c : cases)
+    if (c.category == "collective") add("category collective", c.error);
   std::vector<GroupStats> out;
   for (const auto& g : order) {
     const auto& v = groups[g];

@@ -149,9 +149,34 @@ TEST(Network, HierarchicalAllReduceAndAllToAllByHand) {
   //   = 416.89 µs; then a ring over 2 domains of 1e8/8 bytes: 2·1 µs + 1.25e7/50e9 = 252 µs.
   expect_rel(net.allreduce_s(1e8, {16, 8}),
              2 * (7 * 2e-6 + 7.0 / 8 * 1e8 / 450e9) + 2 * 1e-6 + 1.25e7 / 50e9);
-  // All-to-all of 8 MB per GPU over 16 (8 per domain): inside 7/16 of it,
-  // 15·2 µs + 3.5e6/450e9 = 37.8 µs; outside 8/16, 15·1 µs + 4e6/50e9 = 95 µs; the slower bounds.
-  expect_rel(net.alltoall_s(8e6, {16, 8}), 15 * 1e-6 + 4e6 / 50e9);
+  // All-to-all of 8 MB per GPU over 16 (8 per domain): 7 messages inside, 7/16 of the bytes,
+  // 7·2 µs + 3.5e6/450e9 = 21.8 µs; 8 messages outside, 8/16 of them, 8·1 µs + 4e6/50e9 =
+  // 88 µs; the slower bounds.
+  expect_rel(net.alltoall_s(8e6, {16, 8}), 8 * 1e-6 + 4e6 / 50e9);
+  // One domain: 15 messages, 15/16 of the bytes over NVLink: 15·2 µs + 7.5e6/450e9.
+  expect_rel(net.alltoall_s(8e6, {16, 16}), 15 * 2e-6 + 7.5e6 / 450e9);
+  // Reduce-scatter / all-gather of 1e8 bytes in one domain of 8: 7·2 µs + 7/8·1e8/450e9
+  // = 14 µs + 194.44 µs; a ring all-reduce is exactly the two.
+  expect_rel(net.reduce_scatter_s(1e8, {8, 8}), 7 * 2e-6 + 7.0 / 8 * 1e8 / 450e9);
+  expect_rel(net.allgather_s(1e8, {8, 8}), 7 * 2e-6 + 7.0 / 8 * 1e8 / 450e9);
+  expect_rel(net.reduce_scatter_s(1e8, {16, 8}) + net.allgather_s(1e8, {16, 8}),
+             net.allreduce_s(1e8, {16, 8}));
+  // 16 in 2 domains: inside 7·2 µs + 7/8·1e8/450e9; across 1·1 µs + 1/2·1.25e7/50e9 = 126 µs.
+  expect_rel(net.reduce_scatter_s(1e8, {16, 8}),
+             7 * 2e-6 + 7.0 / 8 * 1e8 / 450e9 + 1e-6 + 0.5 * 1.25e7 / 50e9);
+  // Tree all-reduce of 1 MB over 8 in one domain: 2·3·(2 µs + 1e6/450e9) = 25.33 µs; the ring
+  // takes 14·2 µs + 1.75·1e6/450e9 = 31.9 µs, so the tree wins at this size...
+  expect_rel(net.tree_allreduce_s(1e6, {8, 8}), 6 * (2e-6 + 1e6 / 450e9));
+  EXPECT_LT(net.tree_allreduce_s(1e6, {8, 8}), net.allreduce_s(1e6, {8, 8}));
+  // ...and loses at 1e8 (6·(2 µs + 222 µs) = 1.35 ms vs 417 µs).
+  EXPECT_GT(net.tree_allreduce_s(1e8, {8, 8}), net.allreduce_s(1e8, {8, 8}));
+  // 32 GPUs in 4 domains of 8: 2·(3·(2 µs + 1e6/450e9) + 2·(1 µs + 1e6/50e9)).
+  expect_rel(net.tree_allreduce_s(1e6, {32, 8}),
+             2 * (3 * (2e-6 + 1e6 / 450e9) + 2 * (1e-6 + 1e6 / 50e9)));
+  // Oversubscription 2 halves the all-to-all's scale-out rate only: 8·1 µs + 2·4e6/50e9.
+  const AnalyticNetwork over({2e-6, 450e9}, {1e-6, 50e9}, 2.0);
+  expect_rel(over.alltoall_s(8e6, {16, 8}), 8 * 1e-6 + 2 * 4e6 / 50e9);
+  expect_rel(over.allreduce_s(1e8, {16, 8}), net.allreduce_s(1e8, {16, 8}));
   expect_rel(net.p2p_s(1e6, true), 1e-6 + 1e6 / 50e9);
   EXPECT_EQ(net.allreduce_s(1e8, {1, 1}), 0.0);
   // A group that leaves the domain with no scale-out level is a precondition error.

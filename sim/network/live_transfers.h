@@ -1,0 +1,58 @@
+// Contended transfers run live on the SimGrid fabric, driven by our event loop: the
+// simulation starts a group of parallel flows (a KV cache moving from a prefill replica's
+// GPUs to a decode replica's, one flow per GPU pair), schedules a wake-up event at
+// next_wake(), and on it calls advance(now), which reports the groups that ended.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <unordered_map>
+#include <vector>
+
+#include "hw_models/network.h"
+#include "sim/core/time.h"
+#include "sim/network/simgrid_network.h"
+
+namespace fleetsim::net {
+
+class LiveTransfers {
+ public:
+  /// Takes the process's SimGrid engine for `fabric` (see SimGridFabric::acquire) and
+  /// makes its clock our t = 0.
+  ///
+  /// `rail_symmetric`: the caller promises that every group starts and ends on node
+  /// boundaries (src_base, dst_base and links multiples of gpus_per_node) on a fabric with
+  /// one NIC per GPU, and that nothing else is live. Then rail k carries exactly the flows
+  /// rail 0 carries (same node pairs, same bytes, same start times) and so ends them at the
+  /// same times: only the rail-0 flow of each node pair is simulated, 1/gpus_per_node of
+  /// the flows (tests/simgrid/live_transfers_test.cpp checks the times equal).
+  /// One LiveTransfers at a time per process (the engine is the process's): a second one
+  /// while the first lives throws std::runtime_error.
+  LiveTransfers(const hw::Fabric& fabric, bool rail_symmetric);
+  ~LiveTransfers();
+  LiveTransfers(const LiveTransfers&) = delete;
+  LiveTransfers& operator=(const LiveTransfers&) = delete;
+
+  /// Starts `links` flows of `bytes_per_link`, GPU src_base + k → dst_base + k; `tag` is
+  /// reported when the last ends.
+  void start_group(uint64_t tag, int src_base, int dst_base, int links, double bytes_per_link,
+                   SimTime now);
+  /// Runs the network to `now`; calls done(tag, started_at) for each group that ended.
+  void advance(SimTime now, const std::function<void(uint64_t tag, SimTime started)>& done);
+  /// The next instant (ns, rounded up) at which the network changes; -1 when idle.
+  SimTime next_wake() const;
+  size_t groups_in_flight() const { return groups_.size(); }
+
+ private:
+  struct Group {
+    int pending = 0;
+    SimTime started = 0;
+  };
+  SimGridFabric& fabric_;
+  bool rail_symmetric_ = false;
+  std::unordered_map<uint64_t, Group> groups_;     // by tag
+  std::unordered_map<uint64_t, uint64_t> owner_;   // flow id → tag
+  std::vector<Completion> done_;
+};
+
+}  // namespace fleetsim::net

@@ -1,0 +1,60 @@
+// Scenarios with network: {model: simgrid}: what cannot be built is a located error.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "hw_models/catalog.h"
+#include "hw_models/error.h"
+#include "sim/scenario/scenario.h"
+
+using namespace fleetsim;
+
+namespace {
+std::string error_of(const std::string& text) {
+  ::setenv("FLEETSIM_CACHE_DIR", FLEETSIM_TEST_CACHE_DIR, 0);
+  const auto dir = std::filesystem::temp_directory_path() / ("fleetsim-sgsc-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto file = (dir / "sc.yaml").string();
+  std::ofstream(file) << text;
+  static const hw::Catalog catalog = hw::Catalog::load(hw::Catalog::default_dir());
+  try {
+    scenario::load(file, {}, std::nullopt, catalog);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST(SimGridScenario, PoolsThatNeedANetworkTheNodeLacksAreALocatedError) {
+  // Two desktop RTX 4090s (one GPU per node, no NIC) cannot exchange KV caches on a fabric.
+  const std::string e = error_of(
+      "model: llama-3.2-1b\n"
+      "hardware: {gpu: rtx-4090, node: desktop-rtx4090}\n"
+      "serving: {replicas: 1, disaggregation: {prefill_replicas: 1}}\n"
+      "workload: {requests: 4, arrival: {process: poisson, rate: 1/s}, prompt_tokens: 100, output_tokens: 10}\n"
+      "network: {model: simgrid}\n");
+  EXPECT_NE(e.find("sc.yaml:5"), std::string::npos) << e;
+  EXPECT_NE(e.find("network.model"), std::string::npos) << e;
+  EXPECT_NE(e.find("NIC"), std::string::npos) << e;
+  EXPECT_NE(e.find("model: analytic"), std::string::npos) << e;
+}
+
+TEST(SimGridScenario, TablesFollowTheDeployment) {
+  // tp 8 on HGX H100: the table network prices the tp all-reduce exactly as the analytic
+  // one does on this uncontended node (14·1.83 µs + 1.75·bytes/450e9).
+  EXPECT_EQ(error_of("model: llama-3.1-70b\n"
+                     "hardware: {gpu: h100-sxm, node: hgx-h100, tp: 8}\n"
+                     "serving: {replicas: 1}\n"
+                     "workload: {requests: 4, arrival: {process: poisson, rate: 1/s}, prompt_tokens: 100, output_tokens: 10}\n"
+                     "network: {model: simgrid}\n"),
+            "");
+  static const hw::Catalog catalog = hw::Catalog::load(hw::Catalog::default_dir());
+  const auto dir = std::filesystem::temp_directory_path() / ("fleetsim-sgsc-" + std::to_string(::getpid()));
+  const auto sc = scenario::load((dir / "sc.yaml").string(), {}, std::nullopt, catalog);
+  EXPECT_EQ(sc.network_model, "simgrid");
+  EXPECT_NEAR(sc.dep.network->allreduce_s(1e7, {8, 8}), 14 * 1.83e-6 + 1.75 * 1e7 / 450e9, 1e-10);
+}
