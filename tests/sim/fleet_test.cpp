@@ -236,6 +236,22 @@ TEST(Fleet, SameResultForAnyThreadCountAndSeed) {
   EXPECT_EQ(a.pools[1].completed, a.summary.classes[1].completed);
 }
 
+TEST(Fleet, MixedGpuPoolsInOneRegionShareItsCalls) {
+  // One region, one model, two pools of different GPUs (NVIDIA H100 and AMD MI300X, each
+  // with its own memory fit and step times): power of two choices spreads the calls over
+  // both, and every call is served by one of them.
+  const auto sc = load(scenario_text(R"(
+    - {name: dc, utc_offset: 0, users: 1, diurnal: flat,
+       pools: [{name: h100, replicas: 100}, {name: mi300x, replicas: 100, hardware: {gpu: mi300x}}]}
+)"));
+  EXPECT_EQ(sc.fleet->regions[0].pools[1].pool.gpu.id, "mi300x");
+  const FleetResult r = run_fleet(sc, {}, 1);
+  ASSERT_EQ(r.pools.size(), 2u);
+  EXPECT_GT(r.pools[0].completed, r.summary.requests_completed / 4);
+  EXPECT_GT(r.pools[1].completed, r.summary.requests_completed / 4);
+  EXPECT_EQ(r.pools[0].completed + r.pools[1].completed, r.summary.requests_completed);
+}
+
 TEST(Fleet, SampledRunScalesPoolsAndCounts) {
   // sample 0.1 of 200 replicas → 20 simulated; of 5 → round(0.5) → at least 1.
   const auto sc = load(scenario_text(R"(
