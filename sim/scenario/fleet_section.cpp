@@ -51,7 +51,12 @@ void load_fleet(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
     reg.traffic.name = rm.str("name");
     for (const auto& other : spec.regions)
       if (other.traffic.name == reg.traffic.name) rm.fail("name", "duplicate region name '" + reg.traffic.name + "'");
-    reg.traffic.utc_offset_h = rm.number("utc_offset", -12, 14);
+    // Time zones run from UTC−12 to UTC+14 (with half and quarter hours, e.g. '5.5h').
+    const double offset_s = rm.quantity("utc_offset", units::Dim::kTime, -12 * 3600.0);
+    if (offset_s > 14 * 3600.0)
+      rm.fail("utc_offset", "must be at most 14h, got " + units::format(offset_s, units::Dim::kTime),
+              "local time = UTC + utc_offset, e.g. '-5h' for New York in winter, '5.5h' for India");
+    reg.traffic.utc_offset_h = offset_s / 3600.0;
     reg.traffic.user_share = rm.number("users", 0, 1e9);
     fleet::read_curves(rm, reg.traffic);
     reg.user_rtt_s = rm.quantity_or("user_rtt", units::Dim::kTime, 0.0);

@@ -30,7 +30,7 @@ users:
   duration: 2h
 fleet:
   regions:
-    - {name: dc, utc_offset: 0, users: 1, diurnal: flat, pools: [{name: h100, replicas: 2, server_usd: 200000}]}
+    - {name: dc, utc_offset: 0h, users: 1, diurnal: flat, pools: [{name: h100, replicas: 2, server_usd: 200000}]}
   datacenter: {pue: 1.25}
 )" + cost;
   auto src = std::make_shared<yaml::Source>();

@@ -66,9 +66,9 @@ TEST(Fleet, RegionWithoutDatacenterSpillsEverythingAndPaysTheRoundTrip) {
   // users' round trip (40 ms) plus the WAN hop (150 ms) before reaching a replica, so its
   // TTFT is at least 190 ms. "dc"'s own users pay 10 ms.
   const auto sc = load(scenario_text(R"(
-    - {name: dc, utc_offset: 0, users: 0.5, diurnal: flat, user_rtt: 10ms, wan_rtt: {far: 150ms},
+    - {name: dc, utc_offset: 0h, users: 0.5, diurnal: flat, user_rtt: 10ms, wan_rtt: {far: 150ms},
        pools: [{name: h100, replicas: 20}]}
-    - {name: far, utc_offset: 0, users: 0.5, diurnal: flat, user_rtt: 40ms, pools: []}
+    - {name: far, utc_offset: 0h, users: 0.5, diurnal: flat, user_rtt: 40ms, pools: []}
 )"));
   const FleetResult r = run_fleet(sc, {}, 1);
   const RegionResult& dc = r.regions[0];
@@ -86,10 +86,10 @@ TEST(Fleet, RegionWithoutDatacenterSpillsEverythingAndPaysTheRoundTrip) {
 
 // "small" (10 replicas, all the users), "near" (30 ms away) and "far" (200 ms), 100 each.
 const char* kThreeRegions = R"(
-    - {name: small, utc_offset: 0, users: 1, diurnal: flat, user_rtt: 10ms,
+    - {name: small, utc_offset: 0h, users: 1, diurnal: flat, user_rtt: 10ms,
        wan_rtt: {near: 30ms, far: 200ms}, pools: [{name: h100, replicas: 10}]}
-    - {name: near, utc_offset: 0, users: 0, diurnal: flat, wan_rtt: {far: 200ms}, pools: [{name: h100, replicas: 100}]}
-    - {name: far, utc_offset: 0, users: 0, diurnal: flat, pools: [{name: h100, replicas: 100}]}
+    - {name: near, utc_offset: 0h, users: 0, diurnal: flat, wan_rtt: {far: 200ms}, pools: [{name: h100, replicas: 100}]}
+    - {name: far, utc_offset: 0h, users: 0, diurnal: flat, pools: [{name: h100, replicas: 100}]}
 )";
 
 TEST(Fleet, SaturatedRegionSpillsToTheNearestRegionWithRoom) {
@@ -124,7 +124,7 @@ TEST(Fleet, AutoscalerAddsReplicasOneLoadTimeAfterTheFirstTick) {
   // are active 38 s later: the intervals up to [40, 50) s show exactly 1 replica, and
   // [70, 80) s shows more.
   std::string text = scenario_text(R"(
-    - {name: dc, utc_offset: 0, users: 1, diurnal: flat, pools: [{name: h100, replicas: 1, min_replicas: 1, max_replicas: 10}]}
+    - {name: dc, utc_offset: 0h, users: 1, diurnal: flat, pools: [{name: h100, replicas: 1, min_replicas: 1, max_replicas: 10}]}
 )",
                                    "  autoscaling: {mode: reactive, target: 0.3, interval: 10s, cooldown: 10min, "
                                    "startup: 30s, storage_bandwidth: 2GB/s}\n  report_interval: 10s\n");
@@ -147,7 +147,7 @@ TEST(Fleet, SloAutoscalerGrowsAPoolThatMissesItsTarget) {
   // 0.99 within the first minute, and each tick below target adds max(1, 10 %) replicas,
   // up to max_replicas 10.
   std::string text = scenario_text(R"(
-    - {name: dc, utc_offset: 0, users: 1, diurnal: flat, pools: [{name: h100, replicas: 1, min_replicas: 1, max_replicas: 10}]}
+    - {name: dc, utc_offset: 0h, users: 1, diurnal: flat, pools: [{name: h100, replicas: 1, min_replicas: 1, max_replicas: 10}]}
 )",
                                    "  autoscaling: {mode: reactive, metric: slo, target: 0.99, interval: 10s, startup: 10s}\n");
   text.replace(text.find("duration: 2h"), 12, "duration: 5min");
@@ -167,7 +167,7 @@ TEST(Fleet, FailuresLoseNoCall) {
   // GPU MTBF 2 h on 20 single-GPU replicas for 2 h: about 20 failures expected. Every
   // call ends completed or failed, and the calls a failed replica held are retried.
   const auto sc = load(scenario_text(R"(
-    - {name: dc, utc_offset: 0, users: 1, diurnal: flat, pools: [{name: h100, replicas: 200}]}
+    - {name: dc, utc_offset: 0h, users: 1, diurnal: flat, pools: [{name: h100, replicas: 200}]}
 )",
                                      "  failures: {gpu: {mtbf: 2h, mttr: 10min}, retry_delay: 1s}\n"));
   RunOptions opt;
@@ -194,7 +194,7 @@ TEST(Fleet, CallsFailWhenNoReplicaWillComeBack) {
   // stay down past the 30-min run. Calls then wait for a replica that never comes, so they
   // fail (not loop forever); every call is accounted for.
   std::string text = scenario_text(R"(
-    - {name: dc, utc_offset: 0, users: 1, diurnal: flat, pools: [{name: h100, replicas: 2}]}
+    - {name: dc, utc_offset: 0h, users: 1, diurnal: flat, pools: [{name: h100, replicas: 2}]}
 )",
                                    "  failures: {gpu: {mtbf: 2min, mttr: 100h}, retry_delay: 1s}\n");
   text.replace(text.find("duration: 2h"), 12, "duration: 30min");
@@ -211,7 +211,7 @@ TEST(Fleet, SameResultForAnyThreadCountAndSeed) {
   // Two models (a class on Llama-3.2-1B): two partitions. One thread or two, and the same
   // seed twice, give identical results.
   const std::string text = scenario_text(R"(
-    - {name: dc, utc_offset: 0, users: 1, diurnal: flat,
+    - {name: dc, utc_offset: 0h, users: 1, diurnal: flat,
        pools: [{name: big, replicas: 20}, {name: small, replicas: 10, model: llama-3.2-1b}]}
 )",
                                          "", "  classes: [{name: chat, share: 0.7}, {name: mini, share: 0.3, model: llama-3.2-1b}]\n");
@@ -241,7 +241,7 @@ TEST(Fleet, MixedGpuPoolsInOneRegionShareItsCalls) {
   // with its own memory fit and step times): power of two choices spreads the calls over
   // both, and every call is served by one of them.
   const auto sc = load(scenario_text(R"(
-    - {name: dc, utc_offset: 0, users: 1, diurnal: flat,
+    - {name: dc, utc_offset: 0h, users: 1, diurnal: flat,
        pools: [{name: h100, replicas: 100}, {name: mi300x, replicas: 100, hardware: {gpu: mi300x}}]}
 )"));
   EXPECT_EQ(sc.fleet->regions[0].pools[1].pool.gpu.id, "mi300x");
@@ -255,7 +255,7 @@ TEST(Fleet, MixedGpuPoolsInOneRegionShareItsCalls) {
 TEST(Fleet, SampledRunScalesPoolsAndCounts) {
   // sample 0.1 of 200 replicas → 20 simulated; of 5 → round(0.5) → at least 1.
   const auto sc = load(scenario_text(R"(
-    - {name: dc, utc_offset: 0, users: 1, diurnal: flat, pools: [{name: a, replicas: 200}, {name: b, replicas: 5}]}
+    - {name: dc, utc_offset: 0h, users: 1, diurnal: flat, pools: [{name: a, replicas: 200}, {name: b, replicas: 5}]}
 )"));
   const FleetResult r = run_fleet(sc, {}, 1);
   EXPECT_EQ(r.pools[0].replicas_simulated, 20);
@@ -267,14 +267,14 @@ TEST(Fleet, SampledRunScalesPoolsAndCounts) {
 
 TEST(Fleet, InputErrorsNameTheField) {
   const std::string ok_regions = R"(
-    - {name: a, utc_offset: 0, users: 1, wan_rtt: {b: 50ms}, pools: [{name: h100, replicas: 2}]}
-    - {name: b, utc_offset: 0, users: 1, pools: []}
+    - {name: a, utc_offset: 0h, users: 1, wan_rtt: {b: 50ms}, pools: [{name: h100, replicas: 2}]}
+    - {name: b, utc_offset: 0h, users: 1, pools: []}
 )";
   EXPECT_NO_THROW(load(scenario_text(ok_regions)));
   // A missing round trip between two regions.
   std::string e = error_of(scenario_text(R"(
-    - {name: a, utc_offset: 0, users: 1, pools: [{name: h100, replicas: 2}]}
-    - {name: b, utc_offset: 0, users: 1, pools: []}
+    - {name: a, utc_offset: 0h, users: 1, pools: [{name: h100, replicas: 2}]}
+    - {name: b, utc_offset: 0h, users: 1, pools: []}
 )"));
   EXPECT_NE(e.find("no round-trip time between a and b"), std::string::npos) << e;
   // workload: and fleet: together.
@@ -288,9 +288,21 @@ TEST(Fleet, InputErrorsNameTheField) {
   e = error_of(scenario_text(ok_regions, "  autoscaling: {mode: reactive, targte: 0.5}\n"));
   EXPECT_NE(e.find("targte"), std::string::npos) << e;
   EXPECT_NE(e.find("fleet.yaml:"), std::string::npos) << e;
+  // Time zones carry their unit and stay within UTC−12 … UTC+14.
+  e = error_of(scenario_text(R"(
+    - {name: a, utc_offset: 15h, users: 1, pools: [{name: h100, replicas: 2}]}
+)"));
+  EXPECT_NE(e.find("at most 14h"), std::string::npos) << e;
+  e = error_of(scenario_text(R"(
+    - {name: a, utc_offset: 5, users: 1, pools: [{name: h100, replicas: 2}]}
+)"));
+  EXPECT_NE(e.find("utc_offset"), std::string::npos) << e;
+  EXPECT_NO_THROW(load(scenario_text(R"(
+    - {name: a, utc_offset: -9.5h, users: 1, pools: [{name: h100, replicas: 2}]}
+)")));
   // A pool whose model does not fit its GPU.
   e = error_of(scenario_text(R"(
-    - {name: a, utc_offset: 0, users: 1, pools: [{name: tiny, replicas: 1, model: llama-3.1-405b, hardware: {gpu: rtx-4090}}]}
+    - {name: a, utc_offset: 0h, users: 1, pools: [{name: tiny, replicas: 1, model: llama-3.1-405b, hardware: {gpu: rtx-4090}}]}
 )"));
   EXPECT_NE(e.find("memory fit"), std::string::npos) << e;
 }
