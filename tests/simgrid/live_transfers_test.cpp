@@ -4,21 +4,14 @@
 #include <map>
 
 #include "sim/network/live_transfers.h"
+#include "tests/simgrid/fabrics.h"
 
 using namespace fleetsim;
 
 namespace {
 
-hw::Fabric dgx4() {  // 4 HGX-H100-like nodes: NVLink 450 GB/s (2 µs), 8 × 50 GB/s NICs (1 µs)
-  hw::Fabric f;
-  f.gpus = 32;
-  f.gpus_per_node = 8;
-  f.domain_gpus = 8;
-  f.nics_per_node = 8;
-  f.scaleup = {2e-6, 450e9};
-  f.nic = {1e-6, 50e9};
-  return f;
-}
+// Two-level DGX-H100-like fabric: 4 nodes of 8 GPUs (tests/simgrid/fabrics.h).
+hw::Fabric dgx4() { return test_fabrics::hgx_h100_like(4); }
 
 // Runs a fixed pattern of whole-node groups (node → node, several at once, staggered,
 // different sizes) and returns each group's end time.

@@ -11,6 +11,7 @@
 
 #include "hw_models/network.h"
 #include "sim/network/simgrid_network.h"
+#include "tests/simgrid/fabrics.h"
 
 using namespace fleetsim;
 using net::Collective;
@@ -18,20 +19,8 @@ using net::SimGridFabric;
 
 namespace {
 
-// Two-level DGX-H100-like fabric: 4 nodes of 8 GPUs, NVLink 450 GB/s with α 2 µs, one
-// 400 Gb/s NIC (50 GB/s, α 1 µs) per GPU, all nodes on one leaf, no oversubscription.
-hw::Fabric dgx4() {
-  hw::Fabric f;
-  f.gpus = 32;
-  f.gpus_per_node = 8;
-  f.domain_gpus = 8;
-  f.nics_per_node = 8;
-  f.scaleup = {2e-6, 450e9};
-  f.nic = {1e-6, 50e9};
-  f.nodes_per_leaf = 32;
-  f.oversubscription = 1.0;
-  return f;
-}
+// Two-level DGX-H100-like fabric: 4 nodes of 8 GPUs (tests/simgrid/fabrics.h).
+hw::Fabric dgx4() { return test_fabrics::hgx_h100_like(4); }
 
 SimGridFabric* fabric_or_skip(const hw::Fabric& f) {
   try {
