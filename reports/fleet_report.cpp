@@ -70,6 +70,21 @@ double pool_scale(const fleet::PoolResult& p) {
   return p.replicas_simulated > 0 ? static_cast<double>(p.replicas_configured) / p.replicas_simulated : 0.0;
 }
 
+// A pool's footprint at full scale, at the most replicas it held at once.
+struct PoolLayout {
+  double replicas = 0, gpus = 0, servers = 0, racks = 0, it_power_w = 0;
+};
+PoolLayout layout_of(const fleet::PoolResult& p) {
+  const fleet::FleetPool& fp = *p.spec;
+  PoolLayout l;
+  l.replicas = p.replicas_peak * pool_scale(p);
+  l.gpus = l.replicas * p.gpus_per_replica;
+  l.servers = fp.servers_for(l.replicas);
+  l.racks = std::ceil(l.servers / fp.servers_per_rack - 1e-9);
+  l.it_power_w = l.servers * fp.server_power_w;
+  return l;
+}
+
 }  // namespace
 
 FleetAnswer fleet_answer(const scenario::Scenario& sc, const fleet::FleetResult& res) {
@@ -100,15 +115,13 @@ FleetAnswer fleet_answer(const scenario::Scenario& sc, const fleet::FleetResult&
   for (const auto& p : res.pools) {
     const fleet::FleetPool& fp = *p.spec;
     const double scale = pool_scale(p);
-    const double replicas = p.replicas_peak * scale;
-    a.gpus += replicas * p.gpus_per_replica;
+    const PoolLayout l = layout_of(p);
+    a.gpus += l.gpus;
     a.gpus_configured += static_cast<double>(p.replicas_configured) * p.gpus_per_replica;
-    const double servers = fp.servers_for(replicas);
-    a.servers += servers;
-    const double racks = std::ceil(servers / fp.servers_per_rack - 1e-9);
-    a.racks += racks;
-    a.it_power_w += servers * fp.server_power_w;
-    a.floor_m2 += racks * spec.floor_m2_per_rack;
+    a.servers += l.servers;
+    a.racks += l.racks;
+    a.it_power_w += l.it_power_w;
+    a.floor_m2 += l.racks * spec.floor_m2_per_rack;
     const double gpu_hours = p.replica_hours * scale * p.gpus_per_replica * per_day;
     a.gpu_hours_per_day += gpu_hours;
     if (fp.usd_per_gpu_hour > 0) a.usd_per_day += gpu_hours * fp.usd_per_gpu_hour;
@@ -150,10 +163,8 @@ FleetAnswer fleet_answer(const scenario::Scenario& sc, const fleet::FleetResult&
   a.joules_per_token = a.tokens_per_day > 0 ? a.energy_kwh_per_day * 3.6e6 / a.tokens_per_day : 0;
   double capital = 0;
   for (const auto& p : res.pools) {
-    const fleet::FleetPool& fp = *p.spec;
-    const double servers = fp.servers_for(p.replicas_peak * pool_scale(p));
-    capital += servers * (fp.server_usd + cm.network_usd_per_server) +
-               std::ceil(servers / fp.servers_per_rack - 1e-9) * cm.rack_usd;
+    const PoolLayout l = layout_of(p);
+    capital += l.servers * (p.spec->server_usd + cm.network_usd_per_server) + l.racks * cm.rack_usd;
   }
   a.capital_usd = capital;
   auto cost_at = [&](double u) {
@@ -319,14 +330,12 @@ std::string fleet_report(const scenario::Scenario& sc, const fleet::FleetResult&
   for (size_t r = 0; r < res.regions.size(); ++r) {
     double gpus = 0, servers = 0, racks = 0, it = 0;
     for (const auto& p : res.pools) {
-      const fleet::FleetPool& fp = *p.spec;
       if (p.region != static_cast<int>(r)) continue;
-      const double replicas = p.replicas_peak * pool_scale(p);
-      const double sv = fp.servers_for(replicas);
-      gpus += replicas * p.gpus_per_replica;
-      servers += sv;
-      racks += std::ceil(sv / fp.servers_per_rack - 1e-9);
-      it += sv * fp.server_power_w;
+      const PoolLayout l = layout_of(p);
+      gpus += l.gpus;
+      servers += l.servers;
+      racks += l.racks;
+      it += l.it_power_w;
     }
     if (spec.regions[r].pools.empty()) continue;
     std::snprintf(buf, sizeof buf, "  %-24s %8s %10s %8s %11s %10s %6s m²\n", res.regions[r].name.c_str(), human(gpus).c_str(),
@@ -533,6 +542,60 @@ json fleet_json(const scenario::Scenario& sc, const fleet::FleetResult& res) {
   j["wall_s"] = res.wall_s;
   j["peak_rss_bytes"] = res.peak_rss_bytes;
   return j;
+}
+
+void write_fleet_tables_csv(const scenario::Scenario& sc, const fleet::FleetResult& res, const std::string& dir) {
+  const auto& spec = *sc.fleet;
+  const auto pop = sc.make_population(sc.seed);
+  const double per_day = 86400.0 / ns_to_seconds(pop->duration_ns());
+  auto open = [&](const std::string& name) {
+    const std::string path = dir + "/" + name;
+    std::ofstream out(path);
+    if (!out) throw InputError("cannot write file", "check that the folder is writable", path);
+    out.precision(10);
+    return out;
+  };
+  {
+    std::ofstream out = open("pools.csv");
+    out << "pool,region,model,gpu,gpus_per_replica,replicas_configured,replicas_peak,gpus_peak,servers,racks,"
+           "it_power_w,busy_fraction,calls_per_day,output_tokens_per_day,tpot_p50_s,tpot_p99_s,usd_per_gpu_hour,"
+           "gpu_hours_per_day,usd_per_mtok_output\n";
+    for (const auto& p : res.pools) {
+      const PoolLayout l = layout_of(p);
+      const double gpu_hours = p.replica_hours * pool_scale(p) * p.gpus_per_replica * per_day;
+      const double out_tok = static_cast<double>(p.output_tokens) / res.sample * per_day;
+      out << p.name << ',' << res.regions[static_cast<size_t>(p.region)].name << ',' << p.model << ',' << p.gpu << ','
+          << p.gpus_per_replica << ',' << p.replicas_configured << ',' << l.replicas << ',' << l.gpus << ',' << l.servers
+          << ',' << l.racks << ',' << l.it_power_w << ',' << (p.replica_hours > 0 ? p.busy_hours / p.replica_hours : 0.0)
+          << ',' << static_cast<double>(p.completed) / res.sample * per_day << ',' << out_tok << ',' << p.tpot.p50_s << ','
+          << p.tpot.p99_s << ',' << p.spec->usd_per_gpu_hour << ',' << gpu_hours << ','
+          << (out_tok > 0 ? gpu_hours * p.spec->usd_per_gpu_hour / out_tok * 1e6 : 0.0) << '\n';
+    }
+  }
+  {
+    std::ofstream out = open("datacenters.csv");
+    out << "region,user_share,calls_arrived_per_day,calls_served_per_day,spilled_out_share,ttft_p50_s,ttft_p99_s,"
+           "slo_attainment,gpus_peak,servers,racks,it_power_w,facility_power_w,floor_m2\n";
+    for (size_t r = 0; r < res.regions.size(); ++r) {
+      const auto& g = res.regions[r];
+      PoolLayout sum;
+      for (const auto& p : res.pools) {
+        if (p.region != static_cast<int>(r)) continue;
+        const PoolLayout l = layout_of(p);
+        sum.gpus += l.gpus;
+        sum.servers += l.servers;
+        sum.racks += l.racks;
+        sum.it_power_w += l.it_power_w;
+      }
+      const double arrivals = static_cast<double>(g.arrivals), served = static_cast<double>(g.served);
+      out << g.name << ',' << pop->regions()[r].user_share << ',' << arrivals / res.sample * per_day << ','
+          << served / res.sample * per_day << ',' << (arrivals > 0 ? static_cast<double>(g.spilled_out) / arrivals : 0.0)
+          << ',' << g.ttft.p50_s << ',' << g.ttft.p99_s << ','
+          << (served > 0 ? static_cast<double>(g.good) / served : 0.0) << ',' << sum.gpus << ',' << sum.servers << ','
+          << sum.racks << ',' << sum.it_power_w << ',' << sum.it_power_w * spec.pue << ','
+          << sum.racks * spec.floor_m2_per_rack << '\n';
+    }
+  }
 }
 
 void write_fleet_series_csv(const fleet::FleetResult& res, const std::string& path) {

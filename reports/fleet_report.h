@@ -54,6 +54,10 @@ std::string fleet_report(const scenario::Scenario& sc, const fleet::FleetResult&
 /// summary.json of a fleet run: answer, regions, pools, latency, run facts.
 nlohmann::json fleet_json(const scenario::Scenario& sc, const fleet::FleetResult& res);
 
+/// pools.csv and datacenters.csv in `dir`: the report's pool and region tables at full
+/// scale, units in the column names.
+void write_fleet_tables_csv(const scenario::Scenario& sc, const fleet::FleetResult& res, const std::string& dir);
+
 /// One row per region and report interval, units in the column names.
 void write_fleet_series_csv(const fleet::FleetResult& res, const std::string& path);
 

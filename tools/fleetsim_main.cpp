@@ -170,6 +170,7 @@ int cmd_run(const std::vector<std::string>& args) {
     const std::string csv_path = (std::filesystem::path(out_dir) / "regions.csv").string();
     j = reports::fleet_json(sc, res);
     reports::write_fleet_series_csv(res, csv_path);
+    reports::write_fleet_tables_csv(sc, res, out_dir);
     if (replications) {
       const auto rep = reports::replicate(replications, sc.seed, threads, [&](uint64_t seed) {
         const scenario::Scenario s = with_seed(seed);
@@ -187,7 +188,7 @@ int cmd_run(const std::vector<std::string>& args) {
     }
     reports::write_json(j, json_path);
     trace_done();
-    std::cout << "  wrote     " << json_path << ", " << csv_path << "\n";
+    std::cout << "  wrote     " << json_path << ", " << csv_path << ", pools.csv, datacenters.csv\n";
     return 0;
   }
   Simulation sim(sc, opts);

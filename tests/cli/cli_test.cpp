@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -11,6 +12,7 @@
 #include <sstream>
 #include <map>
 #include <string>
+#include <vector>
 #include <yaml-cpp/yaml.h>
 
 namespace fs = std::filesystem;
@@ -435,6 +437,31 @@ TEST_F(Cli, DefaultScenarioOpensWithTheFleetAnswer) {
   const std::string csv = slurp(o + "/regions.csv");
   EXPECT_EQ(csv.rfind("region,start_s,", 0), 0u);
   EXPECT_NE(csv.find("east-asia,"), std::string::npos);
+  // pools.csv and datacenters.csv hold the report's tables: their GPUs and racks add up to
+  // the answer's (8 pools, 4 regions).
+  auto column_sum = [](const std::string& text, const std::string& column, size_t* rows) {
+    std::istringstream in(text);
+    std::string line, cell;
+    std::getline(in, line);
+    std::vector<std::string> header;
+    for (std::istringstream h(line); std::getline(h, cell, ',');) header.push_back(cell);
+    const size_t c = static_cast<size_t>(std::find(header.begin(), header.end(), column) - header.begin());
+    double sum = 0;
+    *rows = 0;
+    while (std::getline(in, line)) {
+      std::istringstream r(line);
+      for (size_t i = 0; std::getline(r, cell, ','); ++i)
+        if (i == c) sum += std::stod(cell);
+      ++*rows;
+    }
+    return sum;
+  };
+  size_t rows = 0;
+  const std::string pools = slurp(o + "/pools.csv"), dcs = slurp(o + "/datacenters.csv");
+  EXPECT_DOUBLE_EQ(column_sum(pools, "gpus_peak", &rows), j["answer"]["gpus_peak"].get<double>());
+  EXPECT_EQ(rows, 8u);
+  EXPECT_DOUBLE_EQ(column_sum(dcs, "racks", &rows), j["answer"]["racks"].get<double>());
+  EXPECT_EQ(rows, 4u);
 }
 
 TEST_F(Cli, DefaultScenarioIsTheFullScaleScenarioSampled) {
