@@ -104,16 +104,7 @@ void Simulation::response_cache_insert(const workload::RequestSpec& r) {
 Simulation::~Simulation() = default;
 
 void Simulation::schedule_arrival(const workload::RequestSpec& r) {
-  uint32_t slot;
-  if (!pending_free_.empty()) {
-    slot = pending_free_.back();
-    pending_free_.pop_back();
-    pending_[slot] = r;
-  } else {
-    slot = static_cast<uint32_t>(pending_.size());
-    pending_.push_back(r);
-  }
-  engine_.schedule(r.arrival_ns, serving::kPhaseArrival, this, 0, slot);
+  engine_.schedule(r.arrival_ns, serving::kPhaseArrival, this, 0, pending_.add(r));
 }
 
 void Simulation::pull_open_loop() {
@@ -129,8 +120,8 @@ void Simulation::on_event(const core::Event& e) {
   }
   if (e.kind() == kKindHandoff) {
     // A KV transfer from the prefill pool ended: the decode pool takes the request.
-    serving::Handoff h = handoffs_[e.data];
-    handoffs_free_.push_back(static_cast<uint32_t>(e.data));
+    serving::Handoff h = handoffs_[static_cast<uint32_t>(e.data)];
+    handoffs_.release(static_cast<uint32_t>(e.data));
     h.first_token_ns = e.time;
     const size_t target = live_net_ ? handoff_target_[e.data] : decode_router_->route(h.spec, replicas_);
     replicas_[target]->submit_prefilled(h);
@@ -138,8 +129,8 @@ void Simulation::on_event(const core::Event& e) {
   }
   if (e.kind() == kKindCacheHit) {
     // Answered from the response cache: no model call.
-    const workload::RequestSpec r = cached_[e.data];
-    cached_free_.push_back(static_cast<uint32_t>(e.data));
+    const workload::RequestSpec r = cached_[static_cast<uint32_t>(e.data)];
+    cached_.release(static_cast<uint32_t>(e.data));
     serving::RequestRecord rec;
     rec.spec = &r;
     rec.replica = -1;
@@ -151,20 +142,12 @@ void Simulation::on_event(const core::Event& e) {
   }
   const auto slot = static_cast<uint32_t>(e.data);
   const workload::RequestSpec r = pending_[slot];
-  pending_free_.push_back(slot);
+  pending_.release(slot);
   if (r.client < 0 || r.first_turn) pull_open_loop();
   if (sc_.response_cache && response_cache_hit(r)) {
     collector_.on_arrival(r, -1, e.time);
     for (auto* o : options_.observers) o->on_arrival(r, -1, e.time);
-    uint32_t c;
-    if (!cached_free_.empty()) {
-      c = cached_free_.back();
-      cached_free_.pop_back();
-      cached_[c] = r;
-    } else {
-      c = static_cast<uint32_t>(cached_.size());
-      cached_.push_back(r);
-    }
+    const uint32_t c = cached_.add(r);
     engine_.schedule(e.time + seconds_to_ns(sc_.response_cache_latency_s), serving::kPhaseArrival,
                      this, kKindCacheHit, c);
     return;
@@ -177,15 +160,7 @@ void Simulation::on_event(const core::Event& e) {
 void Simulation::on_prefill_done(const serving::Handoff& h, int replica) {
   for (auto* o : options_.observers) o->on_prefill_done(h, replica);
   const double bytes = kv_bytes_per_token_ * h.spec.prompt_tokens;
-  uint32_t slot;
-  if (!handoffs_free_.empty()) {
-    slot = handoffs_free_.back();
-    handoffs_free_.pop_back();
-    handoffs_[slot] = h;
-  } else {
-    slot = static_cast<uint32_t>(handoffs_.size());
-    handoffs_.push_back(h);
-  }
+  const uint32_t slot = handoffs_.add(h);
   if (live_net_) {
     start_kv_transfer(slot, replica, bytes);
     return;

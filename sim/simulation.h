@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "sim/core/engine.h"
+#include "sim/core/slot_pool.h"
 #include "sim/metrics/collector.h"
 #include "sim/scenario/scenario.h"
 #include "sim/serving/registry.h"
@@ -90,19 +91,16 @@ class Simulation final : public core::EventTarget, private serving::ServingObser
   void response_cache_insert(const workload::RequestSpec& r);
   std::list<uint64_t> cache_lru_;
   std::unordered_map<uint64_t, std::list<uint64_t>::iterator> cache_index_;
-  std::vector<workload::RequestSpec> cached_;
-  std::vector<uint32_t> cached_free_;
+  core::SlotPool<workload::RequestSpec> cached_;
   std::unique_ptr<serving::StepModel> prefill_steps_;
   std::vector<std::unique_ptr<serving::Replica>> prefill_replicas_;
   std::unique_ptr<serving::Router> decode_router_;
-  std::vector<serving::Handoff> handoffs_;
-  std::vector<uint32_t> handoffs_free_;
+  core::SlotPool<serving::Handoff> handoffs_;
   double kv_bytes_per_token_ = 0;
   int kv_links_ = 1;
   metrics::Collector collector_;
   // Requests scheduled to arrive, by slot (open loop: one at a time; closed loop: one per user).
-  std::vector<workload::RequestSpec> pending_;
-  std::vector<uint32_t> pending_free_;
+  core::SlotPool<workload::RequestSpec> pending_;
 
   // network: {model: simgrid} (issue 7; sim/simulation_network.cpp): KV transfers run live
   // on the SimGrid fabric, contending for NICs and uplinks. The decode replica is chosen

@@ -185,7 +185,7 @@ void FleetSimulation::fail(int replica, SimTime now) {
   const SimTime retry_at = now + seconds_to_ns(spec_.failures.retry_delay_s);
   // One pass over the calls (no per-replica list: linking every call into one cost two
   // cache misses per call, ~10 % of a full-scale run; a failure is rare next to a call).
-  for (uint32_t slot = 0; slot < slots_.size(); ++slot) {
+  for (uint32_t slot = 0; slot < slots_.capacity(); ++slot) {
     if (slots_[slot].replica != replica) continue;
     slots_[slot].replica = -1;
     slots_[slot].retried = true;
@@ -216,18 +216,10 @@ SimTime FleetSimulation::front_door_ns(const workload::RequestSpec& r) const {
 }
 
 uint32_t FleetSimulation::new_slot(const workload::RequestSpec& r) {
-  uint32_t slot;
-  if (!free_slots_.empty()) {
-    slot = free_slots_.back();
-    free_slots_.pop_back();
-  } else {
-    slot = static_cast<uint32_t>(slots_.size());
-    slots_.emplace_back();
-  }
-  Slot& s = slots_[slot];
-  s = Slot{};
+  Slot s;
   s.spec = r;
-  s.spec.tag = slot;
+  const uint32_t slot = slots_.add(s);
+  slots_[slot].spec.tag = slot;
   return slot;
 }
 
@@ -380,7 +372,7 @@ void FleetSimulation::finish_call(uint32_t slot, SimTime now) {
     }
   }
   const workload::RequestSpec spec = s.spec;
-  free_slots_.push_back(slot);
+  slots_.release(slot);
   pop_->on_done(spec, now, calls_);
   schedule_calls();
 }
@@ -657,7 +649,7 @@ FleetResult FleetSimulation::run() {
     regions_[r].ttft = metrics::stats_of(region_ttft_[r]);
     res.regions.push_back(regions_[r]);
   }
-  res.unfinished = slots_.size() - free_slots_.size();
+  res.unfinished = slots_.live();
   res.retried = retried_;
   res.retried_completed = retried_completed_;
   res.retried_e2e = metrics::stats_of(retried_e2e_);

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "sim/core/engine.h"
+#include "sim/core/slot_pool.h"
 #include "sim/metrics/collector.h"
 #include "sim/metrics/histogram.h"
 #include "sim/scenario/scenario.h"
@@ -186,8 +187,7 @@ class FleetSimulation final : public core::EventTarget, private serving::Serving
   int n_models_ = 1;
   std::vector<std::vector<int>> region_order_;  // per home region: regions by round trip
   std::vector<SimTime> user_rtt_ns_;            // per region
-  std::vector<Slot> slots_;
-  std::vector<uint32_t> free_slots_;
+  core::SlotPool<Slot> slots_;
   std::vector<workload::RequestSpec> calls_;    // scratch: calls to schedule
   std::vector<std::vector<uint32_t>> wheel_ = std::vector<std::vector<uint32_t>>(4096);  // by second
   size_t wheel_count_ = 0;

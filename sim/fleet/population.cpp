@@ -259,16 +259,8 @@ bool Population::next_session(std::vector<RequestSpec>& out) {
         static_cast<uint8_t>(classes_.size() - 1));
     const uint64_t index = sessions_drawn_++;
     if (!keep_.empty() && !keep_[cls]) continue;
-    uint32_t slot;
-    if (!free_.empty()) {
-      slot = free_.back();
-      free_.pop_back();
-    } else {
-      slot = static_cast<uint32_t>(sessions_.size());
-      sessions_.emplace_back();
-    }
+    const uint32_t slot = sessions_.add(Session{});
     Session& s = sessions_[slot];
-    s = Session{};
     s.cls = cls;
     s.region = static_cast<uint8_t>(region);
     s.rng = Rng(session_seed_ + index * 0x9e3779b97f4a7c15ULL);
@@ -278,7 +270,7 @@ bool Population::next_session(std::vector<RequestSpec>& out) {
     s.context = system_;
     ++sessions_started_;
     if (make_turn(slot, t_ns_, true, out)) return true;
-    free_.push_back(slot);
+    sessions_.release(slot);
   }
   return false;
 }
@@ -298,7 +290,6 @@ bool Population::make_turn(uint32_t slot, SimTime t, bool first, std::vector<Req
     if (prompt + r.output_tokens > max_context_) break;  // the conversation is full
     // Ids from the session's index: the same whichever sessions a partition keeps.
     r.id = (s.index << 24) | (s.calls++ & 0xffffffu);
-    ++calls_generated_;
     r.arrival_ns = t;
     r.client = static_cast<int32_t>(slot);
     r.first_turn = first;
@@ -317,13 +308,13 @@ bool Population::make_turn(uint32_t slot, SimTime t, bool first, std::vector<Req
 }
 
 void Population::on_done(const RequestSpec& r, SimTime now, std::vector<RequestSpec>& out) {
-  Session& s = sessions_[static_cast<size_t>(r.client)];
+  Session& s = sessions_[static_cast<uint32_t>(r.client)];
   s.turn_output += r.output_tokens;
   if (--s.calls_left > 0) return;
   // Every answer of the turn joins the context.
   s.context = static_cast<int32_t>(std::min<int64_t>(int64_t{s.turn_prompt} + s.turn_output, max_context_));
   const SimTime t = now + seconds_to_ns(std::max(0.0, think_->sample(s.rng)));
-  if (!make_turn(static_cast<uint32_t>(r.client), t, false, out)) free_.push_back(static_cast<uint32_t>(r.client));
+  if (!make_turn(static_cast<uint32_t>(r.client), t, false, out)) sessions_.release(static_cast<uint32_t>(r.client));
 }
 
 std::string Population::describe() const {

@@ -38,6 +38,7 @@
 
 #include "hw_models/yaml_reader.h"
 #include "sim/core/rng.h"
+#include "sim/core/slot_pool.h"
 #include "sim/workload/distribution.h"
 #include "sim/workload/request.h"
 
@@ -114,7 +115,6 @@ class Population {
   /// Seconds from Monday 00:00 UTC to the start of the run.
   double start_s() const { return start_s_; }
   uint64_t sessions_started() const { return sessions_started_; }
-  uint64_t calls_generated() const { return calls_generated_; }
   std::string describe() const;
 
  private:
@@ -142,10 +142,9 @@ class Population {
   SimTime duration_ns_ = 0;
   double max_rate_ = 0;  // Σ_r max λ_r: the thinning bound
   Rng arrivals_, lengths_;
-  std::vector<Session> sessions_;
-  std::vector<uint32_t> free_;
+  core::SlotPool<Session> sessions_;
   SimTime t_ns_ = 0;
-  uint64_t calls_generated_ = 0, sessions_started_ = 0, sessions_drawn_ = 0;
+  uint64_t sessions_started_ = 0, sessions_drawn_ = 0;
   uint64_t session_seed_ = 0;
   std::vector<bool> keep_;
   bool done_ = false;

@@ -53,7 +53,7 @@ struct Autoscaling {
   double interval_s = 60;
   double cooldown_s = 600;
   double startup_s = 60;       ///< container and engine start before weights load
-  double storage_bw = 2e9;     ///< bytes/s one server reads weights at
+  double storage_bytes_per_s = 2e9;     ///< bytes/s one server reads weights at
 };
 
 struct Failures {

@@ -170,7 +170,7 @@ void load_fleet(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
     a.interval_s = as->quantity_or("interval", units::Dim::kTime, 60.0, 1.0);
     a.cooldown_s = as->quantity_or("cooldown", units::Dim::kTime, 600.0);
     a.startup_s = as->quantity_or("startup", units::Dim::kTime, 60.0);
-    a.storage_bw = as->quantity_or("storage_bandwidth", units::Dim::kBandwidth, 2e9, 1.0);
+    a.storage_bytes_per_s = as->quantity_or("storage_bandwidth", units::Dim::kBandwidth, 2e9, 1.0);
     as->finish();
   }
   for (auto& reg : spec.regions)
@@ -178,7 +178,7 @@ void load_fleet(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
       // Provisioning delay: start-up, then every server of the replica reads its share of
       // the weights from storage in parallel.
       const double weights = (p.pool.memory.weight_bytes + p.pool.memory.host_weight_bytes) * p.pool.par.gpus();
-      p.load_time_s = spec.autoscaling.startup_s + weights / p.servers_per_replica / spec.autoscaling.storage_bw;
+      p.load_time_s = spec.autoscaling.startup_s + weights / p.servers_per_replica / spec.autoscaling.storage_bytes_per_s;
     }
   if (auto fm = fl.map_opt("failures")) {
     auto& f = spec.failures;
