@@ -16,9 +16,11 @@
 #include "hw_models/units.h"
 #include "reports/explain.h"
 #include "reports/fleet_report.h"
+#include "reports/plan_report.h"
 #include "reports/replications.h"
 #include "reports/trace.h"
 #include "reports/summary.h"
+#include "sim/plan/planner.h"
 #include "sim/scenario/scenario.h"
 #include "sim/serving/registry.h"
 #include "sim/simulation.h"
@@ -35,6 +37,7 @@ const char* kUsage =
     "commands:\n"
     "  run SCENARIO     simulate a scenario, print a summary, write DIR/summary.json\n"
     "  check SCENARIO   validate a scenario and print its resolved configuration\n"
+    "  plan SCENARIO    search the scenario's plan: space for the cheapest deployment meeting its SLO\n"
     "  list WHAT        list gpus | models | nodes | interconnects | policies | routers\n"
     "  validate [DIR]   predict the published measurements of the validation suite\n"
     "  calibrate import FILE   check a kernel calibration table and install it\n"
@@ -216,6 +219,66 @@ int cmd_run(const std::vector<std::string>& args) {
   return 0;
 }
 
+int cmd_plan(const std::vector<std::string>& args) {
+  po::options_description desc = scenario_options();
+  desc.add_options()
+      ("out", po::value<std::string>(), "output folder (default: out/<scenario name>-plan/)")
+      ("threads", po::value<int>(), "threads (default: all cores; the result does not depend on it)")
+      ("replications", po::value<int>(), "re-simulate the chosen and the next two configurations with N seeds "
+                                          "and report how robust the choice is")
+      ("runners-up", po::value<int>()->default_value(5), "runners-up to print")
+      ("quiet,q", "print no progress");
+  auto p = parse("plan", args, desc);
+  if (!p) return 0;
+  const hw::Catalog catalog = load_catalog(p->vm);
+  std::vector<std::string> sets;
+  if (p->vm.count("set")) sets = p->vm["set"].as<std::vector<std::string>>();
+  std::optional<uint64_t> seed;
+  if (p->vm.count("seed")) seed = p->vm["seed"].as<uint64_t>();
+  const plan::Planner planner(p->scenario, sets, seed, catalog, load_calibration(p->vm, catalog));
+  const int threads = p->vm.count("threads") ? p->vm["threads"].as<int>()
+                                             : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (threads < 1) throw InputError("--threads must be at least 1", "e.g. --threads 4");
+  const int replications = p->vm.count("replications") ? p->vm["replications"].as<int>() : 0;
+  if (p->vm.count("replications") && (replications < 2 || replications > 1000))
+    throw InputError("--replications must be between 2 and 1000, got " + std::to_string(replications),
+                     "e.g. --replications 10");
+  const std::string out_dir =
+      p->vm.count("out") ? p->vm["out"].as<std::string>() : "out/" + planner.base().name + "-plan";
+  std::error_code ec;
+  std::filesystem::create_directories(out_dir, ec);
+  if (ec) throw InputError("cannot create output folder: " + ec.message(), "pass --out DIR", out_dir);
+  if (!p->vm.count("quiet"))
+    std::fprintf(stderr, "  plan: %zu configurations on %d threads\n", planner.spec().configurations(), threads);
+  std::function<void(int, int)> progress;
+  if (!p->vm.count("quiet"))
+    progress = [](int done, int total) { std::fprintf(stderr, "  ... simulated %d of %d configurations\n", done, total); };
+  const plan::PlanResult res = planner.run(threads, progress);
+
+  std::vector<reports::PlanRobustness> robust;
+  if (replications && res.chosen >= 0) {
+    const uint64_t first = planner.base().seed;
+    for (std::size_t k = 0; k < std::min<std::size_t>(3, res.ranking.size()); ++k) {
+      const plan::Candidate& c = res.candidates[res.ranking[k]];
+      reports::PlanRobustness rb;
+      rb.candidate = c.index;
+      rb.reps = reports::replicate(replications, first, threads, [&](uint64_t s) {
+        const plan::Outcome o = planner.evaluate(c, c.best->replicas, s);
+        return std::vector<std::pair<std::string, double>>{
+            {"slo_attainment", o.attainment}, {"ttft_p99_s", o.ttft_p99_s}, {"tpot_p99_s", o.tpot_p99_s}};
+      });
+      robust.push_back(std::move(rb));
+    }
+  }
+  std::cout << reports::plan_report(res, robust, p->vm["runners-up"].as<int>());
+  const std::string json_path = (std::filesystem::path(out_dir) / "plan.json").string();
+  const std::string csv_path = (std::filesystem::path(out_dir) / "plan.csv").string();
+  reports::write_json(reports::plan_json(res, robust), json_path);
+  reports::write_plan_csv(res, csv_path);
+  std::cout << "  wrote       " << json_path << ", " << csv_path << "\n";
+  return res.chosen >= 0 ? 0 : 3;
+}
+
 int cmd_check(const std::vector<std::string>& args) {
   auto p = parse("check", args, scenario_options());
   if (!p) return 0;
@@ -388,8 +451,9 @@ int main(int argc, char** argv) {
     if (cmd == "list") return cmd_list(args);
     if (cmd == "validate") return cmd_validate(args);
     if (cmd == "calibrate") return cmd_calibrate(args);
+    if (cmd == "plan") return cmd_plan(args);
     std::cerr << "fleetsim: unknown command '" << cmd << "'"
-              << did_you_mean(cmd, {"run", "check", "list", "validate", "calibrate"}) << "\n" << kUsage;
+              << did_you_mean(cmd, {"run", "check", "plan", "list", "validate", "calibrate"}) << "\n" << kUsage;
     return 2;
   } catch (const InputError& e) {
     std::cerr << "error: " << e.what() << "\n";

@@ -550,3 +550,45 @@ TEST_F(Cli, PerfettoTraceHoldsEverySegmentAndRequest) {
 }
 
 }  // namespace
+
+// fleetsim plan on the bundled plan scenario, shortened to 5 minutes of traffic and 4
+// simulated configurations: the outputs exist, the choice's cost is its GPUs times the
+// price, every configuration has a row, and the result does not depend on the threads.
+TEST_F(Cli, PlanWritesTheChoiceAndEveryConfiguration) {
+  const std::string a = (dir_ / "a").string(), b = (dir_ / "b").string();
+  const std::string args = "plan scenarios/plan-llama70b-chat.yaml --quiet --set workload.duration=5min "
+                           "--set plan.simulate=4 --out ";
+  const Result r = run(args + a + " --threads 2");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("ANSWER"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("WHY THE OTHERS LOST"), std::string::npos) << r.out;
+  json ja = json::parse(slurp(a + "/plan.json"));
+  // 4 GPUs × 4 tp × 2 pp × 2 weights × 2 kv × 2 policies × 4 batch limits (the scenario's plan:).
+  EXPECT_EQ(ja["configurations"], 1024);
+  const json& c = ja["chosen"];
+  ASSERT_TRUE(c.is_object());
+  // GPUs = (replicas + prefill replicas + 1 spare) × GPUs per replica; $/h = GPUs × price.
+  const std::string csv = slurp(a + "/plan.csv");
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1025);  // header + one row per configuration
+  EXPECT_GE(c["slo_attainment"].get<double>(), 0.99);
+  EXPECT_EQ(c["spare_replicas"], 1);
+  const std::string gpu = c["values"]["hardware.gpu"];
+  const double price = gpu == "b200" ? 5.25 : gpu == "h200-sxm" ? 4.0 : gpu == "h100-sxm" ? 3.24 : 1.99;
+  const int tp = std::stoi(c["values"]["hardware.tp"].get<std::string>());
+  const int pp = std::stoi(c["values"]["hardware.pp"].get<std::string>());
+  const int gpus = (c["replicas"].get<int>() + c["prefill_replicas"].get<int>() + 1) * tp * pp;
+  EXPECT_EQ(c["gpus"], gpus);
+  EXPECT_NEAR(c["usd_per_hour"].get<double>(), gpus * price, 1e-9);
+  // One thread: the same plan.
+  ASSERT_EQ(run(args + b + " --threads 1").code, 0);
+  json jb = json::parse(slurp(b + "/plan.json"));
+  ja.erase("wall_s");
+  jb.erase("wall_s");
+  EXPECT_EQ(ja.dump(), jb.dump());
+  // `run` on the same file simulates the configuration as written and ignores plan:.
+  EXPECT_EQ(run("run scenarios/plan-llama70b-chat.yaml --quiet --set workload.duration=1min --out " + b).code, 0);
+}
+
+TEST_F(Cli, PlanNeedsAPlanSection) {
+  expect_error("plan scenarios/chat-service.yaml", {"chat-service.yaml", "no plan: section", "hint"});
+}

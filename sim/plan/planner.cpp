@@ -1,0 +1,540 @@
+#include "sim/plan/planner.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cmath>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "hw_models/error.h"
+#include "hw_models/perf_model.h"
+#include "hw_models/units.h"
+#include "hw_models/yaml_reader.h"
+#include "sim/simulation.h"
+
+namespace fleetsim::plan {
+
+namespace {
+
+// The plan's axes: key in `plan:` → scenario path it sets, in enumeration order (the last
+// axis varies fastest).
+struct AxisDef {
+  const char* key;
+  const char* path;
+};
+constexpr AxisDef kAxes[] = {
+    {"gpu", "hardware.gpu"},
+    {"tp", "hardware.tp"},
+    {"pp", "hardware.pp"},
+    {"expert_parallel", "hardware.expert_parallel"},
+    {"weights", "precision.weights"},
+    {"kv", "precision.kv"},
+    {"policy", "serving.policy"},
+    {"max_num_seqs", "serving.max_num_seqs"},
+    {"max_batched_tokens", "serving.max_batched_tokens"},
+    {"prefill_share", "plan.prefill_share"},  // not a scenario field: sets serving.disaggregation
+};
+
+const YAML::Node& root_of(const std::shared_ptr<const void>& p) {
+  return *static_cast<const YAML::Node*>(p.get());
+}
+
+// Sets a dotted path in a YAML tree, creating mappings on the way.
+void set_path(YAML::Node root, const std::string& dotted, const YAML::Node& value) {
+  std::vector<std::string> keys;
+  std::stringstream ss(dotted);
+  for (std::string k; std::getline(ss, k, '.');) keys.push_back(k);
+  YAML::Node cur = root;
+  for (std::size_t i = 0; i + 1 < keys.size(); ++i) {
+    YAML::Node next = cur[keys[i]];
+    if (!next || next.IsNull() || !next.IsMap()) {
+      cur[keys[i]] = YAML::Node(YAML::NodeType::Map);
+      next = cur[keys[i]];
+    }
+    cur.reset(next);
+  }
+  cur[keys.back()] = value;
+}
+
+std::string short_value(const std::string& key, const std::string& v) {
+  if (key == "gpu") return v;
+  if (key == "expert_parallel") return v == "true" ? "ep" : "no-ep";
+  return key + "=" + v;
+}
+
+double percent(double x) { return 100.0 * x; }
+
+// Three significant digits, no exponent for the magnitudes printed here ("1.84", "152", "99.5").
+std::string sig3(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", x);
+  return buf;
+}
+
+}  // namespace
+
+const char* status_name(Status s) {
+  switch (s) {
+    case Status::kInvalid: return "invalid";
+    case Status::kInfeasible: return "infeasible";
+    case Status::kPruned: return "pruned";
+    case Status::kSloMissed: return "slo-missed";
+    case Status::kFeasible: return "feasible";
+  }
+  return "?";
+}
+
+std::size_t PlanSpec::configurations() const {
+  std::size_t n = 1;
+  for (const auto& [k, v] : axes) n *= v.size();
+  return n;
+}
+
+int Planner::prefill_replicas_for(double s, int replicas) {
+  if (s <= 0) return 0;
+  return std::max(1, static_cast<int>(std::ceil(s * replicas - 1e-9)));
+}
+
+int Planner::spares_for(int replicas) const {
+  return spec_.spares + static_cast<int>(std::ceil(spec_.spare_fraction * replicas - 1e-9));
+}
+
+Planner::Planner(const std::string& file, const std::vector<std::string>& overrides,
+                 std::optional<uint64_t> seed, const hw::Catalog& catalog,
+                 std::shared_ptr<const hw::CalibrationSet> calibration)
+    : file_(file), overrides_(overrides), seed_(seed), catalog_(&catalog),
+      calibration_(std::move(calibration)) {
+  yaml::Map root = yaml::load_file_with_overrides(file, overrides);
+  std::optional<yaml::Map> pm = root.map_opt("plan");
+  if (!pm)
+    root.fail("", "the scenario has no plan: section, so there is nothing to search",
+              "add e.g. plan: {gpu: [h100-sxm, h200-sxm], tp: [1, 2, 4, 8], target: 0.99} "
+              "(scenarios/plan-llama70b-chat.yaml is an example)");
+  if (root.has("users") || root.has("fleet"))
+    root.fail("fleet", "fleetsim plan searches single-pool scenarios (workload: at the peak hour)",
+              "describe the peak hour of one region as a workload: with serving: and slo:");
+
+  // The plan section, strictly.
+  for (const AxisDef& a : kAxes) {
+    std::vector<std::string> v = pm->str_list_or(a.key, {});
+    if (v.empty()) continue;
+    std::vector<std::string> uniq;
+    for (const auto& x : v)
+      if (std::find(uniq.begin(), uniq.end(), x) == uniq.end()) uniq.push_back(x);
+    if (std::string(a.key) == "prefill_share")
+      for (const auto& x : uniq) {
+        char* end = nullptr;
+        const double s = std::strtod(x.c_str(), &end);
+        if (end == x.c_str() || *end != '\0' || s < 0 || s > 4)
+          pm->fail(a.key, "prefill_share must be numbers in [0, 4], got '" + x + "'",
+                   "0 = colocated; 0.25 = one prefill replica per four decode replicas");
+      }
+    spec_.axes[a.path] = uniq;
+  }
+  spec_.target = pm->number_or("target", 0.01, 1.0, 0.99);
+  spec_.spares = static_cast<int>(pm->integer_or("spares", 0, 1000, 0));
+  spec_.spare_fraction = pm->number_or("spare_fraction", 0.0, 1.0, 0.0);
+  if (auto rm = pm->map_opt("replicas")) {
+    spec_.min_replicas = static_cast<int>(rm->integer_or("min", 1, 100000, 1));
+    spec_.max_replicas = static_cast<int>(rm->integer_or("max", 1, 100000, 512));
+    if (spec_.max_replicas < spec_.min_replicas)
+      rm->fail("max", "replicas.max (" + std::to_string(spec_.max_replicas) + ") is below min (" +
+                          std::to_string(spec_.min_replicas) + ")");
+    rm->finish();
+  }
+  spec_.simulate = static_cast<int>(pm->integer_or("simulate", 1, 100000, 32));
+  spec_.slack = pm->number_or("slack", 0.0, 100.0, 0.5);
+  if (auto pr = pm->map_opt("usd_per_gpu_hour")) {
+    for (const auto& kv : pr->node()) {
+      const std::string id = kv.first.as<std::string>();
+      try {
+        (void)catalog.gpu(id);
+      } catch (const InputError& e) {
+        throw pr->locate(id, e);
+      }
+      spec_.usd_per_gpu_hour[id] = pr->number(id, 0.0, 1000.0);
+    }
+    pr->finish();
+  }
+  pm->finish();
+
+  try {
+    moe_ = catalog.model(root.str("model")).is_moe();
+  } catch (const InputError& e) {
+    throw root.locate("model", e);
+  }
+
+  // The scenario without plan:, resolved once as the base configuration.
+  auto doc = std::make_shared<YAML::Node>(YAML::Clone(root.node()));
+  doc->remove("plan");
+  root_ = doc;
+  // The base: the scenario as written, or (when that one does not fit, say) the first
+  // configuration of the plan that resolves; if none does, the scenario's own error.
+  try {
+    base_ = std::make_unique<scenario::Scenario>(
+        scenario::load_map(yaml::Map(YAML::Clone(*doc), std::make_shared<yaml::Source>(yaml::Source{file, {}}), ""),
+                           file, overrides, seed, catalog, calibration_));
+  } catch (const InputError&) {
+    for (const Candidate& c : candidates_unresolved()) {
+      try {
+        base_ = std::make_unique<scenario::Scenario>(resolve(c, spec_.min_replicas));
+        break;
+      } catch (const InputError&) {
+      }
+    }
+    if (!base_) throw;
+  }
+  if (!base_->slo_ttft_s && !base_->slo_tpot_s)
+    root.fail("slo", "the plan needs a service-level objective to meet",
+              "add slo: {ttft: 2s, tpot: 50ms}");
+
+  // What the analytic model needs from the workload: a sample of its requests.
+  auto w = base_->make_workload(base_->seed);
+  double first = -1, last = 0, prompt = 0, output = 0;
+  uint64_t n = 0;
+  for (; n < 50000; ++n) {
+    auto r = w->next_arrival();
+    if (!r) break;
+    const double t = static_cast<double>(r->arrival_ns) * 1e-9;
+    if (first < 0) first = t;
+    last = t;
+    prompt += r->prompt_tokens;
+    stats_.prompts_sorted.push_back(r->prompt_tokens);
+    output += r->output_tokens;
+  }
+  if (n < 2 || last <= first || w->nominal_rate_per_s() <= 0)
+    root.fail("workload", "the plan needs an open-loop workload (arrival: or trace:) with a rate",
+              "describe the peak hour as workload: {arrival: {process: poisson, rate: 40/s}, duration: 1h, ...}");
+  stats_.sampled = n;
+  std::sort(stats_.prompts_sorted.begin(), stats_.prompts_sorted.end());
+  stats_.rate_per_s = static_cast<double>(n - 1) / (last - first);
+  stats_.mean_prompt = prompt / static_cast<double>(n);
+  stats_.mean_output = output / static_cast<double>(n);
+}
+
+scenario::Scenario Planner::resolve(const Candidate& c, int replicas,
+                                    std::optional<uint64_t> seed) const {
+  YAML::Node doc = YAML::Clone(root_of(root_));
+  for (const auto& [path, value] : c.values) {
+    if (path == "plan.prefill_share") continue;
+    set_path(doc, path, YAML::Load(value));
+    // Another GPU: its catalog node; other weights: the activation rule's default.
+    if (path == "hardware.gpu" && doc["hardware"]["node"]) doc["hardware"].remove("node");
+    if (path == "precision.weights" && doc["precision"]["activations"])
+      doc["precision"].remove("activations");
+  }
+  set_path(doc, "serving.replicas", YAML::Node(replicas));
+  if (c.prefill_share > 0)
+    set_path(doc, "serving.disaggregation.prefill_replicas",
+             YAML::Node(prefill_replicas_for(c.prefill_share, replicas)));
+  yaml::Map m(doc, std::make_shared<yaml::Source>(yaml::Source{file_, {}}), "");
+  return scenario::load_map(m, file_, overrides_, seed ? seed : seed_, *catalog_, calibration_);
+}
+
+void Planner::price(Candidate& c) const {
+  const std::string gpu = [&] {
+    for (const auto& [p, v] : c.values)
+      if (p == "hardware.gpu") return v;
+    return base_->gpu.id;
+  }();
+  auto it = spec_.usd_per_gpu_hour.find(gpu);
+  c.usd_per_gpu_hour = it != spec_.usd_per_gpu_hour.end() ? it->second
+                                                          : catalog_->gpu(gpu).cloud_usd_per_gpu_hour;
+}
+
+// Analytic capacity of one replica (colocated) or one decode replica plus its share of
+// prefill replicas (disaggregated), from the performance model:
+//   decode: the largest batch n ≤ min(max_num_seqs, KV tokens ÷ (P + O)) whose step
+//           t(n) = fixed(n) + per_ctx(n)·n·(P + O/2) keeps TPOT ≤ 0.8·SLO;
+//   prefill: t_p = one step computing the mean prompt P;
+//   colocated: each request holds the replica for t_p + O·t(n)/n → capacity 1/(that);
+//   disaggregated: decode n/(O·t(n)) per decode replica, 1/t_p per prefill replica.
+// Replicas = ceil(rate / (0.9 · capacity)) (a 90 % utilisation target), within min..max.
+void Planner::estimate(Candidate& c, const scenario::Scenario& sc) const {
+  const double P = stats_.mean_prompt, O = std::max(1.0, stats_.mean_output);
+  const hw::Deployment& d = sc.dep;
+  c.gpus_per_replica = sc.par.gpus();
+  hw::BatchShape pre;
+  pre.prefill_tokens = static_cast<int64_t>(std::llround(P));
+  pre.prefill_attn_pairs = P * (P + 1) / 2;
+  pre.prefill_kv_tokens = pre.prefill_tokens;
+  pre.logits_tokens = 1;
+  c.prefill_mean_s = hw::estimate_step(d, pre).total_s();
+  auto step = [&](int64_t n) {
+    const hw::DecodeAffine a = hw::decode_affine(d, n);
+    return a.fixed_s + a.per_ctx_token_s * static_cast<double>(n) * (P + O / 2);
+  };
+  c.tpot_batch1_s = step(1);
+  if (sc.slo_tpot_s && c.tpot_batch1_s > *sc.slo_tpot_s) {
+    c.status = Status::kInfeasible;
+    c.reason = "TPOT at batch 1 is " + units::format(c.tpot_batch1_s, units::Dim::kTime) +
+               ", above the SLO of " + units::format(*sc.slo_tpot_s, units::Dim::kTime);
+    return;
+  }
+  if (sc.slo_ttft_s && c.prefill_mean_s > *sc.slo_ttft_s) {
+    c.status = Status::kInfeasible;
+    c.reason = "the mean prompt alone takes " + units::format(c.prefill_mean_s, units::Dim::kTime) +
+               " to prefill, above the TTFT SLO of " + units::format(*sc.slo_ttft_s, units::Dim::kTime);
+    return;
+  }
+  // Prefill-first batching cannot schedule a prompt longer than max_batched_tokens: such
+  // requests are rejected, and if they alone exceed the SLO's allowance no replica count helps.
+  if (!sc.vllm.chunked_prefill) {
+    const auto& ps = stats_.prompts_sorted;
+    const auto over = ps.end() - std::upper_bound(ps.begin(), ps.end(), sc.vllm.max_batched_tokens);
+    const double share = static_cast<double>(over) / static_cast<double>(std::max<std::size_t>(1, ps.size()));
+    if (share > 1.0 - spec_.target) {
+      c.status = Status::kInfeasible;
+      c.reason = "prefill-first batching rejects prompts over max_batched_tokens = " +
+                 std::to_string(sc.vllm.max_batched_tokens) + " tokens (" + sig3(percent(share)) +
+                 " % of requests), more than the SLO allows; chunked prefill (policy sarathi) or a larger "
+                 "max_batched_tokens serves them";
+      return;
+    }
+  }
+  const double kv_tokens = static_cast<double>(sc.memory.kv_blocks) * sc.vllm.block_tokens;
+  const int64_t n_max = std::max<int64_t>(
+      1, std::min<int64_t>(sc.vllm.max_num_seqs, static_cast<int64_t>(kv_tokens / (P + O))));
+  const double budget = sc.slo_tpot_s ? 0.8 * *sc.slo_tpot_s : 1e30;
+  int64_t lo = 1, hi = n_max;  // largest n with step(n) ≤ budget (step grows with n)
+  if (step(hi) <= budget) {
+    lo = hi;
+  } else {
+    while (hi - lo > 1) {
+      const int64_t mid = (lo + hi) / 2;
+      (step(mid) <= budget ? lo : hi) = mid;
+    }
+  }
+  c.decode_batch = static_cast<int>(lo);
+  const double t = step(lo);
+  const double util = 0.9;
+  int replicas = 0;
+  if (c.prefill_share > 0) {
+    const double decode_cap = static_cast<double>(lo) / (O * t);
+    const double prefill_cap = 1.0 / c.prefill_mean_s;
+    c.capacity_per_s = decode_cap;
+    replicas = std::max(static_cast<int>(std::ceil(stats_.rate_per_s / (util * decode_cap))),
+                        static_cast<int>(std::ceil(stats_.rate_per_s /
+                                                   (util * prefill_cap * c.prefill_share))));
+  } else {
+    c.capacity_per_s = 1.0 / (c.prefill_mean_s + O * t / static_cast<double>(lo));
+    replicas = static_cast<int>(std::ceil(stats_.rate_per_s / (util * c.capacity_per_s)));
+  }
+  replicas = std::max(replicas, spec_.min_replicas);
+  c.analytic_replicas = replicas;
+  if (replicas > spec_.max_replicas) {
+    c.status = Status::kInfeasible;
+    c.reason = "needs about " + std::to_string(replicas) + " replicas (" +
+               units::format(c.capacity_per_s, units::Dim::kRate) + " each), above replicas.max = " + std::to_string(spec_.max_replicas);
+    return;
+  }
+  const int gpus = (replicas + prefill_replicas_for(c.prefill_share, replicas) + spares_for(replicas)) *
+                   c.gpus_per_replica;
+  c.analytic_usd_per_hour = gpus * c.usd_per_gpu_hour;
+  c.status = Status::kPruned;  // until chosen for simulation
+}
+
+std::vector<Candidate> Planner::candidates_unresolved() const {
+  // Axes in kAxes order; an MoE-only axis collapses for dense models.
+  std::vector<std::pair<std::string, std::vector<std::string>>> axes;
+  for (const AxisDef& a : kAxes) {
+    auto it = spec_.axes.find(a.path);
+    if (it == spec_.axes.end()) continue;
+    std::vector<std::string> v = it->second;
+    if (std::string(a.key) == "expert_parallel" && !moe_) v = {"false"};
+    axes.emplace_back(a.path, v);
+  }
+  std::size_t total = 1;
+  for (const auto& a : axes) total *= a.second.size();
+  std::vector<Candidate> out;
+  out.reserve(total);
+  for (std::size_t i = 0; i < total; ++i) {
+    Candidate c;
+    c.index = static_cast<int>(i);
+    std::size_t rest = i;
+    std::vector<std::pair<std::string, std::string>> vals(axes.size());
+    for (std::size_t a = axes.size(); a-- > 0;) {
+      vals[a] = {axes[a].first, axes[a].second[rest % axes[a].second.size()]};
+      rest /= axes[a].second.size();
+    }
+    c.values = vals;
+    for (const auto& [p, v] : vals) {
+      const std::string key = p.substr(p.find('.') + 1);
+      c.label += (c.label.empty() ? "" : " ") + short_value(key, v);
+      if (p == "plan.prefill_share") c.prefill_share = std::strtod(v.c_str(), nullptr);
+    }
+    if (c.label.empty()) c.label = "as in the scenario";
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+std::vector<Candidate> Planner::enumerate() const {
+  std::vector<Candidate> out = candidates_unresolved();
+  for (Candidate& c : out) {
+    try {
+      price(c);
+      const scenario::Scenario sc = resolve(c, spec_.min_replicas);
+      if (c.usd_per_gpu_hour <= 0)
+        throw InputError("no price for " + sc.gpu.id + " (the catalog has no cloud price for it)",
+                         "give plan.usd_per_gpu_hour: {" + sc.gpu.id + ": ...}");
+      estimate(c, sc);
+    } catch (const InputError& e) {
+      c.status = Status::kInvalid;
+      c.reason = e.message();
+    }
+  }
+  return out;
+}
+
+Outcome Planner::evaluate(const Candidate& c, int replicas, std::optional<uint64_t> seed) const {
+  const scenario::Scenario sc = resolve(c, replicas, seed);
+  Simulation sim(sc, {});
+  const RunResult r = sim.run();
+  const metrics::Summary& s = r.summary;
+  Outcome o;
+  o.replicas = replicas;
+  o.prefill_replicas = prefill_replicas_for(c.prefill_share, replicas);
+  o.arrived = s.requests_arrived;
+  // slo_attainment is over completed requests; rejected ones count as misses here.
+  const double met = s.slo_attainment * static_cast<double>(s.requests_completed);
+  o.attainment = s.requests_arrived > 0 ? met / static_cast<double>(s.requests_arrived) : 0.0;
+  o.ttft_p99_s = s.ttft.p99_s;
+  o.tpot_p99_s = s.tpot.p99_s;
+  o.e2e_p50_s = s.e2e.p50_s;
+  o.busy = s.replica_busy_fraction;
+  o.output_tok_per_s = s.output_tok_per_s;
+  o.events = r.events;
+  o.wall_s = r.wall_s;
+  return o;
+}
+
+// Fewest replicas in [min, max] whose attainment reaches the target, assuming attainment
+// grows with replicas: start at the analytic estimate, double up until it meets the
+// target, then bisect between the largest count known to miss and the smallest known to
+// meet.
+void Planner::search_replicas(Candidate& c) const {
+  auto meets = [&](int n) {
+    for (const auto& o : c.tried)
+      if (o.replicas == n) return o.attainment >= spec_.target;
+    c.tried.push_back(evaluate(c, n));
+    return c.tried.back().attainment >= spec_.target;
+  };
+  int ok = std::clamp(c.analytic_replicas, spec_.min_replicas, spec_.max_replicas);
+  int miss = spec_.min_replicas - 1;
+  while (!meets(ok)) {
+    // Doubling the replicas did not move the attainment: the misses are not from load
+    // (e.g. requests too long for the batch limits), so more replicas will not help.
+    if (c.tried.size() >= 2 && miss >= spec_.min_replicas) {
+      const double before = c.tried[c.tried.size() - 2].attainment, now = c.tried.back().attainment;
+      if (now - before < 0.001) {
+        c.status = Status::kSloMissed;
+        c.reason = "more replicas do not help: " + sig3(percent(before)) + " % of requests meet the SLO at " +
+                   std::to_string(miss) + " replicas and " + sig3(percent(now)) + " % at " + std::to_string(ok);
+        return;
+      }
+    }
+    miss = ok;
+    if (ok == spec_.max_replicas) break;
+    ok = std::min(spec_.max_replicas, ok * 2);
+  }
+  if (miss == spec_.max_replicas) {
+    const Outcome& last = c.tried.back();
+    c.status = Status::kSloMissed;
+    c.reason = "misses the SLO even at replicas.max = " + std::to_string(spec_.max_replicas) + " (" +
+               sig3(percent(last.attainment)) + " % of requests met it)";
+    return;
+  }
+  while (ok - miss > 1) {
+    const int mid = miss + (ok - miss) / 2;
+    (meets(mid) ? ok : miss) = mid;
+  }
+  for (const auto& o : c.tried)
+    if (o.replicas == ok) c.best = o;
+  c.status = Status::kFeasible;
+  c.reason.clear();
+  c.spare_replicas = spares_for(ok);
+  c.total_gpus = (ok + c.best->prefill_replicas + c.spare_replicas) * c.gpus_per_replica;
+  c.usd_per_hour = c.total_gpus * c.usd_per_gpu_hour;
+}
+
+PlanResult Planner::run(int threads, const std::function<void(int, int)>& progress) const {
+  const auto t0 = std::chrono::steady_clock::now();
+  PlanResult res;
+  res.scenario_name = base_->name;
+  res.scenario_file = file_;
+  res.spec = spec_;
+  res.workload = stats_;
+  res.slo_ttft_s = base_->slo_ttft_s;
+  res.slo_tpot_s = base_->slo_tpot_s;
+  res.threads = std::max(1, threads);
+  res.candidates = enumerate();
+
+  // Which to simulate: analytically cheapest first, within slack of the best, at most N.
+  std::vector<int> order;
+  for (const auto& c : res.candidates)
+    if (c.status == Status::kPruned) order.push_back(c.index);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return res.candidates[a].analytic_usd_per_hour < res.candidates[b].analytic_usd_per_hour;
+  });
+  std::vector<int> chosen_for_sim;
+  if (!order.empty()) {
+    const double best = res.candidates[order.front()].analytic_usd_per_hour;
+    for (int i : order) {
+      Candidate& c = res.candidates[i];
+      const double over = c.analytic_usd_per_hour / best - 1.0;
+      if (static_cast<int>(chosen_for_sim.size()) < spec_.simulate && over <= spec_.slack + 1e-12) {
+        chosen_for_sim.push_back(i);
+      } else {
+        c.reason = "analytic estimate " + sig3(c.analytic_usd_per_hour) + " $/h is +" +
+                   sig3(percent(over)) + " % over the best estimate (" +
+                   sig3(best) + " $/h)" +
+                   (over <= spec_.slack ? "; beyond the " + std::to_string(spec_.simulate) +
+                                              " configurations simulated (plan.simulate)"
+                                        : "; outside plan.slack = " +
+                                              sig3(percent(spec_.slack)) + " %");
+      }
+    }
+  }
+
+  // Simulate: one configuration per task, any thread; results land in their own slots.
+  std::atomic<std::size_t> next{0};
+  std::atomic<int> done{0};
+  std::mutex progress_mu;
+  const int n_threads = std::min<int>(res.threads, std::max<std::size_t>(1, chosen_for_sim.size()));
+  auto worker = [&] {
+    for (std::size_t k; (k = next.fetch_add(1)) < chosen_for_sim.size();) {
+      search_replicas(res.candidates[chosen_for_sim[k]]);
+      const int d = ++done;
+      if (progress) {
+        std::lock_guard<std::mutex> lock(progress_mu);
+        progress(d, static_cast<int>(chosen_for_sim.size()));
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < n_threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+
+  for (const int i : chosen_for_sim) res.simulations += static_cast<int>(res.candidates[i].tried.size());
+  for (const auto& c : res.candidates)
+    if (c.status == Status::kFeasible) res.ranking.push_back(c.index);
+  std::stable_sort(res.ranking.begin(), res.ranking.end(), [&](int a, int b) {
+    const Candidate &x = res.candidates[a], &y = res.candidates[b];
+    if (x.usd_per_hour != y.usd_per_hour) return x.usd_per_hour < y.usd_per_hour;
+    if (x.total_gpus != y.total_gpus) return x.total_gpus < y.total_gpus;
+    if (x.best->ttft_p99_s != y.best->ttft_p99_s) return x.best->ttft_p99_s < y.best->ttft_p99_s;
+    return a < b;
+  });
+  if (!res.ranking.empty()) res.chosen = res.ranking.front();
+  res.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return res;
+}
+
+}  // namespace fleetsim::plan

@@ -1,0 +1,188 @@
+// Capacity planner (`fleetsim plan`): the cheapest deployment that meets the SLOs.
+//
+// A single-pool scenario (model, workload at its peak hour, slo) carries a `plan:` section
+// that lists the values to try on each axis of the configuration space:
+//
+//   plan:
+//     gpu: [h100-sxm, h200-sxm, b200]     # hardware.gpu (node: the catalog default for it)
+//     tp: [1, 2, 4, 8]                    # hardware.tp
+//     pp: [1, 2]                          # hardware.pp
+//     expert_parallel: [false, true]      # hardware.expert_parallel (MoE models only)
+//     weights: [bf16, fp8]                # precision.weights (activations follow the
+//                                         #   scenario's rule: FP8 weights run W8A8 where the GPU has FP8)
+//     kv: [bf16, fp8]                     # precision.kv
+//     policy: [vllm, sarathi]             # serving.policy
+//     max_num_seqs: [128, 256]            # serving.max_num_seqs
+//     max_batched_tokens: [2048, 8192]    # serving.max_batched_tokens
+//     prefill_share: [0, 0.25]            # prefill/decode split: 0 = colocated; s > 0 =
+//                                         #   disaggregated, ceil(s·replicas) prefill replicas
+//     target: 0.99                        # share of requests that must meet every SLO
+//     spares: 1                           # failure headroom: N+k replicas on top ...
+//     spare_fraction: 0.0                 # ... and/or this share of the replicas (rounded up)
+//     replicas: {min: 1, max: 512}        # serving replicas searched per configuration
+//     simulate: 32                        # at most this many configurations are simulated,
+//     slack: 0.5                          #   those within +50 % of the best analytic cost
+//     usd_per_gpu_hour: {h200-sxm: 4.0}   # prices (default: the catalog's cloud price)
+//
+// An axis that is absent keeps the scenario's own value. The search:
+//  1. enumerates the cartesian product; each configuration is resolved by the scenario
+//     loader (so every rule of `fleetsim run` applies) and fitted in memory: "does not fit"
+//     and invalid combinations (tp not dividing the heads, ...) are recorded with the
+//     loader's message;
+//  2. estimates each survivor analytically from the performance model (decode batch that
+//     keeps TPOT within the SLO, prefill time of the mean prompt, KV capacity) → requests/s
+//     per replica → replicas → $/hour; configurations that cannot meet the SLO even at
+//     batch 1 are dropped with the reason;
+//  3. simulates, in order of analytic cost, the configurations within `slack` of the best
+//     estimate (at most `simulate`), each with a search over the replica count for the
+//     fewest replicas whose simulated SLO attainment (requests meeting TTFT and TPOT ÷
+//     requests arrived) reaches `target`; these run in parallel, one configuration per
+//     thread, and the result does not depend on the thread count;
+//  4. adds the failure headroom and picks the cheapest (ties: fewer GPUs, then lower TTFT p99,
+//     then enumeration order). Every other configuration keeps the reason it lost.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hw_models/calibration.h"
+#include "hw_models/catalog.h"
+#include "sim/scenario/scenario.h"
+
+namespace fleetsim::plan {
+
+struct PlanSpec {
+  std::map<std::string, std::vector<std::string>> axes;  ///< scenario path → values to try
+  double target = 0.99;
+  int spares = 0;
+  double spare_fraction = 0;
+  int min_replicas = 1, max_replicas = 512;
+  int simulate = 32;
+  double slack = 0.5;
+  std::map<std::string, double> usd_per_gpu_hour;  ///< overrides of the catalog price
+  std::size_t configurations() const;
+};
+
+/// The workload as the analytic model sees it (sampled from the scenario's generator).
+struct WorkloadStats {
+  double rate_per_s = 0;
+  double mean_prompt = 0, mean_output = 0;
+  uint64_t sampled = 0;
+  std::vector<int32_t> prompts_sorted;  ///< the sampled prompt lengths, ascending
+};
+
+/// One simulation of a configuration at a replica count.
+struct Outcome {
+  int replicas = 0;          ///< serving replicas (decode pool when disaggregated)
+  int prefill_replicas = 0;  ///< disaggregated prefill pool (0 when colocated)
+  double attainment = 0;     ///< requests meeting every SLO ÷ requests arrived
+  double ttft_p99_s = 0, tpot_p99_s = 0, e2e_p50_s = 0;
+  double busy = 0;           ///< mean replica busy fraction
+  double output_tok_per_s = 0;
+  uint64_t arrived = 0, events = 0;
+  double wall_s = 0;
+};
+
+enum class Status {
+  kInvalid,     ///< the loader rejected the combination (memory fit, tp vs heads, ...)
+  kInfeasible,  ///< the analytic model says no replica count meets the SLO
+  kPruned,      ///< analytic cost too far above the best estimate; not simulated
+  kSloMissed,   ///< simulated: the SLO is not met even at the maximum replica count
+  kFeasible,    ///< simulated: meets the SLO at `best.replicas`
+};
+const char* status_name(Status s);
+
+struct Candidate {
+  int index = 0;                                            ///< enumeration order
+  std::vector<std::pair<std::string, std::string>> values;  ///< axis path → value
+  std::string label;                                        ///< "h200-sxm tp=4 weights=fp8 ..."
+  Status status = Status::kInvalid;
+  std::string reason;  ///< why it was dropped (invalid, infeasible, pruned, SLO missed)
+
+  // Resolved deployment.
+  int gpus_per_replica = 0;
+  double usd_per_gpu_hour = 0;
+  double prefill_share = 0;
+
+  // Analytic estimate.
+  double tpot_batch1_s = 0, prefill_mean_s = 0;
+  int decode_batch = 0;          ///< sequences per decode step that keep TPOT within the SLO
+  double capacity_per_s = 0;     ///< requests/s one replica (group) sustains
+  int analytic_replicas = 0;
+  double analytic_usd_per_hour = 0;
+
+  // Simulated.
+  std::vector<Outcome> tried;    ///< in the order simulated
+  std::optional<Outcome> best;   ///< fewest replicas meeting the target
+  int spare_replicas = 0;
+  int total_gpus = 0;            ///< (replicas + prefill replicas + spares) × GPUs per replica
+  double usd_per_hour = 0;       ///< total_gpus × price
+};
+
+struct PlanResult {
+  std::string scenario_name, scenario_file;
+  PlanSpec spec;
+  WorkloadStats workload;
+  std::optional<double> slo_ttft_s, slo_tpot_s;
+  std::vector<Candidate> candidates;  ///< enumeration order
+  int chosen = -1;                    ///< index into candidates, -1 when none meets the SLO
+  std::vector<int> ranking;           ///< feasible candidates, cheapest first (chosen first)
+  int simulations = 0;
+  double wall_s = 0;
+  int threads = 1;
+};
+
+/// Everything needed to resolve and simulate configurations of one scenario file.
+class Planner {
+ public:
+  /// Reads the scenario file (with --set overrides) and its `plan:` section. InputError
+  /// (file, line, field) on any problem, including a scenario without `plan:` or a fleet
+  /// scenario.
+  Planner(const std::string& file, const std::vector<std::string>& overrides,
+          std::optional<uint64_t> seed, const hw::Catalog& catalog,
+          std::shared_ptr<const hw::CalibrationSet> calibration);
+
+  const PlanSpec& spec() const { return spec_; }
+  const scenario::Scenario& base() const { return *base_; }
+
+  /// Steps 1–2: every configuration, resolved and estimated (no simulation).
+  std::vector<Candidate> enumerate() const;
+  /// The scenario of `c` with `replicas` serving replicas (and its prefill pool).
+  scenario::Scenario resolve(const Candidate& c, int replicas, std::optional<uint64_t> seed = {}) const;
+  /// One simulation of `c` at `replicas` (seed: the scenario's unless given).
+  Outcome evaluate(const Candidate& c, int replicas, std::optional<uint64_t> seed = {}) const;
+  /// Step 3 for one candidate: the replica search; sets status, tried, best, cost.
+  void search_replicas(Candidate& c) const;
+  /// Steps 1–4 with `threads` threads. `progress` (may be empty) is called after each
+  /// simulated configuration with (done, total).
+  PlanResult run(int threads, const std::function<void(int, int)>& progress = {}) const;
+
+  /// Prefill replicas for `replicas` decode replicas at share `s` (0 when s = 0).
+  static int prefill_replicas_for(double s, int replicas);
+  int spares_for(int replicas) const;
+
+ private:
+  std::string file_;
+  std::vector<std::string> overrides_;
+  std::optional<uint64_t> seed_;
+  const hw::Catalog* catalog_;
+  std::shared_ptr<const hw::CalibrationSet> calibration_;
+  std::shared_ptr<const void> root_;  ///< the scenario document without `plan:` (YAML::Node)
+  PlanSpec spec_;
+  std::unique_ptr<scenario::Scenario> base_;
+  WorkloadStats stats_;
+
+  bool moe_ = false;
+
+  /// The cartesian product of the axes, labelled, not yet resolved or estimated.
+  std::vector<Candidate> candidates_unresolved() const;
+  void estimate(Candidate& c, const scenario::Scenario& sc) const;
+  void price(Candidate& c) const;
+};
+
+}  // namespace fleetsim::plan
