@@ -225,13 +225,14 @@ std::vector<std::string> write_fleet_run_report(const scenario::Scenario& sc, co
     for (const auto& c : a.pool_costs)
       cost_csv += c.pool + "," + num(c.cloud_usd_per_day) + "," + num(c.hardware_usd_per_day) + "," +
                   num(c.electricity_usd_per_day) + "\n";
+    // Cloud: one bar per pool; owned: hardware and electricity stacked.
     const std::string s =
         "set style data histograms\nset style histogram rowstacked\nset style fill solid 0.85 border -1\n"
         "set boxwidth 0.7\nset grid ytics\nset key outside right top\nset ylabel 'cost ($/day, full scale)'\n"
-        "set yrange [0:*]\nset xtics rotate by -30 left\nset format y '%.3s%c'\n"
-        "plot 'cost.csv' using 2:xtic(1) title 'cloud GPU-hours' lc rgb '#1f77b4', \\\n"
-        "     '' using 3 title 'hardware (depreciation)' lc rgb '#ff7f0e', \\\n"
-        "     '' using 4 title 'electricity' lc rgb '#2ca02c'\n";
+        "set yrange [0:*]\nset xtics rotate by -30 left\nset format y '$%.1s%c'\n" +
+        std::string(a.owned ? "plot 'cost.csv' using 3:xtic(1) title 'hardware (depreciation)' lc rgb '#ff7f0e', \\\n"
+                              "     '' using 4 title 'electricity' lc rgb '#2ca02c'\n"
+                            : "plot 'cost.csv' using 2:xtic(1) title 'cloud GPU-hours' lc rgb '#1f77b4'\n");
     d.figure(draw_gnuplot("cost", "Cost a day per pool at full scale, by what it pays for.", s, {{"cost.csv", cost_csv}}));
   }
   std::vector<std::string> eff;
