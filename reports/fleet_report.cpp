@@ -8,6 +8,7 @@
 
 #include "hw_models/error.h"
 #include "hw_models/units.h"
+#include "reports/format.h"
 
 namespace fleetsim::reports {
 
@@ -16,53 +17,16 @@ using units::Dim;
 
 namespace {
 
-// 3 significant digits with k / M / B / T (billions as "B", as people write user counts).
-std::string human(double v) {
-  const char* suffix[] = {"", "k", "M", "B", "T"};
-  int i = 0;
-  double a = std::fabs(v);
-  while (a >= 999.5 && i < 4) {
-    a /= 1000;
-    v /= 1000;
-    ++i;
-  }
-  char buf[64];
-  if (a >= 99.95 || (i == 0 && a == std::floor(a))) std::snprintf(buf, sizeof buf, "%.0f%s", v, suffix[i]);
-  else if (a >= 9.995) std::snprintf(buf, sizeof buf, "%.1f%s", v, suffix[i]);
-  else std::snprintf(buf, sizeof buf, "%.2f%s", v, suffix[i]);
-  return buf;
-}
-
-std::string pct(double x) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f %%", 100 * x);
-  return buf;
-}
-
 std::string t(double s) { return units::format(s, Dim::kTime); }
 
-// `text` word-wrapped at 92 columns, each line indented by two spaces.
-std::string wrap(const std::string& text) {
-  std::istringstream words(text);
-  std::ostringstream o;
-  std::string w;
-  size_t col = 2;
-  bool first = true;
-  o << "  ";
-  while (words >> w) {
-    if (!first && col + 1 + w.size() > 92) {
-      o << "\n  ";
-      col = 2;
-    } else if (!first) {
-      o << ' ';
-      ++col;
-    }
-    o << w;
-    col += w.size();
-    first = false;
-  }
-  o << "\n";
-  return o.str();
+
+// Every line of `text` indented by two spaces.
+std::string indent(const std::string& text) {
+  std::string o;
+  size_t start = 0;
+  for (size_t nl; (nl = text.find('\n', start)) != std::string::npos; start = nl + 1)
+    o += "  " + text.substr(start, nl + 1 - start);
+  return o;
 }
 
 // Full-scale replicas per simulated replica of a pool.
@@ -85,7 +49,32 @@ PoolLayout layout_of(const fleet::PoolResult& p) {
   return l;
 }
 
+// A region's datacenter: its pools' layouts summed.
+PoolLayout region_layout(const fleet::FleetResult& res, size_t region) {
+  PoolLayout sum;
+  for (const auto& p : res.pools) {
+    if (p.region != static_cast<int>(region)) continue;
+    const PoolLayout l = layout_of(p);
+    sum.replicas += l.replicas;
+    sum.gpus += l.gpus;
+    sum.servers += l.servers;
+    sum.racks += l.racks;
+    sum.it_power_w += l.it_power_w;
+  }
+  return sum;
+}
+
 }  // namespace
+
+std::vector<double> region_gpu_scale(const fleet::FleetResult& res) {
+  std::vector<double> full(res.regions.size(), 0.0), simulated(res.regions.size(), 0.0), scale(res.regions.size(), 0.0);
+  for (const auto& p : res.pools) {
+    full[static_cast<size_t>(p.region)] += static_cast<double>(p.replicas_configured) * p.gpus_per_replica;
+    simulated[static_cast<size_t>(p.region)] += static_cast<double>(p.replicas_simulated) * p.gpus_per_replica;
+  }
+  for (size_t r = 0; r < full.size(); ++r) scale[r] = simulated[r] > 0 ? full[r] / simulated[r] : 0.0;
+  return scale;
+}
 
 FleetAnswer fleet_answer(const scenario::Scenario& sc, const fleet::FleetResult& res) {
   FleetAnswer a;
@@ -137,21 +126,23 @@ FleetAnswer fleet_answer(const scenario::Scenario& sc, const fleet::FleetResult&
   const fleet::CostModel& cm = spec.cost;
   a.owned = cm.basis == fleet::CostModel::Basis::kOwned;
   // For the idle-cost curve: energy and cost with every pool's busy share scaled by u.
+  // A pool's IT energy a day, in Wh.
+  auto pool_wh = [&](const fleet::PoolResult& p, double u) {
+    const fleet::FleetPool& fp = *p.spec;
+    if (p.replica_hours <= 0) return 0.0;
+    const double busy_share = std::min(1.0, u * p.busy_hours / p.replica_hours);
+    const double tdp = fp.pool.gpu.tdp_w;
+    const double gpu_w = fp.gpu_idle_w + (tdp - fp.gpu_idle_w) * busy_share;
+    const double host_w = std::max(0.0, fp.server_power_w - fp.gpus_per_server * tdp);
+    const int gpus = fp.pool.par.gpus();
+    const double servers_per_replica =
+        gpus < fp.gpus_per_server ? static_cast<double>(gpus) / fp.gpus_per_server : fp.servers_per_replica;
+    const double replica_w = gpus * gpu_w + servers_per_replica * host_w;
+    return p.replica_hours * pool_scale(p) * per_day * replica_w;
+  };
   auto energy_kwh = [&](double u) {
     double wh = 0;
-    for (const auto& p : res.pools) {
-      const fleet::FleetPool& fp = *p.spec;
-      if (p.replica_hours <= 0) continue;
-      const double busy_share = std::min(1.0, u * p.busy_hours / p.replica_hours);
-      const double tdp = fp.pool.gpu.tdp_w;
-      const double gpu_w = fp.gpu_idle_w + (tdp - fp.gpu_idle_w) * busy_share;
-      const double host_w = std::max(0.0, fp.server_power_w - fp.gpus_per_server * tdp);
-      const int gpus = fp.pool.par.gpus();
-      const double servers_per_replica =
-          gpus < fp.gpus_per_server ? static_cast<double>(gpus) / fp.gpus_per_server : fp.servers_per_replica;
-      const double replica_w = gpus * gpu_w + servers_per_replica * host_w;
-      wh += p.replica_hours * pool_scale(p) * per_day * replica_w;
-    }
+    for (const auto& p : res.pools) wh += pool_wh(p, u);
     return wh / 1e3 * spec.pue;
   };
   for (const auto& p : res.pools) {
@@ -164,7 +155,17 @@ FleetAnswer fleet_answer(const scenario::Scenario& sc, const fleet::FleetResult&
   double capital = 0;
   for (const auto& p : res.pools) {
     const PoolLayout l = layout_of(p);
-    capital += l.servers * (p.spec->server_usd + cm.network_usd_per_server) + l.racks * cm.rack_usd;
+    const double pool_capital = l.servers * (p.spec->server_usd + cm.network_usd_per_server) + l.racks * cm.rack_usd;
+    capital += pool_capital;
+    PoolCost c{p.name, 0, 0, 0};
+    if (a.owned) {
+      c.hardware_usd_per_day = pool_capital / (cm.depreciation_years * 365.0);
+      c.electricity_usd_per_day = pool_wh(p, 1.0) / 1e3 * spec.pue * cm.electricity_usd_per_kwh;
+    } else {
+      c.cloud_usd_per_day = p.replica_hours * pool_scale(p) * p.gpus_per_replica * per_day * p.spec->usd_per_gpu_hour *
+                            (1 - cm.reserved_discount);
+    }
+    a.pool_costs.push_back(c);
   }
   a.capital_usd = capital;
   auto cost_at = [&](double u) {
@@ -196,14 +197,10 @@ FleetAnswer fleet_answer(const scenario::Scenario& sc, const fleet::FleetResult&
   return a;
 }
 
-std::string fleet_report(const scenario::Scenario& sc, const fleet::FleetResult& res) {
-  const FleetAnswer a = fleet_answer(sc, res);
+FleetProse fleet_prose(const scenario::Scenario& sc, const fleet::FleetResult& res, const FleetAnswer& a) {
   const auto& spec = *sc.fleet;
   const auto pop = sc.make_population(sc.seed);
-  std::ostringstream o;
-  o << "fleetsim " << FLEETSIM_VERSION << " — " << sc.name << " (seed " << sc.seed << ")\n";
-  if (!sc.description.empty()) o << "  " << sc.description << "\n";
-  o << "\n  THE ANSWER\n";
+  FleetProse p;
   std::ostringstream ans;
   ans << human(pop->weekly_active()) << " weekly users (" << human(pop->weekly_active() * pop->daily_active_fraction())
       << " a day) send " << human(a.calls_per_day) << " model calls a day, " << human(a.mean_calls_per_s)
@@ -217,32 +214,31 @@ std::string fleet_report(const scenario::Scenario& sc, const fleet::FleetResult&
         << (a.owned ? "owning the hardware" : "at cloud prices")
         << (!a.owned && a.price_missing ? " (pools without a price left out)" : "");
   ans << ". " << pct(a.slo_attainment) << " of calls met their latency target.";
-  o << wrap(ans.str());
+  p.answer = ans.str();
   // Why not at home: the largest model's weights against a 24 GB card.
   {
     const fleet::PoolResult* big = nullptr;
     double big_bytes = 0;
-    for (const auto& p : res.pools) {
-      const auto& m = p.spec->pool.memory;
-      const double bytes = (m.weight_bytes + m.host_weight_bytes) * p.gpus_per_replica;
+    for (const auto& pr : res.pools) {
+      const auto& m = pr.spec->pool.memory;
+      const double bytes = (m.weight_bytes + m.host_weight_bytes) * pr.gpus_per_replica;
       if (bytes > big_bytes) {
         big_bytes = bytes;
-        big = &p;
+        big = &pr;
       }
     }
     if (big) {
       const double per_user_day = a.usd_per_day / (pop->weekly_active() * pop->daily_active_fraction());
       double held_s = 0;
-      for (const auto& p : res.pools) held_s += p.replica_hours * 3600.0;
+      for (const auto& pr : res.pools) held_s += pr.replica_hours * 3600.0;
       const double in_flight = held_s > 0 ? res.summary.e2e.mean_s * static_cast<double>(res.summary.requests_completed) / held_s : 0;
-      o << "\n  WHY NOT AT HOME\n";
       std::ostringstream why;
       char buf[160];
       std::snprintf(buf, sizeof buf, "%.0f", std::ceil(big_bytes / 24e9));
       why << "One copy of " << big->spec->pool.model.name << " is " << units::format(big_bytes, Dim::kBytes)
         << " of weights (" << big->spec->pool.dep.prec.weight_bytes * 8 << "-bit): " << buf
         << " graphics cards of 24 GB just to hold it, before any KV cache.";
-      o << wrap(why.str());
+      p.why_not_at_home.push_back(why.str());
       why.str("");
       std::snprintf(buf, sizeof buf, "%.1f", in_flight);
       why << "Batching: a replica here had " << buf << " calls in flight on average (busy " << pct(a.busy_fraction)
@@ -253,7 +249,7 @@ std::string fleet_report(const scenario::Scenario& sc, const fleet::FleetResult&
       }
       why << ". One person sends one call at a time for minutes a day: a machine of their own waits idle"
              " almost all day (scenarios/local-vs-datacenter.yaml puts numbers on it).";
-      o << wrap(why.str());
+      p.why_not_at_home.push_back(why.str());
     }
   }
   if (a.cost_usd_per_day > 0) {
@@ -281,25 +277,31 @@ std::string fleet_report(const scenario::Scenario& sc, const fleet::FleetResult&
       << " per token" << (a.idle_power_assumed ? " (idle GPU draw assumed at 20 % of TDP where the catalog has none)" : "")
       << ".";
     c << " Served at a smaller share of this load, the same fleet costs per million tokens:";
-    for (const auto& [u, usd] : a.usd_per_mtok_at_load) {
-      std::snprintf(cb, sizeof cb, " %s → $%.3g%s", pct(u).c_str(), usd, u < 1 ? "," : ".");
+    for (const auto& [u, cost] : a.usd_per_mtok_at_load) {
+      std::snprintf(cb, sizeof cb, " %s → $%.3g%s", pct(u).c_str(), cost, u < 1 ? "," : ".");
       c << cb;
     }
-    o << "\n  COST AND ENERGY\n" << wrap(c.str());
+    p.cost = c.str();
   }
-  o << "\n  USERS    " << pop->describe() << "\n";
+  return p;
+}
+
+std::string fleet_users_notes(const scenario::Scenario& sc, const fleet::FleetResult& res, const FleetAnswer& a) {
+  const auto pop = sc.make_population(sc.seed);
+  std::ostringstream o;
+  o << "USERS    " << pop->describe() << "\n";
   char buf[256];
-  std::snprintf(buf, sizeof buf, "           expected %s calls/day (measured %s); peak-to-mean %.2f (peak at hour %d UTC of the run)\n",
+  std::snprintf(buf, sizeof buf, "         expected %s calls/day (measured %s); peak-to-mean %.2f (peak at hour %d UTC of the run)\n",
                 human(a.calls_per_day_expected).c_str(), human(a.calls_per_day).c_str(), pop->peak_to_mean(),
                 pop->peak_hour());
   o << buf;
   if (std::fabs(ns_to_seconds(pop->duration_ns()) - 86400.0) > 1.0)
-    o << "           the run covers " << t(ns_to_seconds(pop->duration_ns()))
+    o << "         the run covers " << t(ns_to_seconds(pop->duration_ns()))
       << ": figures \"a day\" scale that span to 24 h (expected: the day's average)\n";
   if (res.sample < 1) {
     std::snprintf(buf, sizeof buf,
-                  "  SAMPLED  %.3g %% of the users and of every pool's replicas simulated; counts scaled by %.4g.\n"
-                  "           sampling error: call counts ±%.2f %% (1 s.e., %llu sessions); SLO attainment ±%.2f pp (95 %%)\n",
+                  "SAMPLED  %.3g %% of the users and of every pool's replicas simulated; counts scaled by %.4g.\n"
+                  "         sampling error: call counts ±%.2f %% (1 s.e., %llu sessions); SLO attainment ±%.2f pp (95 %%)\n",
                   100 * res.sample, 1 / res.sample, 100 * a.count_rel_error,
                   static_cast<unsigned long long>(res.sessions), 100 * a.slo_ci95);
     o << buf;
@@ -307,56 +309,46 @@ std::string fleet_report(const scenario::Scenario& sc, const fleet::FleetResult&
       const double want = p.replicas_configured * res.sample;
       if (p.replicas_simulated > 0 && std::fabs(p.replicas_simulated / want - 1) > 0.05) {
         std::snprintf(buf, sizeof buf,
-                      "           note: %s runs %d replicas for %.2f at this sample: its capacity is off by %+.0f %%\n",
+                      "         note: %s runs %d replicas for %.2f at this sample: its capacity is off by %+.0f %%\n",
                       p.name.c_str(), p.replicas_simulated, want, 100 * (p.replicas_simulated / want - 1));
         o << buf;
       }
     }
   }
-  o << "\n  regions            users   calls/day   served here  spilled out  TTFT p50   TTFT p99   SLO met\n";
+  return o.str();
+}
+
+std::vector<Table> fleet_tables(const scenario::Scenario& sc, const fleet::FleetResult& res) {
+  const auto& spec = *sc.fleet;
+  const auto pop = sc.make_population(sc.seed);
   const double per_day = 86400.0 / ns_to_seconds(pop->duration_ns());
+  auto share = [](uint64_t n, uint64_t of) { return of ? pct(static_cast<double>(n) / static_cast<double>(of)) : "-"; };
+  std::vector<Table> tables;
+  Table regions{{"regions", "users", "calls/day", "served here", "spilled out", "TTFT p50", "TTFT p99", "SLO met"}, {}};
   for (size_t r = 0; r < res.regions.size(); ++r) {
     const auto& g = res.regions[r];
-    std::snprintf(buf, sizeof buf, "  %-16s %7s %11s %13s %12s %10s %10s %9s\n", g.name.c_str(),
-                  pct(pop->regions()[r].user_share).c_str(), human(static_cast<double>(g.arrivals) / res.sample * per_day).c_str(),
-                  human(static_cast<double>(g.served) / res.sample * per_day).c_str(),
-                  g.arrivals ? pct(static_cast<double>(g.spilled_out) / static_cast<double>(g.arrivals)).c_str() : "-",
-                  t(g.ttft.p50_s).c_str(), t(g.ttft.p99_s).c_str(),
-                  g.served ? pct(static_cast<double>(g.good) / static_cast<double>(g.served)).c_str() : "-");
-    o << buf;
+    regions.rows.push_back({g.name, pct(pop->regions()[r].user_share),
+                            human(static_cast<double>(g.arrivals) / res.sample * per_day),
+                            human(static_cast<double>(g.served) / res.sample * per_day), share(g.spilled_out, g.arrivals),
+                            t(g.ttft.p50_s), t(g.ttft.p99_s), share(g.good, g.served)});
   }
+  tables.push_back(std::move(regions));
   // What each region's datacenter holds (full scale, at the most held at once).
-  o << "\n  datacenters (full scale)     GPUs    servers    racks    IT power   facility   floor\n";
+  Table dcs{{"datacenters (full scale)", "GPUs", "servers", "racks", "IT power", "facility", "floor"}, {}};
   for (size_t r = 0; r < res.regions.size(); ++r) {
-    double gpus = 0, servers = 0, racks = 0, it = 0;
-    for (const auto& p : res.pools) {
-      if (p.region != static_cast<int>(r)) continue;
-      const PoolLayout l = layout_of(p);
-      gpus += l.gpus;
-      servers += l.servers;
-      racks += l.racks;
-      it += l.it_power_w;
-    }
     if (spec.regions[r].pools.empty()) continue;
-    std::snprintf(buf, sizeof buf, "  %-24s %8s %10s %8s %11s %10s %6s m²\n", res.regions[r].name.c_str(), human(gpus).c_str(),
-                  human(servers).c_str(), human(racks).c_str(), units::format(it, Dim::kPower).c_str(),
-                  units::format(it * spec.pue, Dim::kPower).c_str(), human(racks * spec.floor_m2_per_rack).c_str());
-    o << buf;
+    const PoolLayout sum = region_layout(res, r);
+    dcs.rows.push_back({res.regions[r].name, human(sum.gpus), human(sum.servers), human(sum.racks),
+                        units::format(sum.it_power_w, Dim::kPower), units::format(sum.it_power_w * spec.pue, Dim::kPower),
+                        human(sum.racks * spec.floor_m2_per_rack) + " m²"});
   }
+  tables.push_back(std::move(dcs));
   // Load against capacity over the run, all regions together.
   if (!res.regions.empty() && res.regions[0].series.size() > 1) {
-    o << "\n  over the run (UTC)    calls/s   GPUs active   calls/s per GPU   SLO met   failures\n";
+    Table run{{"over the run (UTC)", "calls/s", "GPUs active", "calls/s per GPU", "SLO met", "failures"}, {}};
     const auto& first = res.regions[0].series;
-    // Simulated GPUs → full scale, per region (pool sizes are rounded when sampled).
-    std::vector<double> gpu_scale(res.regions.size(), 0.0);
-    {
-      std::vector<double> full(res.regions.size(), 0.0), simulated(res.regions.size(), 0.0);
-      for (const auto& p : res.pools) {
-        full[static_cast<size_t>(p.region)] += static_cast<double>(p.replicas_configured) * p.gpus_per_replica;
-        simulated[static_cast<size_t>(p.region)] += static_cast<double>(p.replicas_simulated) * p.gpus_per_replica;
-      }
-      for (size_t r = 0; r < full.size(); ++r) gpu_scale[r] = simulated[r] > 0 ? full[r] / simulated[r] : 0.0;
-    }
+    const std::vector<double> gpu_scale = region_gpu_scale(res);
+    char buf[64];
     for (size_t k = 0; k < first.size(); ++k) {
       double arrivals = 0, gpus = 0, gpus_full = 0, served = 0, good = 0, failures = 0;
       for (size_t r = 0; r < res.regions.size(); ++r) {
@@ -373,79 +365,96 @@ std::string fleet_report(const scenario::Scenario& sc, const fleet::FleetResult&
       const double len = end_s - first[k].t_s;
       if (len <= 0) continue;
       const double clock_h = std::fmod(pop->start_s() + first[k].t_s, 86400.0) / 3600.0;
-      std::snprintf(buf, sizeof buf, "  %02d:%02d %+8.1f h  %11s %13s %17.2f %9s %10.0f\n", static_cast<int>(clock_h),
-                    static_cast<int>(std::fmod(clock_h * 60, 60)), first[k].t_s / 3600, human(arrivals / res.sample / len).c_str(),
-                    human(gpus_full).c_str(), gpus > 0 ? arrivals / len / gpus : 0.0,
-                    served > 0 ? pct(good / served).c_str() : "-", failures / res.sample);
-      o << buf;
+      std::snprintf(buf, sizeof buf, "%02d:%02d %+8.1f h", static_cast<int>(clock_h),
+                    static_cast<int>(std::fmod(clock_h * 60, 60)), first[k].t_s / 3600);
+      char per_gpu[32], fail[32];
+      std::snprintf(per_gpu, sizeof per_gpu, "%.2f", gpus > 0 ? arrivals / len / gpus : 0.0);
+      std::snprintf(fail, sizeof fail, "%.0f", failures / res.sample);
+      run.rows.push_back({buf, human(arrivals / res.sample / len), human(gpus_full), per_gpu,
+                          served > 0 ? pct(good / served) : "-", fail});
     }
+    tables.push_back(std::move(run));
   }
-  o << "\n  pools (full scale)          GPUs/rep  replicas  peak held  GPUs peak  busy    racks  kW/rack  $/GPU-h\n";
+  Table pools{{"pools (full scale)", "GPUs/rep", "replicas", "peak held", "GPUs peak", "busy", "racks", "kW/rack", "$/GPU-h"}, {}};
   for (const auto& p : res.pools) {
     const fleet::FleetPool& fp = *p.spec;
-    const double scale = pool_scale(p);
-    const double servers = fp.servers_for(p.replicas_peak * scale);
-    std::snprintf(buf, sizeof buf, "  %-28s %8d %9d %10s %10s %6s %7s %8.1f %8s\n", p.name.c_str(), p.gpus_per_replica,
-                  p.replicas_configured, human(p.replicas_peak * scale).c_str(),
-                  human(p.replicas_peak * scale * p.gpus_per_replica).c_str(),
-                  p.replica_hours > 0 ? pct(p.busy_hours / p.replica_hours).c_str() : "-",
-                  human(std::ceil(servers / fp.servers_per_rack - 1e-9)).c_str(),
-                  fp.server_power_w * fp.servers_per_rack / 1e3,
-                  fp.usd_per_gpu_hour > 0 ? ("$" + human(fp.usd_per_gpu_hour)).c_str() : "n/a");
-    o << buf;
+    const PoolLayout l = layout_of(p);
+    char kw[32];
+    std::snprintf(kw, sizeof kw, "%.1f", fp.server_power_w * fp.servers_per_rack / 1e3);
+    pools.rows.push_back({p.name, std::to_string(p.gpus_per_replica), std::to_string(p.replicas_configured),
+                          human(l.replicas), human(l.gpus), p.replica_hours > 0 ? pct(p.busy_hours / p.replica_hours) : "-",
+                          human(l.racks), kw, fp.usd_per_gpu_hour > 0 ? usd(fp.usd_per_gpu_hour) : "n/a"});
   }
-  o << "\n  pools: service              calls/day  output tok/day  tok/s per call  TPOT p99   $/M out tok  $/M tok\n";
+  tables.push_back(std::move(pools));
+  Table service{{"pools: service", "calls/day", "output tok/day", "tok/s per call", "TPOT p99", "$/M out tok", "$/M tok"}, {}};
   for (const auto& p : res.pools) {
     const fleet::FleetPool& fp = *p.spec;
     const double cost = p.replica_hours * p.gpus_per_replica * fp.usd_per_gpu_hour;  // sampled, same scale as tokens
     const double out_tok = static_cast<double>(p.output_tokens), all_tok = static_cast<double>(p.input_tokens) + out_tok;
-    std::snprintf(buf, sizeof buf, "  %-28s %9s %15s %15s %9s %12s %8s\n", p.name.c_str(),
-                  human(static_cast<double>(p.completed) / res.sample * per_day).c_str(),
-                  human(out_tok / res.sample * per_day).c_str(),
-                  p.tpot.p50_s > 0 ? human(1.0 / p.tpot.p50_s).c_str() : "-", t(p.tpot.p99_s).c_str(),
-                  fp.usd_per_gpu_hour > 0 && out_tok > 0 ? ("$" + human(cost / out_tok * 1e6)).c_str() : "n/a",
-                  fp.usd_per_gpu_hour > 0 && all_tok > 0 ? ("$" + human(cost / all_tok * 1e6)).c_str() : "n/a");
-    o << buf;
+    service.rows.push_back({p.name, human(static_cast<double>(p.completed) / res.sample * per_day),
+                            human(out_tok / res.sample * per_day), p.tpot.p50_s > 0 ? human(1.0 / p.tpot.p50_s) : "-",
+                            t(p.tpot.p99_s), fp.usd_per_gpu_hour > 0 && out_tok > 0 ? usd(cost / out_tok * 1e6) : "n/a",
+                            fp.usd_per_gpu_hour > 0 && all_tok > 0 ? usd(cost / all_tok * 1e6) : "n/a"});
   }
+  tables.push_back(std::move(service));
   const auto& s = res.summary;
-  o << "\n  latency (all calls)    mean        p50        p90        p99\n";
-  auto row = [&](const char* name, const metrics::LatencyStats& l) {
-    std::snprintf(buf, sizeof buf, "  %-16s %10s %10s %10s %10s\n", name, t(l.mean_s).c_str(), t(l.p50_s).c_str(),
-                  t(l.p90_s).c_str(), t(l.p99_s).c_str());
-    o << buf;
-  };
-  row("TTFT", s.ttft);
-  row("TPOT", s.tpot);
-  row("end-to-end", s.e2e);
-  for (const auto& c : s.classes) {
-    std::snprintf(buf, sizeof buf, "  class %-10s %s completed, TTFT p99 %s, TPOT p99 %s, SLO met %s\n", c.name.c_str(),
-                  human(static_cast<double>(c.completed) / res.sample).c_str(), t(c.ttft.p99_s).c_str(), t(c.tpot.p99_s).c_str(),
-                  pct(c.slo_attainment).c_str());
-    o << buf;
+  Table lat{{"latency (all calls)", "mean", "p50", "p90", "p99"}, {}};
+  for (const auto& [name, l] : {std::pair{"TTFT", s.ttft}, {"TPOT", s.tpot}, {"end-to-end", s.e2e}})
+    lat.rows.push_back({name, t(l.mean_s), t(l.p50_s), t(l.p90_s), t(l.p99_s)});
+  tables.push_back(std::move(lat));
+  if (!s.classes.empty()) {
+    Table cls{{"classes", "completed", "TTFT p99", "TPOT p99", "SLO met"}, {}};
+    for (const auto& c : s.classes)
+      cls.rows.push_back({c.name, human(static_cast<double>(c.completed) / res.sample), t(c.ttft.p99_s), t(c.tpot.p99_s),
+                          pct(c.slo_attainment)});
+    tables.push_back(std::move(cls));
   }
+  return tables;
+}
+
+std::string fleet_events_notes(const fleet::FleetResult& res) {
   uint64_t failures = 0, ups = 0, downs = 0;
   for (const auto& p : res.pools) {
     failures += p.failures;
     ups += p.scale_ups;
     downs += p.scale_downs;
   }
+  char buf[512];
   std::snprintf(buf, sizeof buf,
-                "\n  events   %llu replica failures, %llu calls retried (%llu then completed), %llu calls failed, "
-                "%llu unfinished at the end;\n           autoscaling: %llu replicas started, %llu drained (sampled counts)\n",
+                "events   %llu replica failures, %llu calls retried (%llu then completed), %llu calls failed, "
+                "%llu unfinished at the end;\n         autoscaling: %llu replicas started, %llu drained (sampled counts)\n",
                 static_cast<unsigned long long>(failures), static_cast<unsigned long long>(res.retried),
                 static_cast<unsigned long long>(res.retried_completed), static_cast<unsigned long long>(res.failed_calls),
                 static_cast<unsigned long long>(res.unfinished), static_cast<unsigned long long>(ups),
                 static_cast<unsigned long long>(downs));
-  o << buf;
+  std::string o = buf;
+  const auto& s = res.summary;
   if (res.retried_completed > 0)
-    o << "           retried calls, end to end: p50 " << t(res.retried_e2e.p50_s) << ", p99 " << t(res.retried_e2e.p99_s)
-      << " (all calls: p50 " << t(s.e2e.p50_s) << ", p99 " << t(s.e2e.p99_s) << ")\n";
+    o += "         retried calls, end to end: p50 " + t(res.retried_e2e.p50_s) + ", p99 " + t(res.retried_e2e.p99_s) +
+         " (all calls: p50 " + t(s.e2e.p50_s) + ", p99 " + t(s.e2e.p99_s) + ")\n";
+  return o;
+}
+
+std::string fleet_report(const scenario::Scenario& sc, const fleet::FleetResult& res) {
+  const FleetAnswer a = fleet_answer(sc, res);
+  const FleetProse prose = fleet_prose(sc, res, a);
+  std::ostringstream o;
+  o << "fleetsim " << FLEETSIM_VERSION << " — " << sc.name << " (seed " << sc.seed << ")\n";
+  if (!sc.description.empty()) o << "  " << sc.description << "\n";
+  o << "\n  THE ANSWER\n" << wrap(prose.answer);
+  if (!prose.why_not_at_home.empty()) {
+    o << "\n  WHY NOT AT HOME\n";
+    for (const auto& p : prose.why_not_at_home) o << wrap(p);
+  }
+  if (!prose.cost.empty()) o << "\n  COST AND ENERGY\n" << wrap(prose.cost);
+  o << "\n" << indent(fleet_users_notes(sc, res, a));
+  for (const auto& tb : fleet_tables(sc, res)) o << "\n" << table_text(tb);
+  o << "\n" << indent(fleet_events_notes(res));
   o << "  simulated " << t(res.sim_end_s) << " in " << t(res.wall_s) << " wall, " << human(static_cast<double>(res.events))
-    << " events, " << human(static_cast<double>(s.requests_arrived)) << " calls, peak memory "
+    << " events, " << human(static_cast<double>(res.summary.requests_arrived)) << " calls, peak memory "
     << units::format(res.peak_rss_bytes, Dim::kBytes) << "\n";
   return o.str();
 }
-
 json fleet_json(const scenario::Scenario& sc, const fleet::FleetResult& res) {
   const FleetAnswer a = fleet_answer(sc, res);
   json j;
@@ -578,15 +587,7 @@ void write_fleet_tables_csv(const scenario::Scenario& sc, const fleet::FleetResu
            "slo_attainment,gpus_peak,servers,racks,it_power_w,facility_power_w,floor_m2\n";
     for (size_t r = 0; r < res.regions.size(); ++r) {
       const auto& g = res.regions[r];
-      PoolLayout sum;
-      for (const auto& p : res.pools) {
-        if (p.region != static_cast<int>(r)) continue;
-        const PoolLayout l = layout_of(p);
-        sum.gpus += l.gpus;
-        sum.servers += l.servers;
-        sum.racks += l.racks;
-        sum.it_power_w += l.it_power_w;
-      }
+      const PoolLayout sum = region_layout(res, r);
       const double arrivals = static_cast<double>(g.arrivals), served = static_cast<double>(g.served);
       out << g.name << ',' << pop->regions()[r].user_share << ',' << arrivals / res.sample * per_day << ','
           << served / res.sample * per_day << ',' << (arrivals > 0 ? static_cast<double>(g.spilled_out) / arrivals : 0.0)
@@ -598,9 +599,8 @@ void write_fleet_tables_csv(const scenario::Scenario& sc, const fleet::FleetResu
   }
 }
 
-void write_fleet_series_csv(const fleet::FleetResult& res, const std::string& path) {
-  std::ofstream out(path);
-  if (!out) throw InputError("cannot write file", "check that the folder is writable", path);
+std::string fleet_series_csv(const fleet::FleetResult& res) {
+  std::ostringstream out;
   out << "region,start_s,calls_arrived_sampled,calls_served_sampled,calls_meeting_slo_sampled,"
          "replicas_active_mean_sampled,gpus_active_mean_sampled,batch_slots_end_sampled,outstanding_peak_sampled,"
          "failures_sampled\n";
@@ -608,6 +608,13 @@ void write_fleet_series_csv(const fleet::FleetResult& res, const std::string& pa
     for (const auto& s : r.series)
       out << r.name << ',' << s.t_s << ',' << s.arrivals << ',' << s.served << ',' << s.good << ','
           << s.replicas_mean << ',' << s.gpus_mean << ',' << s.capacity_slots << ',' << s.outstanding_peak << ',' << s.failures << '\n';
+  return out.str();
+}
+
+void write_fleet_series_csv(const fleet::FleetResult& res, const std::string& path) {
+  std::ofstream out(path);
+  if (!out) throw InputError("cannot write file", "check that the folder is writable", path);
+  out << fleet_series_csv(res);
 }
 
 }  // namespace fleetsim::reports

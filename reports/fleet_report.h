@@ -9,10 +9,18 @@
 
 #include <nlohmann/json.hpp>
 
+#include "reports/document.h"
 #include "sim/fleet/fleet_sim.h"
 #include "sim/scenario/scenario.h"
 
 namespace fleetsim::reports {
+
+/// One pool's cost a day at full scale, by the cost basis: cloud (GPU-hours at its price
+/// less the reservation discount) or owned (hardware depreciation and electricity).
+struct PoolCost {
+  std::string pool;
+  double cloud_usd_per_day = 0, hardware_usd_per_day = 0, electricity_usd_per_day = 0;
+};
 
 /// Full-scale figures derived from a (possibly sampled) fleet run.
 struct FleetAnswer {
@@ -44,9 +52,29 @@ struct FleetAnswer {
   /// $/M tokens if the same fleet served this share of its tokens (the idle-cost curve).
   std::vector<std::pair<double, double>> usd_per_mtok_at_load;
   bool idle_power_assumed = false;
+  std::vector<PoolCost> pool_costs;  ///< per pool, in the scenario's order
 };
 
 FleetAnswer fleet_answer(const scenario::Scenario& sc, const fleet::FleetResult& res);
+
+/// The report's prose, each paragraph unwrapped: the answer; why one cannot run it at home
+/// (none without pools); cost and energy (empty without a cost).
+struct FleetProse {
+  std::string answer;
+  std::vector<std::string> why_not_at_home;
+  std::string cost;
+};
+FleetProse fleet_prose(const scenario::Scenario& sc, const fleet::FleetResult& res, const FleetAnswer& a);
+
+/// The USERS and SAMPLED lines: users, expected calls, sampling and its error.
+std::string fleet_users_notes(const scenario::Scenario& sc, const fleet::FleetResult& res, const FleetAnswer& a);
+
+/// The report's tables: regions, datacenters, over the run (with more than one interval),
+/// pools, pools: service, latency, classes (with request classes).
+std::vector<Table> fleet_tables(const scenario::Scenario& sc, const fleet::FleetResult& res);
+
+/// The events lines: failures, retries, autoscaling (no wall-clock figures).
+std::string fleet_events_notes(const fleet::FleetResult& res);
 
 /// The readable report; it opens with the answer.
 std::string fleet_report(const scenario::Scenario& sc, const fleet::FleetResult& res);
@@ -58,7 +86,11 @@ nlohmann::json fleet_json(const scenario::Scenario& sc, const fleet::FleetResult
 /// scale, units in the column names.
 void write_fleet_tables_csv(const scenario::Scenario& sc, const fleet::FleetResult& res, const std::string& dir);
 
-/// One row per region and report interval, units in the column names.
+/// regions.csv: one row per region and report interval, units in the column names.
+std::string fleet_series_csv(const fleet::FleetResult& res);
 void write_fleet_series_csv(const fleet::FleetResult& res, const std::string& path);
+
+/// Per region, full-scale GPUs per simulated GPU (pool sizes are rounded when sampled).
+std::vector<double> region_gpu_scale(const fleet::FleetResult& res);
 
 }  // namespace fleetsim::reports

@@ -3,12 +3,17 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
 
 #include "hw_models/error.h"
 #include "hw_models/units.h"
+#include "reports/format.h"
+#include "reports/plot.h"
+#include "reports/run_report.h"
+#include "reports/summary.h"
 
 namespace fleetsim::reports {
 
@@ -19,7 +24,7 @@ using units::Dim;
 
 namespace {
 
-std::string pct(double x, int decimals = 1) {
+std::string pct_d(double x, int decimals) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.*f %%", decimals, 100 * x);
   return buf;
@@ -38,7 +43,7 @@ std::string slo_text(const PlanResult& r) {
   std::string s;
   if (r.slo_ttft_s) s += "TTFT ≤ " + t(*r.slo_ttft_s);
   if (r.slo_tpot_s) s += std::string(s.empty() ? "" : " and ") + "TPOT ≤ " + t(*r.slo_tpot_s);
-  return s + " for ≥ " + pct(r.spec.target) + " of requests";
+  return s + " for ≥ " + pct_d(r.spec.target, 1) + " of requests";
 }
 
 std::string replicas_text(const Candidate& c) {
@@ -49,11 +54,13 @@ std::string replicas_text(const Candidate& c) {
   return s;
 }
 
-}  // namespace
-
-std::string format_usd(double usd, const char* per) {
-  return "$" + units::format_count(usd) + "/" + per;
+// Money per unit of time: per(144, "h") == "$144/h".
+std::string per(double v, const char* unit) {
+  std::string s = usd(v);
+  return s += std::string("/") + unit;
 }
+
+}  // namespace
 
 std::vector<int> plan_pareto(const PlanResult& r) {
   std::vector<int> feas = r.ranking;  // cheapest first
@@ -74,8 +81,8 @@ std::string plan_why_lost(const PlanResult& r, const Candidate& c) {
   if (r.chosen < 0 || c.index == r.chosen) return "";
   const Candidate& w = r.candidates[r.chosen];
   if (c.usd_per_hour > w.usd_per_hour)
-    return "+" + pct(c.usd_per_hour / w.usd_per_hour - 1, 0) + " cost (" + format_usd(c.usd_per_hour, "h") +
-           " vs " + format_usd(w.usd_per_hour, "h") + ")";
+    return "+" + pct_d(c.usd_per_hour / w.usd_per_hour - 1, 0) + " cost (" + per(c.usd_per_hour, "h") +
+           " vs " + per(w.usd_per_hour, "h") + ")";
   if (c.total_gpus > w.total_gpus)
     return "same cost, " + std::to_string(c.total_gpus - w.total_gpus) + " more GPUs";
   if (c.best->ttft_p99_s != w.best->ttft_p99_s)
@@ -83,113 +90,201 @@ std::string plan_why_lost(const PlanResult& r, const Candidate& c) {
   return "ties with the chosen one (same cost, GPUs and TTFT p99; listed later in the plan)";
 }
 
-std::string plan_report(const PlanResult& r, const std::vector<PlanRobustness>& robust, int runners_up) {
-  std::ostringstream o;
+namespace {
+
+std::map<Status, int> counts_of(const PlanResult& r) {
   std::map<Status, int> count;
   for (const auto& c : r.candidates) ++count[c.status];
-  const int simulated = count[Status::kFeasible] + count[Status::kSloMissed];
-  char buf[1024];
+  return count;
+}
 
-  o << "PLAN  " << r.scenario_name << ": the cheapest deployment meeting " << slo_text(r) << "\n";
-  std::snprintf(buf, sizeof buf,
-                "  workload    %s requests/s at the peak hour, mean prompt %.0f tokens, mean output %.0f "
-                "tokens (from %llu sampled requests)\n",
-                units::format_count(r.workload.rate_per_s).c_str(), r.workload.mean_prompt,
-                r.workload.mean_output, static_cast<unsigned long long>(r.workload.sampled));
-  o << buf;
-  o << "  searched    " << r.candidates.size() << " configurations: " << count[Status::kInvalid]
-    << " invalid (memory fit or layout), " << count[Status::kInfeasible] << " cannot meet the SLO by the analytic model, "
-    << count[Status::kPruned] << " pruned by their analytic cost, " << simulated << " simulated ("
-    << r.simulations << " runs) in " << t(r.wall_s) << " on " << r.threads
-    << (r.threads == 1 ? " thread" : " threads") << "\n";
+// What was searched and how, in one paragraph.
+std::string search_text(const PlanResult& r) {
+  std::map<Status, int> count = counts_of(r);
+  std::ostringstream o;
+  o << "Workload: " << human(r.workload.rate_per_s) << " requests/s at the peak hour, mean prompt "
+    << human(r.workload.mean_prompt) << " tokens, mean output " << human(r.workload.mean_output) << " tokens (from "
+    << r.workload.sampled << " sampled requests). Searched " << r.candidates.size() << " configurations: "
+    << count[Status::kInvalid] << " invalid (memory fit or layout), " << count[Status::kInfeasible]
+    << " cannot meet the SLO by the analytic model, " << count[Status::kPruned] << " pruned by their analytic cost, "
+    << count[Status::kFeasible] + count[Status::kSloMissed] << " simulated (" << r.simulations << " runs) in "
+    << t(r.wall_s) << " on " << r.threads << (r.threads == 1 ? " thread" : " threads") << ". Failure headroom: ";
   std::string headroom;
   if (r.spec.spares) headroom += "N+" + std::to_string(r.spec.spares);
   if (r.spec.spare_fraction > 0)
-    headroom += std::string(headroom.empty() ? "" : " and ") + pct(r.spec.spare_fraction, 0) + " spare replicas";
-  o << "  headroom    " << (headroom.empty() ? "none (plan.spares: 0)" : headroom) << " for failures\n\n";
+    headroom += std::string(headroom.empty() ? "" : " and ") + pct_d(r.spec.spare_fraction, 0) + " spare replicas";
+  o << (headroom.empty() ? "none (plan.spares: 0)" : headroom) << ".";
+  return o.str();
+}
 
-  if (r.chosen < 0) {
-    o << "ANSWER  no configuration meets the SLO.\n";
-    if (count[Status::kSloMissed])
-      o << "  " << count[Status::kSloMissed] << " simulated configurations missed it even at replicas.max = "
-        << r.spec.max_replicas << "; raise it, relax the SLO or add faster hardware to the plan.\n";
-  } else {
-    const Candidate& c = r.candidates[r.chosen];
-    o << "ANSWER  " << replicas_text(c) << " of [" << c.label << "] = " << c.total_gpus << " GPUs ("
-      << c.gpus_per_replica << " per replica), " << format_usd(c.usd_per_hour, "h") << " ("
-      << format_usd(24 * c.usd_per_hour, "day") << ", " << format_usd(24 * 30.44 * c.usd_per_hour, "month")
-      << " at " << format_usd(c.usd_per_gpu_hour, "GPU-hour") << ")\n";
-    o << "        SLO met by " << pct(c.best->attainment, 2) << " of requests; TTFT p99 " << t(c.best->ttft_p99_s)
-      << ", TPOT p99 " << t(c.best->tpot_p99_s) << ", replicas busy " << pct(c.best->busy, 0) << "; "
-      << units::format_count(c.best->output_tok_per_s) << " output tokens/s\n";
-    o << "        analytic estimate was " << c.analytic_replicas << " replicas (decode batch " << c.decode_batch
-      << ", " << units::format(c.capacity_per_s, Dim::kRate) << " per replica); replica counts simulated:";
-    for (const auto& tr : c.tried) o << " " << tr.replicas << (tr.attainment >= r.spec.target ? "✓" : "✗");
-    o << "\n\n";
-
-    o << "RANKING (simulated configurations that meet the SLO, cheapest first)\n";
-    const int shown = std::min<int>(static_cast<int>(r.ranking.size()), runners_up + 1);
-    int w = 13;
-    for (int k = 0; k < shown; ++k) w = std::max<int>(w, static_cast<int>(r.candidates[r.ranking[k]].label.size()));
-    std::snprintf(buf, sizeof buf, "  %-3s %-*s %-26s %6s %10s %8s %9s %9s  %s\n", "#", w, "configuration",
-                  "replicas", "GPUs", "$/h", "SLO met", "TTFT p99", "TPOT p99", "why it lost");
-    o << buf;
-    for (int k = 0; k < shown; ++k) {
-      const Candidate& x = r.candidates[r.ranking[k]];
-      std::snprintf(buf, sizeof buf, "  %-3d %-*s %-26s %6d %10s %8s %9s %9s  %s\n", k + 1, w,
-                    x.label.c_str(), replicas_text(x).c_str(), x.total_gpus,
-                    format_usd(x.usd_per_hour, "h").c_str(), pct(x.best->attainment, 2).c_str(),
-                    t(x.best->ttft_p99_s).c_str(), t(x.best->tpot_p99_s).c_str(),
-                    k == 0 ? "(chosen)" : plan_why_lost(r, x).c_str());
-      o << buf;
-    }
-    if (static_cast<int>(r.ranking.size()) > shown)
-      o << "  ... " << r.ranking.size() - shown << " more in plan.csv\n";
-    const std::vector<int> front = plan_pareto(r);
-    o << "  Pareto frontier (cost vs TTFT p99): " << front.size() << " configurations, from "
-      << format_usd(r.candidates[front.front()].usd_per_hour, "h") << " at " << t(r.candidates[front.front()].best->ttft_p99_s)
-      << " to " << format_usd(r.candidates[front.back()].usd_per_hour, "h") << " at "
-      << t(r.candidates[front.back()].best->ttft_p99_s) << "\n";
+Table robustness_table(const PlanResult& r, const std::vector<PlanRobustness>& robust) {
+  Table tb{{"configuration", "replicas", "SLO met (mean ± 95 % CI)", "min", "TTFT p99 (mean)", "verdict"}, {}, true};
+  for (const auto& rb : robust) {
+    const Candidate& c = r.candidates[rb.candidate];
+    const MetricSpread& m = rb.reps.metrics.at("slo_attainment");
+    const std::string verdict = m.min >= r.spec.target ? "meets the target with every seed"
+                                : m.mean - m.ci95 >= r.spec.target
+                                    ? "meets it on average, not with every seed"
+                                    : "NOT robust: the CI reaches below the target";
+    tb.rows.push_back({c.label, std::to_string(c.best->replicas), pct_d(m.mean, 2) + " ± " + pct_d(m.ci95, 2),
+                       pct_d(m.min, 2), t(rb.reps.metrics.at("ttft_p99_s").mean), verdict});
   }
+  return tb;
+}
 
-  o << "\nWHY THE OTHERS LOST (by outcome, the first example of each)\n";
+std::string robustness_verdict(const PlanResult& r, const std::vector<PlanRobustness>& robust) {
+  const MetricSpread& m = robust.front().reps.metrics.at("slo_attainment");
+  if (m.min >= r.spec.target) return "The choice holds across the seeds.";
+  return "The choice is sensitive to the random draws: give it one more replica (" +
+         std::to_string(r.candidates[r.chosen].best->replicas + 1) + ") or a higher plan.target for a margin.";
+}
+
+}  // namespace
+
+std::string plan_answer(const PlanResult& r) {
+  std::ostringstream o;
+  if (r.chosen < 0) {
+    o << "No configuration meets the SLO.";
+    const int missed = counts_of(r)[Status::kSloMissed];
+    if (missed)
+      o << " " << missed << " simulated configurations missed it even at replicas.max = " << r.spec.max_replicas
+        << "; raise it, relax the SLO or add faster hardware to the plan.";
+    return o.str();
+  }
+  const Candidate& c = r.candidates[r.chosen];
+  o << replicas_text(c) << " of [" << c.label << "] = " << c.total_gpus << " GPUs (" << c.gpus_per_replica
+    << " per replica), " << per(c.usd_per_hour, "h") << " (" << per(24 * c.usd_per_hour, "day") << ", "
+    << per(24 * 30.44 * c.usd_per_hour, "month") << " at " << per(c.usd_per_gpu_hour, "GPU-hour")
+    << "). SLO met by " << pct_d(c.best->attainment, 2) << " of requests; TTFT p99 " << t(c.best->ttft_p99_s)
+    << ", TPOT p99 " << t(c.best->tpot_p99_s) << ", replicas busy " << pct_d(c.best->busy, 0) << ", "
+    << human(c.best->output_tok_per_s) << " output tokens/s. The analytic estimate was " << c.analytic_replicas
+    << " replicas (decode batch " << c.decode_batch << ", " << units::format(c.capacity_per_s, Dim::kRate)
+    << " per replica); replica counts simulated:";
+  for (const auto& tr : c.tried) o << " " << tr.replicas << (tr.attainment >= r.spec.target ? " met" : " missed") << ",";
+  std::string s = o.str();
+  s.back() = '.';
+  return s;
+}
+
+Table plan_ranking_table(const PlanResult& r, int runners_up) {
+  Table tb{{"configuration (cheapest first)", "replicas", "GPUs", "$/h", "SLO met", "TTFT p99", "TPOT p99", "why it lost"},
+           {},
+           true};
+  const int shown = std::min<int>(static_cast<int>(r.ranking.size()), runners_up + 1);
+  for (int k = 0; k < shown; ++k) {
+    const Candidate& x = r.candidates[r.ranking[k]];
+    tb.rows.push_back({x.label, replicas_text(x), std::to_string(x.total_gpus),
+                       per(x.usd_per_hour, "h"), pct_d(x.best->attainment, 2), t(x.best->ttft_p99_s),
+                       t(x.best->tpot_p99_s), k == 0 ? "(chosen)" : plan_why_lost(r, x)});
+  }
+  return tb;
+}
+
+Table plan_lost_table(const PlanResult& r) {
+  std::map<Status, int> count = counts_of(r);
+  Table tb{{"outcome", "configurations", "example", "why"}, {}, true};
   for (Status s : {Status::kSloMissed, Status::kPruned, Status::kInfeasible, Status::kInvalid}) {
     if (!count[s]) continue;
-    const Candidate* ex = nullptr;
+    const Candidate* ex = nullptr;  // the first of its kind; for pruned, the analytically cheapest
     for (const auto& c : r.candidates)
       if (c.status == s && (!ex || (s == Status::kPruned && c.analytic_usd_per_hour < ex->analytic_usd_per_hour))) {
         ex = &c;
         if (s != Status::kPruned) break;
       }
-    std::snprintf(buf, sizeof buf, "  %-11s %5d  e.g. [%s]: ", plan::status_name(s), count[s], ex->label.c_str());
-    o << buf << ex->reason << "\n";
+    tb.rows.push_back({plan::status_name(s), std::to_string(count[s]), ex->label, ex->reason});
   }
+  return tb;
+}
 
+std::string plan_report(const PlanResult& r, const std::vector<PlanRobustness>& robust, int runners_up) {
+  std::ostringstream o;
+  o << "PLAN  " << r.scenario_name << ": the cheapest deployment meeting " << slo_text(r) << "\n";
+  o << wrap(search_text(r)) << "\n";
+  o << "ANSWER\n" << wrap(plan_answer(r));
+  if (r.chosen >= 0) {
+    o << "\nRANKING (simulated configurations that meet the SLO, cheapest first)\n"
+      << table_text(plan_ranking_table(r, runners_up));
+    if (static_cast<int>(r.ranking.size()) > runners_up + 1)
+      o << "  ... " << r.ranking.size() - static_cast<std::size_t>(runners_up + 1) << " more in plan.csv\n";
+    const std::vector<int> front = plan_pareto(r);
+    o << "  Pareto frontier (cost vs TTFT p99): " << front.size() << " configurations, from "
+      << per(r.candidates[front.front()].usd_per_hour, "h") << " at " << t(r.candidates[front.front()].best->ttft_p99_s)
+      << " to " << per(r.candidates[front.back()].usd_per_hour, "h") << " at "
+      << t(r.candidates[front.back()].best->ttft_p99_s) << "\n";
+  }
+  o << "\nWHY THE OTHERS LOST (by outcome, the first example of each)\n" << table_text(plan_lost_table(r));
   if (!robust.empty()) {
     o << "\nROBUSTNESS (SLO attainment over " << robust.front().reps.seeds.size()
-      << " independent seeds at the chosen replica counts; mean ± 95 % CI, min)\n";
-    int lw = 0;
-    for (const auto& rb : robust) lw = std::max<int>(lw, static_cast<int>(r.candidates[rb.candidate].label.size()));
-    for (const auto& rb : robust) {
-      const Candidate& c = r.candidates[rb.candidate];
-      const MetricSpread& m = rb.reps.metrics.at("slo_attainment");
-      const bool holds = m.min >= r.spec.target;
-      std::snprintf(buf, sizeof buf, "  %-*s %s ± %s, min %s: %s\n", lw, c.label.c_str(),
-                    pct(m.mean, 2).c_str(), pct(m.ci95, 2).c_str(), pct(m.min, 2).c_str(),
-                    holds ? "meets the target with every seed"
-                          : (m.mean - m.ci95 >= r.spec.target ? "meets it on average, not with every seed"
-                                                              : "NOT robust: the mean's CI reaches below the target"));
-      o << buf;
-    }
-    const Candidate& w = r.candidates[r.chosen];
-    const MetricSpread& m = robust.front().reps.metrics.at("slo_attainment");
-    if (m.min < r.spec.target)
-      o << "  The choice is sensitive to the random draws: give it one more replica (" << w.best->replicas + 1
-        << ") or a higher plan.target for a margin.\n";
-    else
-      o << "  The choice holds across the seeds.\n";
+      << " independent seeds at the chosen replica counts)\n"
+      << table_text(robustness_table(r, robust)) << "  " << robustness_verdict(r, robust) << "\n";
   }
   return o.str();
+}
+
+std::vector<std::string> write_plan_report(const PlanResult& r, const std::vector<PlanRobustness>& robust,
+                                           const scenario::Scenario& base, const std::string& dir) {
+  Document d("fleetsim plan: " + r.scenario_name);
+  d.heading("The question");
+  d.paragraph((base.description.empty() ? "Scenario " + r.scenario_name + "." : base.description) +
+              " The cheapest deployment meeting " + slo_text(r) + ".");
+  d.heading("Assumptions");
+  std::ostringstream a;
+  a << "Scenario " << r.scenario_file << ", seed " << base.seed;
+  if (!base.overrides.empty()) {
+    a << ", overrides:";
+    for (const auto& ov : base.overrides) a << " " << ov;
+  }
+  a << "; fleetsim " << version_string() << ". " << search_text(r);
+  d.paragraph(a.str());
+  std::ostringstream axes;
+  for (const auto& [path, values] : r.spec.axes) {
+    axes << path << ":";
+    for (const auto& v : values) axes << " " << v;
+    axes << "\n";
+  }
+  for (const auto& [gpu, price] : r.spec.usd_per_gpu_hour) axes << "price " << gpu << ": " << per(price, "GPU-hour") << "\n";
+  axes << "target SLO attainment: " << pct_d(r.spec.target, 1) << "; replicas " << r.spec.min_replicas << " to "
+       << r.spec.max_replicas << "; simulated: at most " << r.spec.simulate << " within +"
+       << pct_d(r.spec.slack, 0) << " of the best analytic cost\n";
+  d.paragraph("The configuration space (plan: section) and search settings:");
+  d.preformatted(axes.str());
+  d.paragraph("The scenario as written (the base every configuration varies; as printed by fleetsim check):");
+  d.preformatted(check_report(base));
+  d.heading("The answer");
+  d.paragraph(plan_answer(r));
+  if (r.chosen >= 0) {
+    d.heading("Ranking");
+    d.paragraph("Simulated configurations that meet the SLO, cheapest first (every configuration is in plan.csv).");
+    d.table(plan_ranking_table(r, 10));
+    std::vector<ParetoPoint> pts;
+    for (const auto& c : r.candidates)
+      for (const auto& tr : c.tried)
+        if (c.best && tr.replicas == c.best->replicas)
+          pts.push_back({c.label, c.usd_per_hour, tr.ttft_p99_s, true, c.index == r.chosen});
+    for (const auto& c : r.candidates)
+      if (c.status == Status::kSloMissed && !c.tried.empty()) {
+        const plan::Outcome& last = c.tried.back();
+        const int gpus = (last.replicas + last.prefill_replicas + 0) * c.gpus_per_replica;
+        pts.push_back({c.label, gpus * c.usd_per_gpu_hour, last.ttft_p99_s, false, false});
+      }
+    const std::string csv = pareto_csv(pts, false, "cost_usd_per_hour", "ttft_p99_s");
+    std::ofstream(std::filesystem::path(dir) / "pareto.csv") << csv;
+    d.figure(pareto_plot("pareto",
+                         "Cost against TTFT p99 of every simulated configuration at its chosen replica count "
+                         "(grey: missed the SLO at the largest count tried); the line is the Pareto frontier, red the choice.",
+                         pts, false, "cost ($/h)", "TTFT p99 (s)", true, true));
+  }
+  d.heading("Why the others lost");
+  d.table(plan_lost_table(r));
+  if (!robust.empty()) {
+    d.heading("Robustness");
+    d.paragraph("SLO attainment over " + std::to_string(robust.front().reps.seeds.size()) +
+                " independent seeds at the chosen replica counts. " + robustness_verdict(r, robust));
+    d.table(robustness_table(r, robust));
+  }
+  std::vector<std::string> files = d.write(dir);
+  if (r.chosen >= 0) files.push_back("pareto.csv");
+  return files;
 }
 
 nlohmann::json plan_json(const PlanResult& r, const std::vector<PlanRobustness>& robust) {

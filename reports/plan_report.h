@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "reports/document.h"
 #include "reports/replications.h"
 #include "sim/plan/planner.h"
 
@@ -20,9 +21,6 @@ struct PlanRobustness {
   Replications reps;
 };
 
-/// "$144/h", "$3.46k/day": money with 3 significant digits.
-std::string format_usd(double usd, const char* per);
-
 /// Why candidate `c` lost to the chosen one (or was dropped), in a few words.
 std::string plan_why_lost(const plan::PlanResult& r, const plan::Candidate& c);
 
@@ -30,8 +28,19 @@ std::string plan_why_lost(const plan::PlanResult& r, const plan::Candidate& c);
 /// feasible configuration is both cheaper and faster), cheapest first.
 std::vector<int> plan_pareto(const plan::PlanResult& r);
 
+/// The answer in one paragraph (or why there is none).
+std::string plan_answer(const plan::PlanResult& r);
+/// The chosen configuration and the next `runners_up`, cheapest first, with why each lost.
+Table plan_ranking_table(const plan::PlanResult& r, int runners_up);
+/// The configurations that were dropped, by outcome, with the first example of each.
+Table plan_lost_table(const plan::PlanResult& r);
+
+/// The terminal report.
 std::string plan_report(const plan::PlanResult& r, const std::vector<PlanRobustness>& robust,
                         int runners_up = 5);
+/// report.md, report.html, pareto.svg and pareto.csv in `dir`; returns the files written.
+std::vector<std::string> write_plan_report(const plan::PlanResult& r, const std::vector<PlanRobustness>& robust,
+                                           const scenario::Scenario& base, const std::string& dir);
 nlohmann::json plan_json(const plan::PlanResult& r, const std::vector<PlanRobustness>& robust);
 /// One row per configuration, units in the column names.
 void write_plan_csv(const plan::PlanResult& r, const std::string& path);

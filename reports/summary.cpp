@@ -6,6 +6,7 @@
 
 #include "hw_models/error.h"
 #include "hw_models/units.h"
+#include "reports/format.h"
 
 namespace fleetsim::reports {
 
@@ -146,42 +147,32 @@ json summary_json(const scenario::Scenario& sc, const RunResult& run) {
   return j;
 }
 
-namespace {
-std::string pct(double f) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f %%", f * 100);
-  return buf;
+std::string serving_setup(const scenario::Scenario& sc) {
+  std::ostringstream o;
+  o << sc.model.name << " on " << sc.replicas << " × " << sc.par.tp << " × " << sc.gpu.name << ", " << sc.policy
+    << (sc.policy != "vllm" ? "" : sc.vllm.chunked_prefill ? " (chunked prefill)" : " (prefill-first)")
+    << ", router " << sc.router;
+  return o.str();
 }
-std::string row(const std::string& name, const metrics::LatencyStats& s) {
-  char buf[256];
-  auto t = [](double v) { return units::format(v, Dim::kTime); };
-  std::snprintf(buf, sizeof buf, "  %-22s %10s %10s %10s %10s %10s\n", name.c_str(), t(s.mean_s).c_str(),
-                t(s.p50_s).c_str(), t(s.p90_s).c_str(), t(s.p99_s).c_str(), t(s.max_s).c_str());
-  return buf;
-}
-}  // namespace
 
-std::string summary_table(const scenario::Scenario& sc, const RunResult& run) {
+Table latency_table(const metrics::Summary& s) {
+  Table tb{{"latency", "mean", "p50", "p90", "p99", "max"}, {}};
+  auto t = [](double v) { return units::format(v, Dim::kTime); };
+  for (const auto& [name, l] : {std::pair{"TTFT", s.ttft}, {"TPOT", s.tpot}, {"inter-token", s.itl},
+                                {"end-to-end", s.e2e}, {"queueing", s.queue}})
+    tb.rows.push_back({name, t(l.mean_s), t(l.p50_s), t(l.p90_s), t(l.p99_s), t(l.max_s)});
+  return tb;
+}
+
+std::string summary_notes(const scenario::Scenario& sc, const RunResult& run) {
   const auto& s = run.summary;
   std::ostringstream o;
-  o << "fleetsim " << FLEETSIM_VERSION << " — " << sc.name << " (seed " << sc.seed << ")\n";
-  o << "  " << sc.model.name << " on " << sc.replicas << " × " << sc.par.tp << " × " << sc.gpu.name
-    << ", " << sc.policy
-    << (sc.policy != "vllm" ? "" : sc.vllm.chunked_prefill ? " (chunked prefill)" : " (prefill-first)")
-    << ", router " << sc.router << "\n";
-  o << "  workload: " << sc.workload_description << "\n\n";
-  char buf[256];
-  std::snprintf(buf, sizeof buf, "  %-22s %10s %10s %10s %10s %10s\n", "latency", "mean", "p50", "p90",
-                "p99", "max");
-  o << buf;
-  o << row("TTFT", s.ttft) << row("TPOT", s.tpot) << row("inter-token", s.itl)
-    << row("end-to-end", s.e2e) << row("queueing", s.queue) << "\n";
-  o << "  requests    " << s.requests_completed << " completed of " << s.requests_arrived
+  o << "requests    " << s.requests_completed << " completed of " << s.requests_arrived
     << " arrived, " << s.requests_rejected << " rejected, " << s.preemptions << " preemptions\n";
   for (const auto& c : s.classes) {
     char line[256];
     std::snprintf(line, sizeof line,
-                  "  class %-10s priority %d: %llu done, %llu rejected, TTFT p50/p99 %s / %s, "
+                  "class %-10s priority %d: %llu done, %llu rejected, TTFT p50/p99 %s / %s, "
                   "TPOT p50/p99 %s / %s, SLO met %.1f %%\n",
                   c.name.c_str(), c.priority, static_cast<unsigned long long>(c.completed),
                   static_cast<unsigned long long>(c.rejected),
@@ -192,16 +183,16 @@ std::string summary_table(const scenario::Scenario& sc, const RunResult& run) {
     o << line;
   }
   if (sc.response_cache)
-    o << "  response cache " << s.response_cache_hits << " requests answered without a model call\n";
+    o << "response cache " << s.response_cache_hits << " requests answered without a model call\n";
   if (sc.small_pool)
-    o << "  cascade    " << s.escalations << " requests escalated from " << sc.small_pool->model.id
+    o << "cascade    " << s.escalations << " requests escalated from " << sc.small_pool->model.id
       << " to " << sc.model.id << "\n";
   if (sc.prefill_pool)
-    o << "  KV moves   " << s.kv_transfers << " transfers prefill → decode pool, "
+    o << "KV moves   " << s.kv_transfers << " transfers prefill → decode pool, "
       << units::format(s.kv_transfer_bytes, Dim::kBytes) << " in all, mean "
       << units::format(s.kv_transfer_mean_s, Dim::kTime) << " each (in TTFT)\n";
   if (sc.vllm.prefix_caching)
-    o << "  prefix     " << units::format_count(static_cast<double>(s.prefix_hit_tokens))
+    o << "prefix     " << units::format_count(static_cast<double>(s.prefix_hit_tokens))
       << " of " << units::format_count(static_cast<double>(s.prefix_lookup_tokens))
       << " prompt tokens found cached (hit rate " << std::fixed << std::setprecision(1)
       << 100 * s.prefix_hit_rate << " %), not computed"
@@ -210,19 +201,31 @@ std::string summary_table(const scenario::Scenario& sc, const RunResult& run) {
                     " of them loaded from host memory"
               : std::string())
       << "\n" << std::defaultfloat;
-  o << "  throughput  " << units::format_count(s.requests_per_s) << " req/s, "
+  o << "throughput  " << units::format_count(s.requests_per_s) << " req/s, "
     << units::format_count(s.input_tok_per_s) << " input tok/s, "
     << units::format_count(s.output_tok_per_s) << " output tok/s\n";
   if (sc.slo_ttft_s || sc.slo_tpot_s) {
-    o << "  goodput     " << units::format_count(s.goodput_req_per_s) << " req/s meeting the SLO ("
+    o << "goodput     " << units::format_count(s.goodput_req_per_s) << " req/s meeting the SLO ("
       << pct(s.slo_attainment) << " of completed)\n";
   }
-  o << "  replicas    busy " << pct(s.replica_busy_fraction) << ", KV cache mean "
+  o << "replicas    busy " << pct(s.replica_busy_fraction) << ", KV cache mean "
     << pct(s.kv_occupancy_mean) << " / peak " << pct(s.kv_occupancy_peak) << " of "
     << sc.vllm.kv_blocks << " blocks × " << sc.vllm.block_tokens << " tokens\n";
-  o << "  simulated   " << units::format(s.sim_duration_s, Dim::kTime) << " in "
-    << units::format(run.wall_s, Dim::kTime) << " wall, " << units::format_count(static_cast<double>(run.events))
-    << " events, " << units::format_count(static_cast<double>(s.iterations)) << " iterations\n";
+  o << "simulated   " << units::format(s.sim_duration_s, Dim::kTime) << ", "
+    << units::format_count(static_cast<double>(run.events)) << " events, "
+    << units::format_count(static_cast<double>(s.iterations)) << " iterations\n";
+  return o.str();
+}
+
+std::string summary_table(const scenario::Scenario& sc, const RunResult& run) {
+  std::ostringstream o;
+  o << "fleetsim " << FLEETSIM_VERSION << " — " << sc.name << " (seed " << sc.seed << ")\n";
+  o << "  " << serving_setup(sc) << "\n";
+  o << "  workload: " << sc.workload_description << "\n\n";
+  o << table_text(latency_table(run.summary)) << "\n";
+  std::istringstream notes(summary_notes(sc, run));
+  for (std::string line; std::getline(notes, line);) o << "  " << line << "\n";
+  o << "  wall time   " << units::format(run.wall_s, Dim::kTime) << "\n";
   return o.str();
 }
 

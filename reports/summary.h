@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "reports/document.h"
 #include "sim/scenario/scenario.h"
 #include "sim/serving/observer.h"
 #include "sim/simulation.h"
@@ -18,6 +19,16 @@ nlohmann::json resolved_scenario(const scenario::Scenario& sc);
 /// summary.json: flat metric keys with units in their names (ttft_p99_s, ...), run facts
 /// (seed, events, wall_s, version) and "scenario": resolved_scenario(sc).
 nlohmann::json summary_json(const scenario::Scenario& sc, const RunResult& run);
+
+/// "<model> on <replicas> × <tp> × <GPU>, <policy>, router <router>".
+std::string serving_setup(const scenario::Scenario& sc);
+
+/// Latency (TTFT, TPOT, inter-token, end-to-end, queueing): mean, p50, p90, p99, max.
+Table latency_table(const metrics::Summary& s);
+
+/// The lines after the latency table: requests, classes, caches, throughput, goodput,
+/// replicas, simulated span and events (no wall-clock figures).
+std::string summary_notes(const scenario::Scenario& sc, const RunResult& run);
 
 /// The readable table printed after a run.
 std::string summary_table(const scenario::Scenario& sc, const RunResult& run);

@@ -10,9 +10,7 @@ namespace fleetsim {
 Simulation::Simulation(const scenario::Scenario& sc, RunOptions options)
     : sc_(sc),
       options_(std::move(options)),
-      collector_(sc.replicas + (sc.prefill_pool ? sc.prefill_pool->replicas : 0) +
-                     (sc.small_pool ? sc.small_pool->replicas : 0),
-                 sc.slo_ttft_s, sc.slo_tpot_s) {
+      collector_(sc.replicas_all_pools(), sc.slo_ttft_s, sc.slo_tpot_s) {
   const RngStreams rng(sc.seed);
   workload_ = sc.make_workload(sc.seed);
   collector_.set_classes(workload_->classes());

@@ -18,8 +18,10 @@
 #include "reports/fleet_report.h"
 #include "reports/plan_report.h"
 #include "reports/replications.h"
+#include "reports/run_report.h"
 #include "reports/trace.h"
 #include "reports/summary.h"
+#include "sim/metrics/time_buckets.h"
 #include "sim/plan/planner.h"
 #include "sim/scenario/scenario.h"
 #include "sim/serving/registry.h"
@@ -35,7 +37,7 @@ const char* kUsage =
     "usage: fleetsim <command> [options]\n"
     "\n"
     "commands:\n"
-    "  run SCENARIO     simulate a scenario, print a summary, write DIR/summary.json\n"
+    "  run SCENARIO     simulate a scenario, print a summary, write DIR/summary.json and DIR/report.{md,html}\n"
     "  check SCENARIO   validate a scenario and print its resolved configuration\n"
     "  plan SCENARIO    search the scenario's plan: space for the cheapest deployment meeting its SLO\n"
     "  list WHAT        list gpus | models | nodes | interconnects | policies | routers\n"
@@ -103,6 +105,12 @@ scenario::Scenario load_scenario(const Parsed& p) {
   std::optional<uint64_t> seed;
   if (p.vm.count("seed")) seed = p.vm["seed"].as<uint64_t>();
   return scenario::load(p.scenario, sets, seed, catalog, load_calibration(p.vm, catalog));
+}
+
+std::string join(const std::vector<std::string>& names) {
+  std::string s;
+  for (const auto& n : names) s += (s.empty() ? "" : ", ") + n;
+  return s;
 }
 
 int cmd_run(const std::vector<std::string>& args) {
@@ -190,12 +198,17 @@ int cmd_run(const std::vector<std::string>& args) {
       j["replications"] = reports::replications_json(rep);
     }
     reports::write_json(j, json_path);
+    const std::vector<std::string> report = reports::write_fleet_run_report(sc, res, out_dir);
     trace_done();
-    std::cout << "  wrote     " << json_path << ", " << csv_path << ", pools.csv, datacenters.csv\n";
+    std::cout << "  wrote     " << json_path << ", " << csv_path << ", pools.csv, datacenters.csv, " << join(report)
+              << "\n";
     return 0;
   }
+  metrics::TimeBucketsObserver over_time(sc.replicas_all_pools());
+  opts.observers.push_back(&over_time);
   Simulation sim(sc, opts);
   const RunResult res = sim.run();
+  over_time.finish(seconds_to_ns(res.summary.sim_duration_s));
   std::cout << reports::summary_table(sc, res);
   j = reports::summary_json(sc, res);
   if (replications) {
@@ -214,8 +227,9 @@ int cmd_run(const std::vector<std::string>& args) {
     j["replications"] = reports::replications_json(rep);
   }
   reports::write_json(j, json_path);
+  const std::vector<std::string> report = reports::write_single_run_report(sc, res, over_time.buckets(), out_dir);
   trace_done();
-  std::cout << "  wrote       " << json_path << "\n";
+  std::cout << "  wrote       " << json_path << ", " << join(report) << "\n";
   return 0;
 }
 
@@ -275,7 +289,9 @@ int cmd_plan(const std::vector<std::string>& args) {
   const std::string csv_path = (std::filesystem::path(out_dir) / "plan.csv").string();
   reports::write_json(reports::plan_json(res, robust), json_path);
   reports::write_plan_csv(res, csv_path);
-  std::cout << "  wrote       " << json_path << ", " << csv_path << "\n";
+  std::string files;
+  for (const auto& f : reports::write_plan_report(res, robust, planner.base(), out_dir)) files += ", " + f;
+  std::cout << "  wrote       " << json_path << ", plan.csv" << files << "\n";
   return res.chosen >= 0 ? 0 : 3;
 }
 

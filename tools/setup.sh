@@ -10,7 +10,7 @@ FLEETSIM_BUILD="${FLEETSIM_BUILD:-$FLEETSIM_ROOT/build}"
 
 FLEETSIM_PACKAGES=(cmake g++ make pkg-config libyaml-cpp-dev nlohmann-json3-dev libeigen3-dev
                    libboost-program-options-dev libgtest-dev libgmock-dev libbenchmark-dev
-                   libsimgrid-dev)
+                   libsimgrid-dev gnuplot-nox chromium)
 
 fleetsim_install_packages() {
   local missing=()

@@ -5,6 +5,8 @@
 # second pass (for a quick local loop; CI always runs both).
 set -euo pipefail
 source "$(dirname "$0")/setup.sh"
+# The check of report.html in headless Chromium must run here, not skip.
+export FLEETSIM_REQUIRE_BROWSER=1
 jobs="$(nproc 2>/dev/null || echo 2)"
 
 echo "== Release build and tests ($FLEETSIM_BUILD)"

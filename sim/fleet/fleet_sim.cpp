@@ -62,7 +62,7 @@ FleetSimulation::FleetSimulation(const scenario::Scenario& sc, RunOptions option
   for (size_t r = 0; r < nr; ++r) {
     user_rtt_ns_.push_back(seconds_to_ns(spec_.regions[r].user_rtt_s));
     regions_[r].name = spec_.regions[r].traffic.name;
-    region_ttft_.emplace_back(0.01);
+    regions_[r].over_time = metrics::TimeBuckets(seconds_to_ns(spec_.report_interval_s));
     // Regions by round trip from r's users (r itself first; ties by index).
     std::vector<int> order(nr);
     std::iota(order.begin(), order.end(), 0);
@@ -167,6 +167,7 @@ void FleetSimulation::hold_end(int replica, SimTime now) {
   // GPU time is counted within the run's span only: calls that finish after it do not
   // make the day longer.
   p.result.replica_hours += ns_to_seconds(std::min(now, end_ns_) - std::min(ri.held_since, end_ns_)) / 3600.0;
+  regions_[static_cast<size_t>(p.region)].over_time.add_held(std::min(ri.held_since, end_ns_), std::min(now, end_ns_));
   --p.held;
 }
 
@@ -406,7 +407,9 @@ void FleetSimulation::on_completion(const serving::RequestRecord& rec) {
     ++current_[region].good;
     ++pool.window_good;
   }
-  region_ttft_[region].add(ns_to_seconds(rec.first_token_ns - rec.spec->arrival_ns));
+  // A first token after the run's end counts in its last bucket (the plots cover the run).
+  regions_[region].over_time.add_latency(std::min(rec.first_token_ns, end_ns_ - 1),
+                                         ns_to_seconds(rec.first_token_ns - rec.spec->arrival_ns));
   if (s.retried) {
     ++retried_completed_;
     retried_e2e_.add(ns_to_seconds(rec.done_ns - rec.spec->arrival_ns));
@@ -436,8 +439,10 @@ void FleetSimulation::on_segment(const serving::SegmentRecord& seg) {
   if (!alive(seg.replica)) return;
   collector_.on_segment(seg);
   for (auto* o : options_.observers) o->on_segment(seg);
-  pools_[static_cast<size_t>(info_[static_cast<size_t>(seg.replica)].pool)].result.busy_hours +=
-      ns_to_seconds(std::min(seg.end_ns, end_ns_) - std::min(seg.start_ns, end_ns_)) / 3600.0;
+  PoolState& p = pools_[static_cast<size_t>(info_[static_cast<size_t>(seg.replica)].pool)];
+  const SimTime start = std::min(seg.start_ns, end_ns_), end = std::min(seg.end_ns, end_ns_);
+  p.result.busy_hours += ns_to_seconds(end - start) / 3600.0;
+  regions_[static_cast<size_t>(p.region)].over_time.add_segment(start, end, seg.iterations, seg.decode_tokens);
 }
 
 // ---- control -------------------------------------------------------------------------
@@ -640,13 +645,14 @@ FleetResult FleetSimulation::run() {
       const ReplicaInfo& ri = info_[r];
       if (ri.pool == static_cast<int>(i) && ri.state != State::kRetired) {
         pools_[i].result.replica_hours += ns_to_seconds(end_ns_ - std::min(ri.held_since, end_ns_)) / 3600.0;
+        regions_[static_cast<size_t>(pools_[i].region)].over_time.add_held(std::min(ri.held_since, end_ns_), end_ns_);
       }
     }
     pools_[i].result.tpot = metrics::stats_of(pools_[i].tpot);
     res.pools.push_back(pools_[i].result);
   }
   for (size_t r = 0; r < regions_.size(); ++r) {
-    regions_[r].ttft = metrics::stats_of(region_ttft_[r]);
+    regions_[r].ttft = metrics::stats_of(regions_[r].over_time.total_latency());
     res.regions.push_back(regions_[r]);
   }
   res.unfinished = slots_.live();
@@ -683,6 +689,8 @@ void RegionResult::add(const RegionResult& o) {
   spilled_out += o.spilled_out;
   spilled_in += o.spilled_in;
   for (size_t k = 0; k < series.size() && k < o.series.size(); ++k) series[k].add(o.series[k]);
+  over_time.merge(o.over_time);
+  ttft = metrics::stats_of(over_time.total_latency());
 }
 
 FleetResult run_fleet(const scenario::Scenario& sc, const RunOptions& options, int threads) {
@@ -716,12 +724,10 @@ FleetResult run_fleet(const scenario::Scenario& sc, const RunOptions& options, i
   // Merge in model order: the same for any thread count.
   FleetResult res = parts[0];
   metrics::Collector all = sims[0]->collector();
-  std::vector<metrics::Histogram> ttft = sims[0]->region_ttft();
   metrics::Histogram retried_e2e = sims[0]->retried_e2e();
   for (int m = 1; m < n; ++m) {
     const FleetResult& p = parts[static_cast<size_t>(m)];
     all.merge(sims[static_cast<size_t>(m)]->collector());
-    for (size_t r = 0; r < ttft.size(); ++r) ttft[r].merge(sims[static_cast<size_t>(m)]->region_ttft()[r]);
     retried_e2e.merge(sims[static_cast<size_t>(m)]->retried_e2e());
     for (size_t r = 0; r < res.regions.size(); ++r) res.regions[r].add(p.regions[r]);
     res.pools.insert(res.pools.end(), p.pools.begin(), p.pools.end());
@@ -736,7 +742,6 @@ FleetResult run_fleet(const scenario::Scenario& sc, const RunOptions& options, i
   std::stable_sort(res.pools.begin(), res.pools.end(),
                    [](const PoolResult& a, const PoolResult& b) { return a.index < b.index; });
   res.summary = all.summarize(seconds_to_ns(res.sim_end_s));
-  for (size_t r = 0; r < ttft.size(); ++r) res.regions[r].ttft = metrics::stats_of(ttft[r]);
   res.retried_e2e = metrics::stats_of(retried_e2e);
   res.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
   rusage ru{};

@@ -28,6 +28,7 @@
 #include "sim/core/slot_pool.h"
 #include "sim/metrics/collector.h"
 #include "sim/metrics/histogram.h"
+#include "sim/metrics/time_buckets.h"
 #include "sim/scenario/scenario.h"
 #include "sim/serving/replica.h"
 #include "sim/serving/step_model.h"
@@ -70,9 +71,12 @@ struct PoolResult {
 struct RegionResult {
   std::string name;
   uint64_t arrivals = 0, served = 0, good = 0, spilled_out = 0, spilled_in = 0;
-  metrics::LatencyStats ttft;
+  metrics::LatencyStats ttft;    ///< of the calls served here (over_time's latency, merged)
   std::vector<RegionSample> series;
-  /// Adds another partition's counts and series (ttft is merged from histograms apart).
+  /// Over the run, in buckets of the report interval (coarsened past 96): TTFT of the calls
+  /// served here by first-token time, busy and held replica-time of its pools (sampled).
+  metrics::TimeBuckets over_time;
+  /// Adds another partition's counts, series and buckets, and recomputes ttft.
   void add(const RegionResult& o);
 };
 
@@ -107,7 +111,6 @@ class FleetSimulation final : public core::EventTarget, private serving::Serving
   FleetResult run();
   void on_event(const core::Event& e) override;
   const metrics::Collector& collector() const { return collector_; }
-  const std::vector<metrics::Histogram>& region_ttft() const { return region_ttft_; }
   const metrics::Histogram& retried_e2e() const { return retried_e2e_; }
 
  private:
@@ -198,7 +201,6 @@ class FleetSimulation final : public core::EventTarget, private serving::Serving
   SimTime end_ns_ = 0;
   // Results.
   std::vector<RegionResult> regions_;
-  std::vector<metrics::Histogram> region_ttft_;
   metrics::Histogram retried_e2e_{0.01};
   std::vector<RegionSample> current_;           // per region, the open interval
   std::vector<double> held_ns_acc_;             // per region: replica·ns active in the interval

@@ -365,7 +365,8 @@ std::vector<Candidate> Planner::candidates_unresolved() const {
     c.values = vals;
     for (const auto& [p, v] : vals) {
       const std::string key = p.substr(p.find('.') + 1);
-      c.label += (c.label.empty() ? "" : " ") + short_value(key, v);
+      if (!c.label.empty()) c.label += ' ';  // (not `"" + ...`: GCC 12 warns falsely, -Wrestrict)
+      c.label += short_value(key, v);
       if (p == "plan.prefill_share") c.prefill_share = std::strtod(v.c_str(), nullptr);
     }
     if (c.label.empty()) c.label = "as in the scenario";
@@ -506,7 +507,7 @@ PlanResult Planner::run(int threads, const std::function<void(int, int)>& progre
   std::atomic<std::size_t> next{0};
   std::atomic<int> done{0};
   std::mutex progress_mu;
-  const int n_threads = std::min<int>(res.threads, std::max<std::size_t>(1, chosen_for_sim.size()));
+  const int n_threads = std::min(res.threads, std::max(1, static_cast<int>(chosen_for_sim.size())));
   auto worker = [&] {
     for (std::size_t k; (k = next.fetch_add(1)) < chosen_for_sim.size();) {
       search_replicas(res.candidates[chosen_for_sim[k]]);

@@ -80,6 +80,10 @@ struct Scenario {
 
   std::optional<Pool> prefill_pool;         ///< set when disaggregated
   std::optional<Pool> small_pool;           ///< set for a cascade
+  /// Replicas of every pool of a single-pool run (main, prefill and small pools).
+  int replicas_all_pools() const {
+    return replicas + (prefill_pool ? prefill_pool->replicas : 0) + (small_pool ? small_pool->replicas : 0);
+  }
   int64_t prefix_host_blocks = 0;           ///< host-memory tier of the prefix cache, in KV blocks
   int lora_rank = 0;                        ///< multi-LoRA: adapter rank (0 = none)
   double escalation = 0;                    ///< cascade: share of requests sent on to the large model

@@ -15,75 +15,12 @@
 #include <vector>
 #include <yaml-cpp/yaml.h>
 
+#include "cli_fixture.h"
+
 namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
-
-const std::string kRoot = FLEETSIM_SOURCE_DIR;
-
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-class Cli : public ::testing::Test {
- protected:
-  void SetUp() override {
-    const char* bin = std::getenv("FLEETSIM_BIN");
-    if (!bin) GTEST_SKIP() << "FLEETSIM_BIN is not set (run through ctest)";
-    bin_ = bin;
-    dir_ = fs::temp_directory_path() /
-           ("fleetsim-cli-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    if (!dir_.empty()) fs::remove_all(dir_);
-  }
-
-  Result run(const std::string& args) {
-    const std::string cmd = "cd '" + kRoot + "' && '" + bin_ + "' " + args + " >'" +
-                            (dir_ / "stdout").string() + "' 2>'" + (dir_ / "stderr").string() + "'";
-    const int status = std::system(cmd.c_str());
-    Result r;
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = slurp(dir_ / "stdout");
-    r.err = slurp(dir_ / "stderr");
-    return r;
-  }
-
-  // The default scenario with one line replaced, written to the temp folder.
-  std::string variant(const std::string& name, const std::string& from, const std::string& to) {
-    std::string text = slurp(kRoot + "/scenarios/chat-service.yaml");
-    const auto at = text.find(from);
-    EXPECT_NE(at, std::string::npos) << from;
-    if (at != std::string::npos) text.replace(at, from.size(), to);
-    const fs::path p = dir_ / (name + ".yaml");
-    std::ofstream(p) << text;
-    return p.string();
-  }
-
-  // A bad-input run: exit code 1, one line on stderr that contains every `needle`.
-  void expect_error(const std::string& args, std::initializer_list<std::string> needles) {
-    const Result r = run(args);
-    EXPECT_EQ(r.code, 1) << r.err;
-    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-    EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;
-    for (const auto& n : needles) EXPECT_NE(r.err.find(n), std::string::npos) << "missing '" << n << "' in: " << r.err;
-  }
-
-  std::string bin_;
-  fs::path dir_;
-};
 
 TEST_F(Cli, Version) {
   const Result r = run("--version");
@@ -449,8 +386,8 @@ TEST_F(Cli, DefaultScenarioOpensWithTheFleetAnswer) {
     double sum = 0;
     *rows = 0;
     while (std::getline(in, line)) {
-      std::istringstream r(line);
-      for (size_t i = 0; std::getline(r, cell, ','); ++i)
+      std::istringstream row(line);
+      for (size_t i = 0; std::getline(row, cell, ','); ++i)
         if (i == c) sum += std::stod(cell);
       ++*rows;
     }

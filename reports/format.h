@@ -1,0 +1,18 @@
+// Number formatting shared by the terminal reports and the Markdown/HTML documents.
+#pragma once
+
+#include <string>
+
+namespace fleetsim::reports {
+
+/// 3 significant digits with k / M / B / T ("B" for billions, as people write user counts);
+/// whole numbers below 1000 without decimals: human(41700) == "41.7k", human(958) == "958".
+std::string human(double v);
+/// A fraction as a percentage with one decimal: pct(0.982) == "98.2 %".
+std::string pct(double fraction);
+/// Dollars with human(): usd(1.84e6) == "$1.84M".
+std::string usd(double v);
+/// `text` word-wrapped at 92 columns, each line indented by two spaces.
+std::string wrap(const std::string& text);
+
+}  // namespace fleetsim::reports
