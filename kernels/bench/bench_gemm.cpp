@@ -132,8 +132,7 @@ void register_gemm() {
       cases.push_back({impl, "square", std::to_string(sq) + "^3", sq, sq, sq});
   for (const auto& s : shapes)
     for (int m : tokens)
-      for (const auto& impl : impls)
-        cases.push_back({impl, s.model, s.proj, m, s.n, s.k});
+      for (const auto& impl : impls) cases.push_back({impl, s.model, s.proj, m, s.n, s.k});
 
   std::size_t free_b = 0, total_b = 0;
   cudaMemGetInfo(&free_b, &total_b);

@@ -21,9 +21,9 @@
 // (cudaErrorNotSupported) any device that is not compute capability 9.0. Not emulated:
 // kernels/emu/gemm_wgmma_emu.cpp is a stub that reports "not supported".
 #include <cuda.h>
+#include <cudaTypedefs.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
-#include <cudaTypedefs.h>
 
 #include <cstdint>
 #include <mutex>
@@ -119,25 +119,29 @@ __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[L::ACC_REGS], std::u
       "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
       "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
       "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
-      "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+      "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, "
+      "%127"
       "}, %128, %129, p, 1, 1, 0, 0;\n"
       "}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
-        "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
-        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
-        "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
-        "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
-        "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
-        "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
-        "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
-        "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
+        "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
+        "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]),
+        "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]),
+        "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]),
+        "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]),
+        "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]),
+        "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+        "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]),
+        "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]),
+        "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]),
+        "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d));
 }
 
@@ -150,6 +154,11 @@ __device__ __forceinline__ void setmaxnreg_inc232() {
 
 #endif  // FK_WGMMA_DEVICE
 
+/// kOverlap: a consumer keeps one group of wgmma (one k-stage) in flight while it issues the
+/// next, and releases a stage one iteration later (the CUTLASS mainloop pattern). Without it,
+/// each consumer waits for its own wgmma before releasing the stage it just read (simpler;
+/// the other consumer warpgroup still keeps the tensor cores busy).
+template <bool kOverlap>
 __global__ void __launch_bounds__(L::THREADS, 1)
     gemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a,
                       const __grid_constant__ CUtensorMap map_w, __nv_bfloat16* __restrict__ C,
@@ -189,7 +198,8 @@ __global__ void __launch_bounds__(L::THREADS, 1)
         const int s = kt % L::STAGES;
         const int round = kt / L::STAGES;
         // Round r > 0 reuses the stage: wait until both consumers released round r - 1.
-        if (round > 0) mbar_wait(smem_u32(&empty_bar[s]), static_cast<std::uint32_t>((round - 1) & 1));
+        if (round > 0)
+          mbar_wait(smem_u32(&empty_bar[s]), static_cast<std::uint32_t>((round - 1) & 1));
         const std::uint32_t a_dst = ring + static_cast<std::uint32_t>(s) * L::STAGE_BYTES;
         const std::uint32_t b_dst = a_dst + L::A_STAGE_BYTES;
         const std::uint32_t fb = smem_u32(&full_bar[s]);
@@ -212,8 +222,8 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       mbar_wait(smem_u32(&full_bar[s]), static_cast<std::uint32_t>(round & 1));
       const std::uint32_t a_tile = ring + static_cast<std::uint32_t>(s) * L::STAGE_BYTES +
                                    static_cast<std::uint32_t>(cw) * (64 * L::BK * 2);
-      const std::uint32_t b_tile = ring + static_cast<std::uint32_t>(s) * L::STAGE_BYTES +
-                                   L::A_STAGE_BYTES;
+      const std::uint32_t b_tile =
+          ring + static_cast<std::uint32_t>(s) * L::STAGE_BYTES + L::A_STAGE_BYTES;
       const std::uint64_t da = L::make_desc_sw128_kmajor(a_tile);
       const std::uint64_t db = L::make_desc_sw128_kmajor(b_tile);
       fence_acc(acc);
@@ -222,10 +232,21 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       for (int kk = 0; kk < L::BK / L::WGMMA_K; ++kk)
         wgmma_m64n256k16(acc, L::desc_advance_k(da, kk), L::desc_advance_k(db, kk), 1u);
       wgmma_commit();
-      wgmma_wait<0>();
+      if constexpr (kOverlap) {
+        // The group of k-tile kt - 1 is complete: release its stage.
+        wgmma_wait<1>();
+        fence_acc(acc);
+        if (kt > 0) mbar_arrive(smem_u32(&empty_bar[(kt - 1) % L::STAGES]));
+      } else {
+        wgmma_wait<0>();
+        fence_acc(acc);
+        // This thread's reads of the stage are complete: release it to the producer.
+        mbar_arrive(smem_u32(&empty_bar[s]));
+      }
+    }
+    if constexpr (kOverlap) {
+      wgmma_wait<0>();  // the last group (its stage is never reused)
       fence_acc(acc);
-      // This thread's reads of the stage are complete: release it to the producer.
-      mbar_arrive(smem_u32(&empty_bar[s]));
     }
 
     // ---- epilogue: bf16 pairs straight from the accumulators ----
@@ -281,9 +302,7 @@ cudaError_t encode_map(PFN_cuTensorMapEncodeTiled_v12000 fn, CUtensorMap* map, c
   return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
 }
 
-}  // namespace
-
-bool gemm_wgmma_supported() {
+bool device_is_cc90() {
   int dev = 0, major = 0, minor = 0;
   if (cudaGetDevice(&dev) != cudaSuccess) return false;
   if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
@@ -292,26 +311,45 @@ bool gemm_wgmma_supported() {
   return major == 9 && minor == 0;
 }
 
+template <bool kOverlap>
+cudaError_t launch_wgmma(const CUtensorMap& map_a, const CUtensorMap& map_w, bf16_bits* C, int m,
+                         int n, int k, long long tiles, cudaStream_t s) {
+  static const cudaError_t attr = cudaFuncSetAttribute(
+      gemm_wgmma_kernel<kOverlap>, cudaFuncAttributeMaxDynamicSharedMemorySize, L::SMEM_BYTES);
+  if (attr != cudaSuccess) return attr;
+  gemm_wgmma_kernel<kOverlap><<<static_cast<unsigned>(tiles), L::THREADS, L::SMEM_BYTES, s>>>(
+      map_a, map_w, reinterpret_cast<__nv_bfloat16*>(C), m, n, k);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+bool gemm_wgmma_supported() {
+  if (!device_is_cc90()) return false;
+  // The fatbin holds sm_90a code for this device (a kernel image loads).
+  cudaFuncAttributes fa{};
+  const bool ok = cudaFuncGetAttributes(&fa, gemm_wgmma_kernel<true>) == cudaSuccess &&
+                  cudaFuncGetAttributes(&fa, gemm_wgmma_kernel<false>) == cudaSuccess;
+  if (!ok) (void)cudaGetLastError();  // not sticky; clear it for the caller
+  return ok;
+}
+
 cudaError_t gemm_wgmma_bf16(const bf16_bits* A, const bf16_bits* W, bf16_bits* C, int m, int n,
-                            int k, cudaStream_t s) {
+                            int k, cudaStream_t s, bool overlap_stages) {
   if (m <= 0 || n <= 0 || k <= 0 || k % 8 != 0 || n % 8 != 0) return cudaErrorInvalidValue;
   if (!aligned16(A) || !aligned16(W) || !aligned16(C)) return cudaErrorInvalidValue;
   const long long tiles = static_cast<long long>((m + L::BM - 1) / L::BM) *
                           static_cast<long long>((n + L::BN - 1) / L::BN);
   if (tiles > 0x7FFFFFFFLL) return cudaErrorInvalidValue;
-  if (!gemm_wgmma_supported()) return cudaErrorNotSupported;
+  if (!device_is_cc90()) return cudaErrorNotSupported;
   cudaError_t err = cudaSuccess;
   const PFN_cuTensorMapEncodeTiled_v12000 fn = encode_fn(&err);
   if (err != cudaSuccess) return err;
   CUtensorMap map_a, map_w;
   if ((err = encode_map(fn, &map_a, A, m, k, L::BM)) != cudaSuccess) return err;
   if ((err = encode_map(fn, &map_w, W, n, k, L::BN)) != cudaSuccess) return err;
-  static const cudaError_t attr = cudaFuncSetAttribute(
-      gemm_wgmma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, L::SMEM_BYTES);
-  if (attr != cudaSuccess) return attr;
-  gemm_wgmma_kernel<<<static_cast<unsigned>(tiles), L::THREADS, L::SMEM_BYTES, s>>>(
-      map_a, map_w, reinterpret_cast<__nv_bfloat16*>(C), m, n, k);
-  return cudaGetLastError();
+  return overlap_stages ? launch_wgmma<true>(map_a, map_w, C, m, n, k, tiles, s)
+                        : launch_wgmma<false>(map_a, map_w, C, m, n, k, tiles, s);
 }
 
 }  // namespace fleetsim::kernels

@@ -29,13 +29,13 @@ constexpr int BN = 256;  ///< block columns: one m64n256k16 per consumer and k-s
 constexpr int BK = 64;   ///< k per stage: 64 bf16 = 128 bytes = one swizzle row
 constexpr int STAGES = 4;
 constexpr int WGMMA_K = 16;
-constexpr int CONSUMERS = 2;                       ///< consumer warpgroups
-constexpr int THREADS = 128 * (1 + CONSUMERS);     ///< + 1 producer warpgroup (TMA)
-constexpr int GROUP_M = 8;                         ///< row tiles per raster group (L2 reuse)
-constexpr int A_STAGE_BYTES = BM * BK * 2;         ///< 16 KiB
-constexpr int B_STAGE_BYTES = BN * BK * 2;         ///< 32 KiB
+constexpr int CONSUMERS = 2;                    ///< consumer warpgroups
+constexpr int THREADS = 128 * (1 + CONSUMERS);  ///< + 1 producer warpgroup (TMA)
+constexpr int GROUP_M = 8;                      ///< row tiles per raster group (L2 reuse)
+constexpr int A_STAGE_BYTES = BM * BK * 2;      ///< 16 KiB
+constexpr int B_STAGE_BYTES = BN * BK * 2;      ///< 32 KiB
 constexpr int STAGE_BYTES = A_STAGE_BYTES + B_STAGE_BYTES;
-constexpr int SMEM_ALIGN = 1024;                   ///< 128B swizzle repeats every 8 rows
+constexpr int SMEM_ALIGN = 1024;  ///< 128B swizzle repeats every 8 rows
 constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + SMEM_ALIGN;  ///< dynamic, with slack
 constexpr int ACC_REGS = BN / 2;  ///< fp32 accumulators per thread (64·256 / 128)
 static_assert(BK * 2 == 128, "one k-stage row must be exactly one 128-byte swizzle row");
@@ -50,8 +50,8 @@ constexpr std::uint64_t kSwizzle128B = 1;  ///< layout type, bits 62–63
 /// `smem_addr` is the shared-window address (cvta.to.shared), 16-byte aligned.
 FK_WG_HD constexpr std::uint64_t make_desc_sw128_kmajor(std::uint32_t smem_addr) {
   return (static_cast<std::uint64_t>((smem_addr >> 4) & 0x3FFFu)) |
-         (static_cast<std::uint64_t>(1u) << 16) |                 // LBO (ignored)
-         (static_cast<std::uint64_t>(1024u >> 4) << 32) |         // SBO = 1024 B
+         (static_cast<std::uint64_t>(1u) << 16) |          // LBO (ignored)
+         (static_cast<std::uint64_t>(1024u >> 4) << 32) |  // SBO = 1024 B
          (kSwizzle128B << 62);
 }
 /// The descriptor of the same tile advanced by `kk` k-steps of 16 bf16 (32 bytes): only the
@@ -66,7 +66,8 @@ FK_WG_HD constexpr std::uint64_t desc_advance_k(std::uint64_t desc, int kk) {
 /// with 64 elements (128 bytes) per row: the 16-byte chunk index (col / 8) is XORed with
 /// row % 8.
 FK_WG_HD constexpr std::uint32_t sw128_offset(int row, int col) {
-  const std::uint32_t chunk = static_cast<std::uint32_t>(col / 8) ^ static_cast<std::uint32_t>(row % 8);
+  const std::uint32_t chunk =
+      static_cast<std::uint32_t>(col / 8) ^ static_cast<std::uint32_t>(row % 8);
   return static_cast<std::uint32_t>(row) * 128u + chunk * 16u +
          static_cast<std::uint32_t>(col % 8) * 2u;
 }
@@ -114,9 +115,8 @@ inline constexpr TensorMapParams tensor_map_params(int rows, int k, int box_rows
 /// 1..256, inner box bytes ≤ 128 for 128-byte swizzle and a multiple of 16.
 inline constexpr bool tensor_map_params_valid(const TensorMapParams& p) {
   return p.dim[0] > 0 && p.dim[1] > 0 && p.dim[0] < (1ull << 32) && p.dim[1] < (1ull << 32) &&
-         p.stride[0] % 16 == 0 && p.stride[0] < (1ull << 40) && p.box[0] >= 1 &&
-         p.box[0] <= 256 && p.box[1] >= 1 && p.box[1] <= 256 && p.box[0] * 2 <= 128 &&
-         (p.box[0] * 2) % 16 == 0;
+         p.stride[0] % 16 == 0 && p.stride[0] < (1ull << 40) && p.box[0] >= 1 && p.box[0] <= 256 &&
+         p.box[1] >= 1 && p.box[1] <= 256 && p.box[0] * 2 <= 128 && (p.box[0] * 2) % 16 == 0;
 }
 
 }  // namespace fleetsim::kernels::wgmma_layout

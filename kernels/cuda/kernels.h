@@ -83,9 +83,10 @@ bool gemm_wgmma_supported();
 /// gemm_tiled_bf16, on Hopper's wgmma tensor-core instructions fed by TMA (128×256×64 tiles,
 /// 4 stages, 1 producer + 2 consumer warpgroups). Requires k % 8 == 0, n % 8 == 0 and 16-byte
 /// aligned A, W, C (cudaErrorInvalidValue); returns cudaErrorNotSupported where
-/// gemm_wgmma_supported() is false.
+/// gemm_wgmma_supported() is false. `overlap_stages` false selects the simpler mainloop
+/// (each consumer waits for its wgmma before releasing the stage): for diagnosis only.
 cudaError_t gemm_wgmma_bf16(const bf16_bits* A, const bf16_bits* W, bf16_bits* C, int m, int n,
-                            int k, cudaStream_t s);
+                            int k, cudaStream_t s, bool overlap_stages = true);
 
 // ---- attn_prefill.cu ----------------------------------------------------------------------
 

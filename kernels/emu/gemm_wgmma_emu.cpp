@@ -8,8 +8,8 @@ namespace fleetsim::kernels {
 bool gemm_wgmma_supported() { return false; }
 
 cudaError_t gemm_wgmma_bf16(const bf16_bits* A, const bf16_bits* W, bf16_bits* C, int m, int n,
-                            int k, cudaStream_t s) {
-  (void)A, (void)W, (void)C, (void)s;
+                            int k, cudaStream_t s, bool overlap_stages) {
+  (void)A, (void)W, (void)C, (void)s, (void)overlap_stages;
   if (m <= 0 || n <= 0 || k <= 0 || k % 8 != 0 || n % 8 != 0) return cudaErrorInvalidValue;
   return cudaErrorNotSupported;
 }

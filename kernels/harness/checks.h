@@ -49,8 +49,7 @@ CheckResult check_gemm(const GemmProblem& p, const bf16_bits* d_c, int max_rows 
 /// columns mod 8/16/64/256 and rows mod 8/16/64 (a pattern that repeats with a period points
 /// to a fragment or swizzle layout bug, errors everywhere or in whole tiles to a
 /// synchronisation bug), and the 128×256 output tiles they fall in. Empty when all match.
-std::string gemm_mismatch_report(const GemmProblem& p, const bf16_bits* d_c,
-                                 double max_macs = 4e9);
+std::string gemm_mismatch_report(const GemmProblem& p, const bf16_bits* d_c, double max_macs = 4e9);
 
 // ---- attention ------------------------------------------------------------------------
 

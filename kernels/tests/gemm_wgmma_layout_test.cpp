@@ -33,8 +33,8 @@ TEST(WgmmaLayout, Swizzle128XorsTheChunkWithTheRowInItsGroupOfEight) {
   EXPECT_EQ(sw128_offset(0, 0), 0u);
   EXPECT_EQ(sw128_offset(0, 8), 16u);
   EXPECT_EQ(sw128_offset(0, 9), 18u);
-  EXPECT_EQ(sw128_offset(1, 0), 128u + 16u);  // chunk 0 ^ 1
-  EXPECT_EQ(sw128_offset(1, 8), 128u);        // chunk 1 ^ 1 = 0
+  EXPECT_EQ(sw128_offset(1, 0), 128u + 16u);                   // chunk 0 ^ 1
+  EXPECT_EQ(sw128_offset(1, 8), 128u);                         // chunk 1 ^ 1 = 0
   EXPECT_EQ(sw128_offset(7, 63), 7u * 128u + 0u * 16u + 14u);  // chunk 7 ^ 7
   EXPECT_EQ(sw128_offset(8, 0), 1024u);                        // the pattern repeats
   EXPECT_EQ(sw128_offset(13, 17), 13u * 128u + (2u ^ 5u) * 16u + 2u);
@@ -127,10 +127,10 @@ TEST(WgmmaLayout, TensorMapParametersAndLimits) {
   EXPECT_EQ(a.box[1], 128u);
   EXPECT_EQ(a.elem_stride[0], 1u);
   EXPECT_TRUE(tensor_map_params_valid(a));
-  EXPECT_TRUE(tensor_map_params_valid(tensor_map_params(1, 8, BM)));       // box past the end
+  EXPECT_TRUE(tensor_map_params_valid(tensor_map_params(1, 8, BM)));  // box past the end
   EXPECT_TRUE(tensor_map_params_valid(tensor_map_params(28672, 8192, BN)));
-  EXPECT_FALSE(tensor_map_params_valid(tensor_map_params(16, 12, BM)));    // 24-byte stride
-  EXPECT_FALSE(tensor_map_params_valid(tensor_map_params(16, 64, 512)));   // box > 256
+  EXPECT_FALSE(tensor_map_params_valid(tensor_map_params(16, 12, BM)));   // 24-byte stride
+  EXPECT_FALSE(tensor_map_params_valid(tensor_map_params(16, 64, 512)));  // box > 256
   // The shared-memory budget: ring + alignment slack + the barriers' 1 KiB static block
   // within the 227 KiB a Hopper block may opt into.
   EXPECT_LE(SMEM_BYTES + 1024, 227 * 1024);

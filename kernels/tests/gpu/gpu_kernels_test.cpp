@@ -66,25 +66,30 @@ TEST_F(Gpu, WgmmaGemmMatchesTheCpuReference) {
   if (!gemm_wgmma_supported())
     GTEST_SKIP() << "gemm_wgmma_bf16 needs a compute capability 9.0 GPU (H100/H200) and "
                     "its sm_90a build; skipped";
-  for (const Shape3 s : {Shape3{1, 8, 8}, Shape3{1, 256, 64}, Shape3{77, 136, 72},
-                         Shape3{128, 256, 64}, Shape3{16, 520, 1032}, Shape3{129, 264, 200},
-                         Shape3{256, 512, 256}, Shape3{383, 776, 1000}, Shape3{300, 1032, 2120},
-                         Shape3{1100, 2056, 136}}) {
-    GemmProblem p;
-    p.m = s.m;
-    p.n = s.n;
-    p.k = s.k;
-    p.seed_a = fresh_seed();
-    p.seed_w = fresh_seed();
-    DeviceBuffer<bf16_bits> a(static_cast<std::size_t>(s.m) * s.k),
-        w(static_cast<std::size_t>(s.n) * s.k), c(static_cast<std::size_t>(s.m) * s.n);
-    fill_gemm_inputs(p, a.get(), w.get());
-    c.poison();
-    ASSERT_EQ(gemm_wgmma_bf16(a.get(), w.get(), c.get(), s.m, s.n, s.k, nullptr), cudaSuccess)
-        << "m=" << s.m << " n=" << s.n << " k=" << s.k;
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << "m=" << s.m << " n=" << s.n << " k=" << s.k;
-    const CheckResult r = check_gemm(p, c.get(), kAll, kAll);
-    EXPECT_TRUE(r.ok) << r.detail << "\n" << gemm_mismatch_report(p, c.get());
+  for (const Shape3 s :
+       {Shape3{1, 8, 8}, Shape3{1, 256, 64}, Shape3{77, 136, 72}, Shape3{128, 256, 64},
+        Shape3{16, 520, 1032}, Shape3{129, 264, 200}, Shape3{256, 512, 256}, Shape3{383, 776, 1000},
+        Shape3{300, 1032, 2120}, Shape3{1100, 2056, 136}}) {
+    for (const bool overlap : {true, false}) {
+      SCOPED_TRACE(overlap ? "overlapped mainloop (default)" : "serial mainloop");
+      GemmProblem p;
+      p.m = s.m;
+      p.n = s.n;
+      p.k = s.k;
+      p.seed_a = fresh_seed();
+      p.seed_w = fresh_seed();
+      DeviceBuffer<bf16_bits> a(static_cast<std::size_t>(s.m) * s.k),
+          w(static_cast<std::size_t>(s.n) * s.k), c(static_cast<std::size_t>(s.m) * s.n);
+      fill_gemm_inputs(p, a.get(), w.get());
+      c.poison();
+      ASSERT_EQ(gemm_wgmma_bf16(a.get(), w.get(), c.get(), s.m, s.n, s.k, nullptr, overlap),
+                cudaSuccess)
+          << "m=" << s.m << " n=" << s.n << " k=" << s.k;
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess)
+          << "m=" << s.m << " n=" << s.n << " k=" << s.k;
+      const CheckResult r = check_gemm(p, c.get(), kAll, kAll);
+      EXPECT_TRUE(r.ok) << r.detail << "\n" << gemm_mismatch_report(p, c.get());
+    }
   }
   // Repeated launches into the same output agree exactly (no race between the stages).
   {
@@ -119,7 +124,8 @@ TEST_F(Gpu, WgmmaGemmMatchesTheCpuReference) {
 
 // Where the wgmma GEMM cannot run (other GPUs, the emulator) it says so instead of failing.
 TEST(WgmmaGemmSupport, ReportsNotSupportedWhereItCannotRun) {
-  if (gemm_wgmma_supported()) GTEST_SKIP() << "supported here: WgmmaGemmMatchesTheCpuReference runs";
+  if (gemm_wgmma_supported())
+    GTEST_SKIP() << "supported here: WgmmaGemmMatchesTheCpuReference runs";
   EXPECT_EQ(gemm_wgmma_bf16(reinterpret_cast<const bf16_bits*>(256),
                             reinterpret_cast<const bf16_bits*>(256),
                             reinterpret_cast<bf16_bits*>(256), 4, 8, 16, nullptr),
