@@ -228,6 +228,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       const int s = kt % L::STAGES;
       const int round = kt / L::STAGES;
       mbar_wait(smem_u32(&full_bar[s]), static_cast<std::uint32_t>(round & 1));
+      __syncwarp();  // the warp reconverged before the .sync.aligned wgmma instructions
       const std::uint32_t a_tile = ring + static_cast<std::uint32_t>(s) * L::STAGE_BYTES +
                                    static_cast<std::uint32_t>(cw) * (64 * L::BK * 2);
       const std::uint32_t b_tile =

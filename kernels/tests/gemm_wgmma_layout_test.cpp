@@ -51,6 +51,46 @@ TEST(WgmmaLayout, Swizzle128XorsTheChunkWithTheRowInItsGroupOfEight) {
   }
 }
 
+// The address wgmma reads for element (row, k) of a K-major 128B-swizzled operand, as the
+// PTX ISA describes the canonical layout: 8-row core-matrix groups SBO bytes apart, rows of
+// 128 bytes, then bits 4-6 of the address XORed with bits 7-9. Decoded from the descriptor.
+std::uint32_t wgmma_read_address(std::uint64_t desc, int row, int k) {
+  const std::uint32_t start = static_cast<std::uint32_t>(desc & 0x3FFFu) << 4;
+  const std::uint32_t sbo = static_cast<std::uint32_t>((desc >> 32) & 0x3FFFu) << 4;
+  EXPECT_EQ((desc >> 62) & 3u, 1u);
+  const std::uint32_t linear = start + static_cast<std::uint32_t>(row / 8) * sbo +
+                               static_cast<std::uint32_t>(row % 8) * 128u +
+                               static_cast<std::uint32_t>(k) * 2u;
+  return linear ^ (((linear >> 7) & 7u) << 4);
+}
+
+TEST(WgmmaLayout, DescriptorStepsReadWhatTmaWrote) {
+  // TMA writes element (row, col) of a [rows][64] box at tile + sw128_offset(row, col); each
+  // k-step kk of a consumer reads (row, 16·kk + j) through desc_advance_k(desc, kk), for the
+  // A tile of either consumer (64-row halves) and the 256-row W tile of every stage.
+  for (int stage = 0; stage < STAGES; ++stage) {
+    const std::uint32_t ring = 0x400u;  // 1024-aligned, as the kernel aligns it
+    const std::uint32_t a_tile = ring + static_cast<std::uint32_t>(stage) * STAGE_BYTES;
+    const std::uint32_t b_tile = a_tile + A_STAGE_BYTES;
+    for (int cw = 0; cw < CONSUMERS; ++cw) {
+      const std::uint64_t da =
+          make_desc_sw128_kmajor(a_tile + static_cast<std::uint32_t>(cw) * 64u * 128u);
+      for (int kk = 0; kk < BK / WGMMA_K; ++kk)
+        for (int r = 0; r < 64; ++r)
+          for (int j = 0; j < WGMMA_K; ++j)
+            ASSERT_EQ(wgmma_read_address(desc_advance_k(da, kk), r, j),
+                      a_tile + sw128_offset(64 * cw + r, WGMMA_K * kk + j))
+                << "stage " << stage << " consumer " << cw << " kk " << kk << " row " << r;
+    }
+    const std::uint64_t db = make_desc_sw128_kmajor(b_tile);
+    for (int kk = 0; kk < BK / WGMMA_K; ++kk)
+      for (int r = 0; r < BN; ++r)
+        for (int j = 0; j < WGMMA_K; ++j)
+          ASSERT_EQ(wgmma_read_address(desc_advance_k(db, kk), r, j),
+                    b_tile + sw128_offset(r, WGMMA_K * kk + j));
+  }
+}
+
 TEST(WgmmaLayout, AccumulatorFragmentMapCoversTheTileOnce) {
   // Hand values (PTX ISA, wgmma .m64nNk16 D fragments).
   EXPECT_EQ(acc_row(0, 0), 0);
