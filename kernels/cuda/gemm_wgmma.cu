@@ -26,6 +26,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <mutex>
 
 #include "kernels/cuda/gemm_wgmma_layout.h"
@@ -308,7 +309,12 @@ cudaError_t encode_map(PFN_cuTensorMapEncodeTiled_v12000 fn, CUtensorMap* map, c
                         p.stride, p.box, p.elem_stride, CU_TENSOR_MAP_INTERLEAVE_NONE,
                         CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                         CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);  // NONE: out-of-bounds reads are 0
-  return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
+  if (r == CUDA_SUCCESS) return cudaSuccess;
+  std::fprintf(stderr,
+               "gemm_wgmma_bf16: cuTensorMapEncodeTiled failed (CUresult %d) for a [%d][%d] bf16 "
+               "matrix at %p, box %u x %u\n",
+               static_cast<int>(r), rows, k, base, p.box[1], p.box[0]);
+  return cudaErrorInvalidValue;
 }
 
 bool device_is_cc90() {

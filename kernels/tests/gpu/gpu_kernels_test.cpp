@@ -82,11 +82,15 @@ TEST_F(Gpu, WgmmaGemmMatchesTheCpuReference) {
           w(static_cast<std::size_t>(s.n) * s.k), c(static_cast<std::size_t>(s.m) * s.n);
       fill_gemm_inputs(p, a.get(), w.get());
       c.poison();
-      ASSERT_EQ(gemm_wgmma_bf16(a.get(), w.get(), c.get(), s.m, s.n, s.k, nullptr, overlap),
-                cudaSuccess)
-          << "m=" << s.m << " n=" << s.n << " k=" << s.k;
-      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess)
-          << "m=" << s.m << " n=" << s.n << " k=" << s.k;
+      const cudaError_t launched =
+          gemm_wgmma_bf16(a.get(), w.get(), c.get(), s.m, s.n, s.k, nullptr, overlap);
+      ASSERT_EQ(launched, cudaSuccess)
+          << cudaGetErrorName(launched) << " at m=" << s.m << " n=" << s.n << " k=" << s.k;
+      // A kernel that waits on an mbarrier for seconds traps (a hang: a TMA that never
+      // completed, a wrong transaction count or parity): cudaErrorLaunchFailure here.
+      const cudaError_t synced = cudaDeviceSynchronize();
+      ASSERT_EQ(synced, cudaSuccess)
+          << cudaGetErrorName(synced) << " at m=" << s.m << " n=" << s.n << " k=" << s.k;
       const CheckResult r = check_gemm(p, c.get(), kAll, kAll);
       EXPECT_TRUE(r.ok) << r.detail << "\n" << gemm_mismatch_report(p, c.get());
     }
