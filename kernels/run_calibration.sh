@@ -5,7 +5,8 @@
 # finds, runs the device correctness tests (every kernel against its CPU reference), then
 # times every kernel over the model shapes (each shape validated again before timing) and
 # writes to OUT_DIR:
-#   <gpu>-kernels-gemm-cublaslt.csv, <gpu>-kernels-gemm-own.csv, <gpu>-kernels-attention.csv
+#   <gpu>-kernels-gemm-cublaslt.csv, <gpu>-kernels-gemm-own.csv, <gpu>-kernels-attention.csv,
+#   <gpu>-kernels-gemm-own-wgmma.csv (compute capability 9.0 only)
 #       calibration tables (hw_models/calibration/README.md); install one with
 #       `fleetsim calibrate import FILE`
 #   <section>/results.csv    every measurement with TFLOP/s, GB/s and fractions of the

@@ -172,7 +172,7 @@ std::string write_outputs() {
   const std::string sha = c.opt.source_sha.empty() ? "unknown-sha" : c.opt.source_sha;
   // The own GEMM's reference rate: cuBLASLt BF16 at the same shape.
   for (auto& r : c.results)
-    if (r.section == "gemm" && r.impl == "own_bf16")
+    if (r.section == "gemm" && (r.impl == "own_bf16" || r.impl == "own_wgmma_bf16"))
       for (const auto& q : c.results)
         if (q.section == "gemm" && q.impl == "cublaslt_bf16" && q.m == r.m && q.n == r.n &&
             q.k == r.k)
@@ -248,6 +248,12 @@ std::string write_outputs() {
          "not a library: import either this or the cuBLASLt table for GEMMs, not both. " +
              common,
          [](const Result& r) { return r.section == "gemm" && r.impl == "own_bf16"; }},
+        {c.gpu->id + "-kernels-gemm-own-wgmma.csv",
+         "The project's own Hopper BF16 GEMM (kernels/cuda/gemm_wgmma.cu, sm_90a: TMA with "
+         "128-byte swizzle into a 4-stage mbarrier ring, wgmma m64n256k16, 128x256x64 tiles, 1 "
+         "producer + 2 consumer warpgroups), not a library: import one GEMM table only. " +
+             common,
+         [](const Result& r) { return r.section == "gemm" && r.impl == "own_wgmma_bf16"; }},
         {c.gpu->id + "-kernels-attention.csv",
          "The project's own attention kernels (kernels/cuda/attn_prefill.cu: "
          "FlashAttention-2-style mma.sync, "
@@ -317,6 +323,10 @@ std::string write_outputs() {
   const Result* own8k = find([](const Result& r) {
     return r.section == "gemm" && r.impl == "own_bf16" && r.m == 8192 && r.n == 8192 && r.k == 8192;
   });
+  const Result* wg8k = find([](const Result& r) {
+    return r.section == "gemm" && r.impl == "own_wgmma_bf16" && r.m == 8192 && r.n == 8192 &&
+           r.k == 8192;
+  });
   const Result* fp88k = find([](const Result& r) {
     return r.section == "gemm" && r.impl == "cublaslt_fp8" && r.m == 8192 && r.n == 8192 &&
            r.k == 8192;
@@ -337,6 +347,22 @@ std::string write_outputs() {
                                : fmt(100 * median(ratios), 1) + " % median over " +
                                      std::to_string(ratios.size()) + " shapes with m >= 4096")
             << " |\n";
+  }
+  {
+    // The same for the Hopper wgmma GEMM (only where it ran: compute capability 9.0).
+    std::vector<double> ratios;
+    for (const auto& r : c.results)
+      if (r.section == "gemm" && r.impl == "own_wgmma_bf16" && r.m >= 4096 && r.ref_tflops > 0)
+        ratios.push_back(r.tflops / r.ref_tflops);
+    if (wg8k || !ratios.empty())
+      summary << "| own wgmma GEMM / cuBLASLt, large shapes | >= 60 % | "
+              << (wg8k && lt8k ? fmt(100 * wg8k->tflops / lt8k->tflops, 1) + " % at 8192^3 (" +
+                                     fmt(wg8k->tflops, 1) + " TFLOP/s); "
+                               : "")
+              << (ratios.empty() ? "n/a"
+                                 : fmt(100 * median(ratios), 1) + " % median over " +
+                                       std::to_string(ratios.size()) + " shapes with m >= 4096")
+              << " |\n";
   }
   {
     std::string s;

@@ -1,4 +1,5 @@
-// GEMM benchmarks: cuBLASLt BF16, cuBLASLt FP8 and the own tiled BF16 kernel over the
+// GEMM benchmarks: cuBLASLt BF16, cuBLASLt FP8, the own tiled BF16 kernel and (on compute
+// capability 9.0 only) the own Hopper wgmma BF16 kernel over the
 // projection and MLP shapes of Llama-3.1-8B/70B, Mixtral-8x7B and DeepSeek-V3 at token
 // counts 1..16384, plus square 4096/8192/16384 (the 8192³ target).
 #include <cublasLt.h>
@@ -12,7 +13,7 @@ namespace fleetsim::kernels::bench {
 namespace {
 
 struct Case {
-  std::string impl;  // cublaslt_bf16 | cublaslt_fp8 | own_bf16
+  std::string impl;  // cublaslt_bf16 | cublaslt_fp8 | own_bf16 | own_wgmma_bf16
   std::string model, label;
   int m, n, k;
 };
@@ -26,7 +27,8 @@ void run_case(benchmark::State& st, const Case& cs, const std::string& name) {
   guarded(st, name, [&] {
     Context& c = ctx();
     const bool fp8 = cs.impl == "cublaslt_fp8";
-    const bool own = cs.impl == "own_bf16";
+    const bool wgmma = cs.impl == "own_wgmma_bf16";
+    const bool own = cs.impl == "own_bf16" || wgmma;
     GemmProblem p;
     p.m = cs.m;
     p.n = cs.n;
@@ -50,7 +52,9 @@ void run_case(benchmark::State& st, const Case& cs, const std::string& name) {
                  : gemm_cublaslt_bf16(c.lt, a16, w16, out, cs.m, cs.n, cs.k, nullptr, &err);
     };
     std::function<void()> launch;
-    if (own) {
+    if (wgmma) {
+      launch = [&] { FK_CHECK(gemm_wgmma_bf16(a16, w16, C.get(), cs.m, cs.n, cs.k, nullptr)); };
+    } else if (own) {
       launch = [&] { FK_CHECK(gemm_tiled_bf16(a16, w16, C.get(), cs.m, cs.n, cs.k, nullptr)); };
     } else {
       launch = [&] {
@@ -81,6 +85,7 @@ void run_case(benchmark::State& st, const Case& cs, const std::string& name) {
       chk.ok = full.ok;
       chk.detail += "; " + full.detail;
     }
+    if (!chk.ok && wgmma) chk.detail += "; " + gemm_mismatch_report(p, C.get(), 2e9);
     if (!chk.ok) return validation_failed(st, name, chk);
     Result r;
     r.section = "gemm";
@@ -118,14 +123,16 @@ void register_gemm() {
     shapes = {{"smoke", "proj", 136, 72}};
     squares = {128};
   }
+  // The Hopper GEMM only where it can run (compute capability 9.0, sm_90a build).
+  std::vector<std::string> impls = {"cublaslt_bf16", "cublaslt_fp8", "own_bf16"};
+  if (gemm_wgmma_supported()) impls.push_back("own_wgmma_bf16");
   std::vector<Case> cases;
   for (int sq : squares)
-    for (const char* impl : {"cublaslt_bf16", "cublaslt_fp8", "own_bf16"})
+    for (const auto& impl : impls)
       cases.push_back({impl, "square", std::to_string(sq) + "^3", sq, sq, sq});
   for (const auto& s : shapes)
     for (int m : tokens)
-      for (const char* impl : {"cublaslt_bf16", "cublaslt_fp8", "own_bf16"})
-        cases.push_back({impl, s.model, s.proj, m, s.n, s.k});
+      for (const auto& impl : impls) cases.push_back({impl, s.model, s.proj, m, s.n, s.k});
 
   std::size_t free_b = 0, total_b = 0;
   cudaMemGetInfo(&free_b, &total_b);

@@ -74,6 +74,20 @@ int gemm_cublaslt_fp8(CublasLt* lt, const fp8_bits* A, const fp8_bits* W, bf16_b
 cudaError_t gemm_tiled_bf16(const bf16_bits* A, const bf16_bits* W, bf16_bits* C, int m, int n,
                             int k, cudaStream_t s);
 
+// ---- gemm_wgmma.cu: the own Hopper GEMM (sm_90a: TMA + wgmma) -----------------------------
+
+/// True when gemm_wgmma_bf16 can run here: a compute capability 9.0 device (H100/H200) and a
+/// build with its sm_90a code. False on other GPUs and in the host emulator.
+bool gemm_wgmma_supported();
+/// C[m×n] (bf16) = A[m×k]·W[n×k]ᵀ, row-major, FP32 accumulation: the semantics of
+/// gemm_tiled_bf16, on Hopper's wgmma tensor-core instructions fed by TMA (128×256×64 tiles,
+/// 4 stages, 1 producer + 2 consumer warpgroups). Requires k % 8 == 0, n % 8 == 0 and 16-byte
+/// aligned A, W, C (cudaErrorInvalidValue); returns cudaErrorNotSupported where
+/// gemm_wgmma_supported() is false. `overlap_stages` false selects the simpler mainloop
+/// (each consumer waits for its wgmma before releasing the stage): for diagnosis only.
+cudaError_t gemm_wgmma_bf16(const bf16_bits* A, const bf16_bits* W, bf16_bits* C, int m, int n,
+                            int k, cudaStream_t s, bool overlap_stages = true);
+
 // ---- attn_prefill.cu ----------------------------------------------------------------------
 
 struct PrefillArgs {

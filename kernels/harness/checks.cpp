@@ -119,6 +119,78 @@ CheckResult check_gemm(const GemmProblem& p, const bf16_bits* d_c, int max_rows,
                         " k=" + std::to_string(p.k) + (p.fp8 ? " fp8" : " bf16"));
 }
 
+std::string gemm_mismatch_report(const GemmProblem& p, const bf16_bits* d_c, double max_macs) {
+  const double macs = static_cast<double>(p.m) * p.n * p.k;
+  if (macs > max_macs) return "(mismatch report skipped: " + std::to_string(macs) + " MACs)";
+  const std::size_t mn = static_cast<std::size_t>(p.m) * p.n;
+  const std::vector<bf16_bits> c = copy_to_host(d_c, mn);
+  std::vector<float> a(static_cast<std::size_t>(p.m) * p.k), w(static_cast<std::size_t>(p.n) * p.k);
+  for (int i = 0; i < p.m; ++i)
+    for (int l = 0; l < p.k; ++l) a[static_cast<std::size_t>(i) * p.k + l] = p.a(i, l);
+  for (int j = 0; j < p.n; ++j)
+    for (int l = 0; l < p.k; ++l) w[static_cast<std::size_t>(j) * p.k + l] = p.w(j, l);
+  std::vector<double> ref(mn);
+  double sq = 0;
+  for (int i = 0; i < p.m; ++i)
+    for (int j = 0; j < p.n; ++j) {
+      const double v = ref::dot(&a[static_cast<std::size_t>(i) * p.k],
+                                &w[static_cast<std::size_t>(j) * p.k], p.k);
+      ref[static_cast<std::size_t>(i) * p.n + j] = v;
+      sq += v * v;
+    }
+  const double rms = std::sqrt(sq / static_cast<double>(mn));
+  const double tol = 0.06 * (rms > 0 ? rms : 1.0);
+  std::size_t bad = 0, nonfinite = 0;
+  std::string first;
+  const int periods_c[] = {8, 16, 64, 256}, periods_r[] = {8, 16, 64};
+  std::vector<std::set<int>> col_res(4), row_res(3);
+  std::set<std::pair<int, int>> tiles;
+  for (int i = 0; i < p.m; ++i)
+    for (int j = 0; j < p.n; ++j) {
+      const std::size_t idx = static_cast<std::size_t>(i) * p.n + j;
+      const double got = bf16_to_float(c[idx]);
+      const bool fin = std::isfinite(got);
+      if (fin && std::fabs(got - ref[idx]) <= tol) continue;
+      ++bad;
+      if (!fin) ++nonfinite;
+      if (bad <= 5)
+        first += " (" + std::to_string(i) + "," + std::to_string(j) + ") expected " +
+                 std::to_string(ref[idx]) + " got " + std::to_string(got) + ";";
+      for (int q = 0; q < 4; ++q) col_res[q].insert(j % periods_c[q]);
+      for (int q = 0; q < 3; ++q) row_res[q].insert(i % periods_r[q]);
+      tiles.insert({i / 128, j / 256});
+    }
+  if (bad == 0) return "";
+  auto list = [](const std::set<int>& s, int period) {
+    if (static_cast<int>(s.size()) == period) return std::string("all");
+    std::string out;
+    for (int v : s) {
+      if (!out.empty()) out += ',';
+      out += std::to_string(v);
+    }
+    return out;
+  };
+  std::string r = "mismatch report: " + std::to_string(bad) + " of " + std::to_string(mn) +
+                  " elements wrong (" + std::to_string(nonfinite) + " non-finite; tol " +
+                  std::to_string(tol) + " = 0.06 rms); first:" + first;
+  for (int q = 0; q < 4; ++q)
+    r += " | cols mod " + std::to_string(periods_c[q]) + ": " + list(col_res[q], periods_c[q]);
+  for (int q = 0; q < 3; ++q)
+    r += " | rows mod " + std::to_string(periods_r[q]) + ": " + list(row_res[q], periods_r[q]);
+  const int tiles_total = ((p.m + 127) / 128) * ((p.n + 255) / 256);
+  r += " | 128x256 tiles with errors: " + std::to_string(tiles.size()) + " of " +
+       std::to_string(tiles_total);
+  int shown = 0;
+  for (const auto& [ti, tj] : tiles) {
+    if (shown++ == 6) {
+      r += " ...";
+      break;
+    }
+    r += " (" + std::to_string(ti) + "," + std::to_string(tj) + ")";
+  }
+  return r;
+}
+
 // ---- attention ----------------------------------------------------------------------------
 
 void fill_prefill_inputs(const PrefillProblem& p, bf16_bits* d_q, bf16_bits* d_k, bf16_bits* d_v) {

@@ -43,6 +43,14 @@ void fill_gemm_inputs(const GemmProblem& p, void* d_a, void* d_w);
 CheckResult check_gemm(const GemmProblem& p, const bf16_bits* d_c, int max_rows = 8,
                        int max_cols = 256);
 
+/// Debug aid for a failed GEMM check: the full reference on the CPU (for outputs up to
+/// `max_macs` multiply-adds), the number of wrong elements (|error| > 0.06·RMS(reference) or
+/// non-finite), the first few of them with expected and got values, the residues of their
+/// columns mod 8/16/64/256 and rows mod 8/16/64 (a pattern that repeats with a period points
+/// to a fragment or swizzle layout bug, errors everywhere or in whole tiles to a
+/// synchronisation bug), and the 128×256 output tiles they fall in. Empty when all match.
+std::string gemm_mismatch_report(const GemmProblem& p, const bf16_bits* d_c, double max_macs = 4e9);
+
 // ---- attention ------------------------------------------------------------------------
 
 struct PrefillProblem {

@@ -58,6 +58,84 @@ TEST_F(Gpu, TiledGemmMatchesTheCpuReference) {
             cudaErrorInvalidValue);  // k % 8
 }
 
+// The Hopper-only GEMM (TMA + wgmma, sm_90a). Shapes: m = 1 and m = 77 (one partial row
+// tile), n a multiple of 8 but not of 256 (partial column tiles), k not a multiple of 64 (a
+// zero-filled k tail), k of 1 to 65 k-tiles (the 4-stage ring wrapping many times), several
+// row and column tiles (the grouped raster), and exact multiples of the 128×256×64 tile.
+TEST_F(Gpu, WgmmaGemmMatchesTheCpuReference) {
+  if (!gemm_wgmma_supported())
+    GTEST_SKIP() << "gemm_wgmma_bf16 needs a compute capability 9.0 GPU (H100/H200) and "
+                    "its sm_90a build; skipped";
+  for (const Shape3 s :
+       {Shape3{1, 8, 8}, Shape3{1, 256, 64}, Shape3{77, 136, 72}, Shape3{128, 256, 64},
+        Shape3{16, 520, 1032}, Shape3{129, 264, 200}, Shape3{256, 512, 256}, Shape3{383, 776, 1000},
+        Shape3{300, 1032, 2120}, Shape3{1100, 2056, 136}}) {
+    for (const bool overlap : {true, false}) {
+      SCOPED_TRACE(overlap ? "overlapped mainloop (default)" : "serial mainloop");
+      GemmProblem p;
+      p.m = s.m;
+      p.n = s.n;
+      p.k = s.k;
+      p.seed_a = fresh_seed();
+      p.seed_w = fresh_seed();
+      DeviceBuffer<bf16_bits> a(static_cast<std::size_t>(s.m) * s.k),
+          w(static_cast<std::size_t>(s.n) * s.k), c(static_cast<std::size_t>(s.m) * s.n);
+      fill_gemm_inputs(p, a.get(), w.get());
+      c.poison();
+      const cudaError_t launched =
+          gemm_wgmma_bf16(a.get(), w.get(), c.get(), s.m, s.n, s.k, nullptr, overlap);
+      ASSERT_EQ(launched, cudaSuccess)
+          << cudaGetErrorName(launched) << " at m=" << s.m << " n=" << s.n << " k=" << s.k;
+      // A kernel that waits on an mbarrier for seconds traps (a hang: a TMA that never
+      // completed, a wrong transaction count or parity): cudaErrorLaunchFailure here.
+      const cudaError_t synced = cudaDeviceSynchronize();
+      ASSERT_EQ(synced, cudaSuccess)
+          << cudaGetErrorName(synced) << " at m=" << s.m << " n=" << s.n << " k=" << s.k;
+      const CheckResult r = check_gemm(p, c.get(), kAll, kAll);
+      EXPECT_TRUE(r.ok) << r.detail << "\n" << gemm_mismatch_report(p, c.get());
+    }
+  }
+  // Repeated launches into the same output agree exactly (no race between the stages).
+  {
+    GemmProblem p;
+    p.m = 512;
+    p.n = 1024;
+    p.k = 2048;
+    p.seed_a = fresh_seed();
+    p.seed_w = fresh_seed();
+    DeviceBuffer<bf16_bits> a(static_cast<std::size_t>(p.m) * p.k),
+        w(static_cast<std::size_t>(p.n) * p.k), c1(static_cast<std::size_t>(p.m) * p.n),
+        c2(static_cast<std::size_t>(p.m) * p.n);
+    fill_gemm_inputs(p, a.get(), w.get());
+    c1.poison();
+    ASSERT_EQ(gemm_wgmma_bf16(a.get(), w.get(), c1.get(), p.m, p.n, p.k, nullptr), cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const std::vector<bf16_bits> first = copy_to_host(c1.get(), c1.size());
+    for (int rep = 0; rep < 5; ++rep) {
+      c2.poison();
+      ASSERT_EQ(gemm_wgmma_bf16(a.get(), w.get(), c2.get(), p.m, p.n, p.k, nullptr), cudaSuccess);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      ASSERT_EQ(copy_to_host(c2.get(), c2.size()), first) << "run " << rep + 2 << " differs";
+    }
+    const CheckResult r = check_gemm(p, c1.get(), 64, 256);
+    EXPECT_TRUE(r.ok) << r.detail << "\n" << gemm_mismatch_report(p, c1.get());
+  }
+  EXPECT_EQ(gemm_wgmma_bf16(nullptr, nullptr, nullptr, 4, 8, 12, nullptr),
+            cudaErrorInvalidValue);  // k % 8
+  EXPECT_EQ(gemm_wgmma_bf16(nullptr, nullptr, nullptr, 4, 12, 16, nullptr),
+            cudaErrorInvalidValue);  // n % 8
+}
+
+// Where the wgmma GEMM cannot run (other GPUs, the emulator) it says so instead of failing.
+TEST(WgmmaGemmSupport, ReportsNotSupportedWhereItCannotRun) {
+  if (gemm_wgmma_supported())
+    GTEST_SKIP() << "supported here: WgmmaGemmMatchesTheCpuReference runs";
+  EXPECT_EQ(gemm_wgmma_bf16(reinterpret_cast<const bf16_bits*>(256),
+                            reinterpret_cast<const bf16_bits*>(256),
+                            reinterpret_cast<bf16_bits*>(256), 4, 8, 16, nullptr),
+            cudaErrorNotSupported);
+}
+
 TEST_F(Gpu, CublasLtBf16AndFp8MatchTheCpuReference) {
   std::string err;
   CublasLt* lt = cublaslt_create(&err);
