@@ -28,12 +28,13 @@
 # network: no install, no build), FLEETSIM_SOURCE_SHA (the revision for the provenance when
 # the tree has no .git), FLEETSIM_BENCH_ARGS (extra arguments for fleetsim_kernel_bench, e.g.
 # --quick or --benchmark_filter=gemm/cublaslt), FLEETSIM_SECTION_TIMEOUT (seconds per
-# benchmark section, default 600), FLEETSIM_TEST_TIMEOUT (seconds for the device tests,
+# benchmark section, default 600), FLEETSIM_SECTIONS (the sections to time, default "gemm
+# attention moe"), FLEETSIM_TEST_TIMEOUT (seconds for the device tests,
 # default 600), CUDA_ARCH (override the detected architecture, e.g. 90).
 set -euo pipefail
 
 if [ $# -ne 1 ] || [ "$1" = "-h" ] || [ "$1" = "--help" ]; then
-  sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'
   exit 64
 fi
 start=$(date +%s)
@@ -119,7 +120,7 @@ tested=$(date +%s)
 # ---- timing ------------------------------------------------------------------------------------
 echo "== benchmarks (each shape validated, then timed), one process per section"
 rc=0
-for section in gemm attention moe; do
+for section in ${FLEETSIM_SECTIONS:-gemm attention moe}; do
   mkdir -p "$out/$section"
   set +e
   # shellcheck disable=SC2086  # FLEETSIM_BENCH_ARGS holds several arguments
