@@ -109,7 +109,7 @@ if ! timeout "${FLEETSIM_TEST_TIMEOUT:-600}" "$bin/fleetsim_kernels_gpu_tests" -
   echo "run_calibration.sh: device tests FAILED (full log: $out/gpu_tests.log). Timing continues:" >&2
   echo "the benchmark validates every shape again and skips (and reports) the ones that fail." >&2
 fi
-if grep -q "SKIPPED" "$out/gpu_tests.log"; then
+if grep -q "no CUDA GPU" "$out/gpu_tests.log"; then
   grep "SKIPPED\|no CUDA GPU" "$out/gpu_tests.log" | head -5
   echo "run_calibration.sh: the device tests were skipped: the CUDA runtime sees no usable GPU." >&2
   exit 2
