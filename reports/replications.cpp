@@ -46,18 +46,24 @@ Replications replicate(int n, uint64_t first_seed, int threads,
   for (const auto& [name, value] : results[0]) r.order.push_back(name);
   for (const auto& res : results)
     for (const auto& [name, value] : res) r.metrics[name].values.push_back(value);
-  for (auto& [name, m] : r.metrics) {
-    double sum = 0;
-    for (double v : m.values) sum += v;
-    m.mean = sum / static_cast<double>(m.values.size());
-    double ss = 0;
-    for (double v : m.values) ss += (v - m.mean) * (v - m.mean);
-    const double sd = std::sqrt(ss / static_cast<double>(m.values.size() - 1));
-    m.ci95 = t_quantile_95(static_cast<int>(m.values.size()) - 1) * sd / std::sqrt(static_cast<double>(m.values.size()));
-    m.min = *std::min_element(m.values.begin(), m.values.end());
-    m.max = *std::max_element(m.values.begin(), m.values.end());
-  }
+  for (auto& [name, m] : r.metrics) m = spread_of(m.values);
   return r;
+}
+
+MetricSpread spread_of(std::vector<double> values) {
+  if (values.size() < 2) throw std::invalid_argument("spread_of: at least 2 values");
+  MetricSpread m;
+  m.values = std::move(values);
+  double sum = 0;
+  for (double v : m.values) sum += v;
+  m.mean = sum / static_cast<double>(m.values.size());
+  double ss = 0;
+  for (double v : m.values) ss += (v - m.mean) * (v - m.mean);
+  const double sd = std::sqrt(ss / static_cast<double>(m.values.size() - 1));
+  m.ci95 = t_quantile_95(static_cast<int>(m.values.size()) - 1) * sd / std::sqrt(static_cast<double>(m.values.size()));
+  m.min = *std::min_element(m.values.begin(), m.values.end());
+  m.max = *std::max_element(m.values.begin(), m.values.end());
+  return m;
 }
 
 std::string replications_table(const Replications& r) {

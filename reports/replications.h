@@ -22,6 +22,9 @@ struct MetricSpread {
   std::vector<double> values;  ///< one per seed, in seed order
 };
 
+/// Mean, 95 % confidence half-width of the mean (Student's t), min and max of ≥ 2 values.
+MetricSpread spread_of(std::vector<double> values);
+
 struct Replications {
   std::vector<uint64_t> seeds;
   std::vector<std::string> order;            ///< metric names in the order given

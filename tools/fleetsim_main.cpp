@@ -4,6 +4,9 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -17,10 +20,12 @@
 #include "reports/explain.h"
 #include "reports/fleet_report.h"
 #include "reports/plan_report.h"
+#include "reports/sweep.h"
 #include "reports/replications.h"
 #include "reports/run_report.h"
 #include "reports/trace.h"
 #include "reports/summary.h"
+#include "sim/dist/dist.h"
 #include "sim/metrics/time_buckets.h"
 #include "sim/plan/planner.h"
 #include "sim/scenario/scenario.h"
@@ -40,6 +45,8 @@ const char* kUsage =
     "  run SCENARIO     simulate a scenario, print a summary, write DIR/summary.json and DIR/report.{md,html}\n"
     "  check SCENARIO   validate a scenario and print its resolved configuration\n"
     "  plan SCENARIO    search the scenario's plan: space for the cheapest deployment meeting its SLO\n"
+    "  sweep SCENARIO   run a scenario over a grid of --vary KEY=V1,V2,... (and --seeds N)\n"
+    "  (plan and sweep also run under mpirun -n N: rank 0 hands out whole simulations)\n"
     "  list WHAT        list gpus | models | nodes | interconnects | policies | routers\n"
     "  validate [DIR]   predict the published measurements of the validation suite\n"
     "  calibrate import FILE   check a kernel calibration table and install it\n"
@@ -233,47 +240,111 @@ int cmd_run(const std::vector<std::string>& args) {
   return 0;
 }
 
+// The checkpoint's first line: what was searched (command, scenario text, options), so a
+// --resume of another search is refused.
+std::string search_identity(const std::string& what, const std::string& file, const std::vector<std::string>& args) {
+  std::ifstream in(file);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string id = what + " " + file + " scenario-hash " + std::to_string(std::hash<std::string>{}(text.str()));
+  for (const auto& a : args)
+    if (a != "--resume" && a != "--quiet" && a != "-q") id += " " + a;
+  // Output folder and thread count do not change the results.
+  return id;
+}
+
+// Options of plan and sweep that handle many simulations.
+void add_search_options(po::options_description& desc) {
+  desc.add_options()
+      ("out", po::value<std::string>(), "output folder")
+      ("threads", po::value<int>(), "threads per rank (default: all cores; the result does not depend on it)")
+      ("resume", "continue a search that stopped (a killed rank, a crash): skip what OUT/checkpoint.txt holds")
+      ("quiet,q", "print no progress");
+}
+
+int threads_of(const po::variables_map& vm) {
+  const int threads = vm.count("threads") ? vm["threads"].as<int>()
+                                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (threads < 1) throw InputError("--threads must be at least 1", "e.g. --threads 4");
+  return threads;
+}
+
+std::string make_out_dir(const po::variables_map& vm, const std::string& fallback) {
+  const std::string out_dir = vm.count("out") ? vm["out"].as<std::string>() : fallback;
+  std::error_code ec;
+  std::filesystem::create_directories(out_dir, ec);
+  if (ec) throw InputError("cannot create output folder: " + ec.message(), "pass --out DIR", out_dir);
+  return out_dir;
+}
+
+// Runs n items through dist::map with a checkpoint in out_dir (rank 0 writes it).
+std::vector<std::string> run_items(std::size_t n, int threads, const std::string& out_dir, const std::string& identity,
+                                   bool resume, bool quiet, const std::function<std::string(std::size_t)>& fn) {
+  dist::Checkpoint ck((std::filesystem::path(out_dir) / "checkpoint.txt").string(), identity);
+  std::map<std::size_t, std::string> done;
+  if (dist::rank() == 0) {
+    if (resume) done = ck.load();
+    ck.open(resume);
+    if (!quiet) {
+      std::fprintf(stderr, "  %zu simulations on %d rank%s × %d thread%s%s; checkpoint %s (rerun with --resume after a failure)\n",
+                   n, dist::size(), dist::size() == 1 ? "" : "s", threads, threads == 1 ? "" : "s",
+                   done.empty() ? "" : (", " + std::to_string(done.size()) + " already done").c_str(), ck.path().c_str());
+    }
+  }
+  std::size_t finished = done.size();
+  return dist::map(n, threads, fn, done, [&](std::size_t i, const std::string& r) {
+    ck.append(i, r);
+    ++finished;
+    if (!quiet) std::fprintf(stderr, "  ... %zu of %zu done\n", finished, n);
+  });
+}
+
 int cmd_plan(const std::vector<std::string>& args) {
   po::options_description desc = scenario_options();
+  add_search_options(desc);
   desc.add_options()
-      ("out", po::value<std::string>(), "output folder (default: out/<scenario name>-plan/)")
-      ("threads", po::value<int>(), "threads (default: all cores; the result does not depend on it)")
       ("replications", po::value<int>(), "re-simulate the chosen and the next two configurations with N seeds "
                                           "and report how robust the choice is")
-      ("runners-up", po::value<int>()->default_value(5), "runners-up to print")
-      ("quiet,q", "print no progress");
+      ("runners-up", po::value<int>()->default_value(5), "runners-up to print");
   auto p = parse("plan", args, desc);
   if (!p) return 0;
+  const double t0 = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
   const hw::Catalog catalog = load_catalog(p->vm);
   std::vector<std::string> sets;
   if (p->vm.count("set")) sets = p->vm["set"].as<std::vector<std::string>>();
   std::optional<uint64_t> seed;
   if (p->vm.count("seed")) seed = p->vm["seed"].as<uint64_t>();
   const plan::Planner planner(p->scenario, sets, seed, catalog, load_calibration(p->vm, catalog));
-  const int threads = p->vm.count("threads") ? p->vm["threads"].as<int>()
-                                             : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  if (threads < 1) throw InputError("--threads must be at least 1", "e.g. --threads 4");
+  const int threads = threads_of(p->vm);
   const int replications = p->vm.count("replications") ? p->vm["replications"].as<int>() : 0;
   if (p->vm.count("replications") && (replications < 2 || replications > 1000))
     throw InputError("--replications must be between 2 and 1000, got " + std::to_string(replications),
                      "e.g. --replications 10");
-  const std::string out_dir =
-      p->vm.count("out") ? p->vm["out"].as<std::string>() : "out/" + planner.base().name + "-plan";
-  std::error_code ec;
-  std::filesystem::create_directories(out_dir, ec);
-  if (ec) throw InputError("cannot create output folder: " + ec.message(), "pass --out DIR", out_dir);
-  if (!p->vm.count("quiet"))
-    std::fprintf(stderr, "  plan: %zu configurations on %d threads\n", planner.spec().configurations(), threads);
-  std::function<void(int, int)> progress;
-  if (!p->vm.count("quiet"))
-    progress = [](int done, int total) { std::fprintf(stderr, "  ... simulated %d of %d configurations\n", done, total); };
-  const plan::PlanResult res = planner.run(threads, progress);
+  std::string out_dir;
+  if (dist::rank() == 0) out_dir = make_out_dir(p->vm, "out/" + planner.base().name + "-plan");
+  if (dist::rank() == 0 && !p->vm.count("quiet"))
+    std::fprintf(stderr, "  plan: %zu configurations\n", planner.spec().configurations());
+
+  // Every rank enumerates the same configurations; the replica searches are the work items.
+  plan::PlanResult res = planner.prepare(threads);
+  const std::vector<std::string> found =
+      run_items(res.to_simulate.size(), threads, out_dir, search_identity("plan", p->scenario, args),
+                p->vm.count("resume") > 0, p->vm.count("quiet") > 0, [&](std::size_t k) {
+                  plan::Candidate c = res.candidates[static_cast<std::size_t>(res.to_simulate[k])];
+                  planner.search_replicas(c);
+                  return plan::Planner::encode_search(c);
+                });
+  if (dist::rank() != 0) return 0;
+  for (std::size_t k = 0; k < found.size(); ++k)
+    plan::Planner::decode_search(res.candidates[static_cast<std::size_t>(res.to_simulate[k])], found[k]);
+  res.threads = threads * dist::size();
+  planner.finish(res, t0);
 
   std::vector<reports::PlanRobustness> robust;
   if (replications && res.chosen >= 0) {
     const uint64_t first = planner.base().seed;
     for (std::size_t k = 0; k < std::min<std::size_t>(3, res.ranking.size()); ++k) {
-      const plan::Candidate& c = res.candidates[res.ranking[k]];
+      const plan::Candidate& c = res.candidates[static_cast<std::size_t>(res.ranking[k])];
       reports::PlanRobustness rb;
       rb.candidate = c.index;
       rb.reps = reports::replicate(replications, first, threads, [&](uint64_t s) {
@@ -293,6 +364,52 @@ int cmd_plan(const std::vector<std::string>& args) {
   for (const auto& f : reports::write_plan_report(res, robust, planner.base(), out_dir)) files += ", " + f;
   std::cout << "  wrote       " << json_path << ", plan.csv" << files << "\n";
   return res.chosen >= 0 ? 0 : 3;
+}
+
+int cmd_sweep(const std::vector<std::string>& args) {
+  po::options_description desc = scenario_options();
+  add_search_options(desc);
+  desc.add_options()
+      ("vary", po::value<std::vector<std::string>>()->composing(),
+       "KEY=V1,V2,...: a scenario field and its values (repeatable; points are the cartesian product)")
+      ("seeds", po::value<int>()->default_value(1), "seeds per point (the scenario's seed and the next N-1)");
+  auto p = parse("sweep", args, desc);
+  if (!p) return 0;
+  reports::SweepSpec spec;
+  if (p->vm.count("vary"))
+    for (const auto& v : p->vm["vary"].as<std::vector<std::string>>()) spec.vary.push_back(reports::parse_vary(v));
+  spec.seeds = p->vm["seeds"].as<int>();
+  if (spec.seeds < 1 || spec.seeds > 10000)
+    throw InputError("--seeds must be between 1 and 10000, got " + std::to_string(spec.seeds), "e.g. --seeds 10");
+  if (spec.vary.empty() && spec.seeds == 1)
+    throw InputError("nothing to sweep", "give --vary KEY=V1,V2 (e.g. --vary serving.replicas=1,2,4) and/or --seeds N");
+  const hw::Catalog catalog = load_catalog(p->vm);
+  const auto calibration = load_calibration(p->vm, catalog);
+  std::vector<std::string> sets;
+  if (p->vm.count("set")) sets = p->vm["set"].as<std::vector<std::string>>();
+  // Every point must load: check them all before simulating anything.
+  std::optional<uint64_t> seed;
+  if (p->vm.count("seed")) seed = p->vm["seed"].as<uint64_t>();
+  const scenario::Scenario base = scenario::load(p->scenario, sets, seed, catalog, calibration);
+  for (std::size_t pt = 0; pt < spec.points(); ++pt) {
+    std::vector<std::string> o = sets;
+    for (const auto& x : spec.point_overrides(pt)) o.push_back(x);
+    (void)scenario::load(p->scenario, o, seed, catalog, calibration);
+  }
+  const int threads = threads_of(p->vm);
+  std::string out_dir;
+  if (dist::rank() == 0) out_dir = make_out_dir(p->vm, "out/" + base.name + "-sweep");
+  const std::vector<std::string> results =
+      run_items(spec.items(), threads, out_dir, search_identity("sweep", p->scenario, args), p->vm.count("resume") > 0,
+                p->vm.count("quiet") > 0, [&](std::size_t i) {
+                  return reports::run_sweep_item(p->scenario, sets, base.seed, spec, i, catalog, calibration);
+                });
+  if (dist::rank() != 0) return 0;
+  std::cout << "SWEEP  " << base.name << ": " << spec.points() << " points × " << spec.seeds << " seed"
+            << (spec.seeds == 1 ? "" : "s") << (spec.seeds > 1 ? " (mean ± 95 % CI over the seeds)" : "") << "\n"
+            << reports::table_text(reports::sweep_table(spec, results));
+  std::cout << "  wrote       " << reports::write_sweep_csv(spec, base.seed, results, out_dir) << "\n";
+  return 0;
 }
 
 int cmd_check(const std::vector<std::string>& args) {
@@ -449,6 +566,41 @@ int cmd_calibrate(const std::vector<std::string>& args) {
 
 }  // namespace
 
+namespace {
+
+int dispatch(const std::string& cmd, const std::vector<std::string>& args) {
+  try {
+    if (cmd == "run") return cmd_run(args);
+    if (cmd == "check") return cmd_check(args);
+    if (cmd == "list") return cmd_list(args);
+    if (cmd == "validate") return cmd_validate(args);
+    if (cmd == "calibrate") return cmd_calibrate(args);
+    if (cmd == "plan") return cmd_plan(args);
+    if (cmd == "sweep") return cmd_sweep(args);
+    std::cerr << "fleetsim: unknown command '" << cmd << "'"
+              << did_you_mean(cmd, {"run", "check", "plan", "sweep", "list", "validate", "calibrate"}) << "\n" << kUsage;
+    return 2;
+  } catch (const InputError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  } catch (const po::error& e) {
+    std::cerr << "error: " << e.what() << " (hint: fleetsim " << cmd << " --help)\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "internal error: " << e.what() << "\n";
+    return 3;
+  }
+}
+
+// Started by mpirun/mpiexec (Open MPI, MPICH/Hydra or PMIx launchers)?
+bool under_mpi_launcher() {
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"})
+    if (std::getenv(v) != nullptr) return true;
+  return false;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
@@ -461,24 +613,11 @@ int main(int argc, char** argv) {
   }
   const std::string cmd = args[0];
   args.erase(args.begin());
-  try {
-    if (cmd == "run") return cmd_run(args);
-    if (cmd == "check") return cmd_check(args);
-    if (cmd == "list") return cmd_list(args);
-    if (cmd == "validate") return cmd_validate(args);
-    if (cmd == "calibrate") return cmd_calibrate(args);
-    if (cmd == "plan") return cmd_plan(args);
-    std::cerr << "fleetsim: unknown command '" << cmd << "'"
-              << did_you_mean(cmd, {"run", "check", "plan", "list", "validate", "calibrate"}) << "\n" << kUsage;
-    return 2;
-  } catch (const InputError& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return 1;
-  } catch (const po::error& e) {
-    std::cerr << "error: " << e.what() << " (hint: fleetsim " << cmd << " --help)\n";
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << "internal error: " << e.what() << "\n";
-    return 3;
-  }
+  const bool mpi = (cmd == "plan" || cmd == "sweep") && under_mpi_launcher();
+  if (mpi) dist::init(&argc, &argv);
+  const int rc = dispatch(cmd, args);
+  // A rank that failed alone would leave the others waiting: end the whole job.
+  if (mpi && rc != 0 && dist::size() > 1) dist::abort(rc);
+  if (mpi) dist::finalize();
+  return rc;
 }

@@ -17,6 +17,8 @@
 #include "hw_models/yaml_reader.h"
 #include "sim/simulation.h"
 
+#include <nlohmann/json.hpp>
+
 namespace fleetsim::plan {
 
 namespace {
@@ -70,6 +72,10 @@ std::string short_value(const std::string& key, const std::string& v) {
 double percent(double x) { return 100.0 * x; }
 
 // Three significant digits, no exponent for the magnitudes printed here ("1.84", "152", "99.5").
+double wall_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
 std::string sig3(double x) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.3g", x);
@@ -464,8 +470,7 @@ void Planner::search_replicas(Candidate& c) const {
   c.usd_per_hour = c.total_gpus * c.usd_per_gpu_hour;
 }
 
-PlanResult Planner::run(int threads, const std::function<void(int, int)>& progress) const {
-  const auto t0 = std::chrono::steady_clock::now();
+PlanResult Planner::prepare(int threads) const {
   PlanResult res;
   res.scenario_name = base_->name;
   res.scenario_file = file_;
@@ -483,47 +488,28 @@ PlanResult Planner::run(int threads, const std::function<void(int, int)>& progre
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
     return res.candidates[a].analytic_usd_per_hour < res.candidates[b].analytic_usd_per_hour;
   });
-  std::vector<int> chosen_for_sim;
-  if (!order.empty()) {
-    const double best = res.candidates[order.front()].analytic_usd_per_hour;
-    for (int i : order) {
-      Candidate& c = res.candidates[i];
-      const double over = c.analytic_usd_per_hour / best - 1.0;
-      if (static_cast<int>(chosen_for_sim.size()) < spec_.simulate && over <= spec_.slack + 1e-12) {
-        chosen_for_sim.push_back(i);
-      } else {
-        c.reason = "analytic estimate " + sig3(c.analytic_usd_per_hour) + " $/h is +" +
-                   sig3(percent(over)) + " % over the best estimate (" +
-                   sig3(best) + " $/h)" +
-                   (over <= spec_.slack ? "; beyond the " + std::to_string(spec_.simulate) +
-                                              " configurations simulated (plan.simulate)"
-                                        : "; outside plan.slack = " +
-                                              sig3(percent(spec_.slack)) + " %");
-      }
+  if (order.empty()) return res;
+  const double best = res.candidates[order.front()].analytic_usd_per_hour;
+  for (int i : order) {
+    Candidate& c = res.candidates[i];
+    const double over = c.analytic_usd_per_hour / best - 1.0;
+    if (static_cast<int>(res.to_simulate.size()) < spec_.simulate && over <= spec_.slack + 1e-12) {
+      res.to_simulate.push_back(i);
+    } else {
+      c.reason = "analytic estimate " + sig3(c.analytic_usd_per_hour) + " $/h is +" + sig3(percent(over)) +
+                 " % over the best estimate (" + sig3(best) + " $/h)" +
+                 (over <= spec_.slack ? "; beyond the " + std::to_string(spec_.simulate) +
+                                            " configurations simulated (plan.simulate)"
+                                      : "; outside plan.slack = " + sig3(percent(spec_.slack)) + " %");
     }
   }
+  return res;
+}
 
-  // Simulate: one configuration per task, any thread; results land in their own slots.
-  std::atomic<std::size_t> next{0};
-  std::atomic<int> done{0};
-  std::mutex progress_mu;
-  const int n_threads = std::min(res.threads, std::max(1, static_cast<int>(chosen_for_sim.size())));
-  auto worker = [&] {
-    for (std::size_t k; (k = next.fetch_add(1)) < chosen_for_sim.size();) {
-      search_replicas(res.candidates[chosen_for_sim[k]]);
-      const int d = ++done;
-      if (progress) {
-        std::lock_guard<std::mutex> lock(progress_mu);
-        progress(d, static_cast<int>(chosen_for_sim.size()));
-      }
-    }
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < n_threads; ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& t : pool) t.join();
-
-  for (const int i : chosen_for_sim) res.simulations += static_cast<int>(res.candidates[i].tried.size());
+void Planner::finish(PlanResult& res, double started_wall_s) const {
+  res.simulations = 0;
+  for (const int i : res.to_simulate) res.simulations += static_cast<int>(res.candidates[i].tried.size());
+  res.ranking.clear();
   for (const auto& c : res.candidates)
     if (c.status == Status::kFeasible) res.ranking.push_back(c.index);
   std::stable_sort(res.ranking.begin(), res.ranking.end(), [&](int a, int b) {
@@ -533,9 +519,76 @@ PlanResult Planner::run(int threads, const std::function<void(int, int)>& progre
     if (x.best->ttft_p99_s != y.best->ttft_p99_s) return x.best->ttft_p99_s < y.best->ttft_p99_s;
     return a < b;
   });
-  if (!res.ranking.empty()) res.chosen = res.ranking.front();
-  res.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  res.chosen = res.ranking.empty() ? -1 : res.ranking.front();
+  res.wall_s = wall_seconds() - started_wall_s;
+}
+
+PlanResult Planner::run(int threads, const std::function<void(int, int)>& progress) const {
+  const double t0 = wall_seconds();
+  PlanResult res = prepare(threads);
+  // Simulate: one configuration per task, any thread; results land in their own slots.
+  std::atomic<std::size_t> next{0};
+  std::atomic<int> done{0};
+  std::mutex progress_mu;
+  const int n_threads = std::min(res.threads, std::max(1, static_cast<int>(res.to_simulate.size())));
+  auto worker = [&] {
+    for (std::size_t k; (k = next.fetch_add(1)) < res.to_simulate.size();) {
+      search_replicas(res.candidates[res.to_simulate[k]]);
+      const int d = ++done;
+      if (progress) {
+        std::lock_guard<std::mutex> lock(progress_mu);
+        progress(d, static_cast<int>(res.to_simulate.size()));
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < n_threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+  finish(res, t0);
   return res;
+}
+
+std::string Planner::encode_search(const Candidate& c) {
+  nlohmann::json j;
+  j["status"] = static_cast<int>(c.status);
+  j["reason"] = c.reason;
+  j["spares"] = c.spare_replicas;
+  j["gpus"] = c.total_gpus;
+  j["usd_per_hour"] = c.usd_per_hour;
+  j["best"] = c.best ? c.best->replicas : -1;
+  j["tried"] = nlohmann::json::array();
+  for (const auto& o : c.tried)
+    j["tried"].push_back({o.replicas, o.prefill_replicas, o.attainment, o.ttft_p99_s, o.tpot_p99_s, o.e2e_p50_s,
+                          o.busy, o.output_tok_per_s, o.arrived, o.events, o.wall_s});
+  return j.dump();
+}
+
+void Planner::decode_search(Candidate& c, const std::string& text) {
+  const nlohmann::json j = nlohmann::json::parse(text);
+  c.status = static_cast<Status>(j.at("status").get<int>());
+  c.reason = j.at("reason").get<std::string>();
+  c.spare_replicas = j.at("spares").get<int>();
+  c.total_gpus = j.at("gpus").get<int>();
+  c.usd_per_hour = j.at("usd_per_hour").get<double>();
+  c.tried.clear();
+  c.best.reset();
+  for (const auto& t : j.at("tried")) {
+    Outcome o;
+    o.replicas = t[0].get<int>();
+    o.prefill_replicas = t[1].get<int>();
+    o.attainment = t[2].get<double>();
+    o.ttft_p99_s = t[3].get<double>();
+    o.tpot_p99_s = t[4].get<double>();
+    o.e2e_p50_s = t[5].get<double>();
+    o.busy = t[6].get<double>();
+    o.output_tok_per_s = t[7].get<double>();
+    o.arrived = t[8].get<uint64_t>();
+    o.events = t[9].get<uint64_t>();
+    o.wall_s = t[10].get<double>();
+    c.tried.push_back(o);
+    if (o.replicas == j.at("best").get<int>()) c.best = o;
+  }
 }
 
 }  // namespace fleetsim::plan

@@ -130,6 +130,7 @@ struct PlanResult {
   WorkloadStats workload;
   std::optional<double> slo_ttft_s, slo_tpot_s;
   std::vector<Candidate> candidates;  ///< enumeration order
+  std::vector<int> to_simulate;       ///< candidates picked for simulation, analytically cheapest first
   int chosen = -1;                    ///< index into candidates, -1 when none meets the SLO
   std::vector<int> ranking;           ///< feasible candidates, cheapest first (chosen first)
   int simulations = 0;
@@ -161,6 +162,14 @@ class Planner {
   /// Steps 1–4 with `threads` threads. `progress` (may be empty) is called after each
   /// simulated configuration with (done, total).
   PlanResult run(int threads, const std::function<void(int, int)>& progress = {}) const;
+  /// The same in three parts, for running step 3 elsewhere (MPI ranks): steps 1–2 and the
+  /// choice of `to_simulate`; then search_replicas on each of those (any process: the
+  /// enumeration is deterministic); then finish() ranks and chooses.
+  PlanResult prepare(int threads) const;
+  void finish(PlanResult& res, double started_wall_s) const;
+  /// A searched candidate's outcome as one line of JSON, and back.
+  static std::string encode_search(const Candidate& c);
+  static void decode_search(Candidate& c, const std::string& json);
 
   /// Prefill replicas for `replicas` decode replicas at share `s` (0 when s = 0).
   static int prefill_replicas_for(double s, int replicas);

@@ -1,0 +1,161 @@
+#include "reports/sweep.h"
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "hw_models/error.h"
+#include "hw_models/units.h"
+#include "reports/fleet_report.h"
+#include "reports/replications.h"
+#include "sim/fleet/fleet_sim.h"
+#include "sim/scenario/scenario.h"
+#include "sim/simulation.h"
+
+namespace fleetsim::reports {
+
+namespace {
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string o = "\"";
+  for (char ch : s) o += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+  return o + "\"";
+}
+
+std::string num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+// Metric names in the order of the first result (every item of a sweep has the same).
+std::vector<std::string> metric_names(const std::vector<std::string>& results) {
+  std::vector<std::string> names;
+  if (results.empty()) return names;
+  const nlohmann::ordered_json j = nlohmann::ordered_json::parse(results.front());
+  for (const auto& [k, v] : j.items()) names.push_back(k);
+  return names;
+}
+
+}  // namespace
+
+std::size_t SweepSpec::points() const {
+  std::size_t n = 1;
+  for (const auto& [k, v] : vary) n *= v.size();
+  return n;
+}
+
+std::vector<std::string> SweepSpec::point_overrides(std::size_t p) const {
+  std::vector<std::string> out(vary.size());
+  for (std::size_t a = vary.size(); a-- > 0;) {
+    out[a] = vary[a].first + "=" + vary[a].second[p % vary[a].second.size()];
+    p /= vary[a].second.size();
+  }
+  return out;
+}
+
+std::pair<std::string, std::vector<std::string>> parse_vary(const std::string& arg) {
+  const auto eq = arg.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == arg.size())
+    throw InputError("--vary '" + arg + "' is not KEY=V1,V2,...", "e.g. --vary serving.replicas=1,2,4", "--vary");
+  std::vector<std::string> values;
+  std::stringstream ss(arg.substr(eq + 1));
+  for (std::string v; std::getline(ss, v, ',');) {
+    if (v.empty()) throw InputError("--vary '" + arg + "' has an empty value", "e.g. --vary serving.replicas=1,2,4", "--vary");
+    values.push_back(v);
+  }
+  return {arg.substr(0, eq), values};
+}
+
+std::string run_sweep_item(const std::string& file, const std::vector<std::string>& sets, uint64_t base_seed,
+                           const SweepSpec& spec, std::size_t i, const hw::Catalog& catalog,
+                           std::shared_ptr<const hw::CalibrationSet> calibration) {
+  std::vector<std::string> overrides = sets;
+  for (const auto& o : spec.point_overrides(i / static_cast<std::size_t>(spec.seeds))) overrides.push_back(o);
+  const uint64_t seed = base_seed + i % static_cast<std::size_t>(spec.seeds);
+  const scenario::Scenario sc = scenario::load(file, overrides, seed, catalog, std::move(calibration));
+  nlohmann::ordered_json j;
+  if (sc.fleet) {
+    const fleet::FleetResult r = fleet::run_fleet(sc, {}, 1);
+    const FleetAnswer a = fleet_answer(sc, r);
+    j["calls_per_day"] = a.calls_per_day;
+    j["gpus"] = a.gpus;
+    j["gpu_hours_per_day"] = a.gpu_hours_per_day;
+    j["cost_usd_per_day"] = a.cost_usd_per_day;
+    j["usd_per_mtok"] = a.usd_per_mtok;
+    j["slo_attainment"] = a.slo_attainment;
+    j["ttft_p99_s"] = r.summary.ttft.p99_s;
+    j["tpot_p99_s"] = r.summary.tpot.p99_s;
+    j["busy_fraction"] = a.busy_fraction;
+  } else {
+    Simulation sim(sc, {});
+    const metrics::Summary m = sim.run().summary;
+    j["requests_completed"] = m.requests_completed;
+    j["ttft_p50_s"] = m.ttft.p50_s;
+    j["ttft_p99_s"] = m.ttft.p99_s;
+    j["tpot_p99_s"] = m.tpot.p99_s;
+    j["e2e_p50_s"] = m.e2e.p50_s;
+    j["output_tok_per_s"] = m.output_tok_per_s;
+    j["goodput_req_per_s"] = m.goodput_req_per_s;
+    j["slo_attainment"] = m.slo_attainment;
+    j["busy_fraction"] = m.replica_busy_fraction;
+  }
+  return j.dump();
+}
+
+std::string write_sweep_csv(const SweepSpec& spec, uint64_t base_seed, const std::vector<std::string>& results,
+                            const std::string& dir) {
+  const std::string path = dir + "/sweep.csv";
+  std::ofstream f(path);
+  if (!f) throw InputError("cannot write sweep.csv", "check the output folder", path);
+  const std::vector<std::string> names = metric_names(results);
+  for (const auto& [k, v] : spec.vary) f << csv_field(k) << ',';
+  f << "seed";
+  for (const auto& n : names) f << ',' << n;
+  f << '\n';
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const std::size_t p = i / static_cast<std::size_t>(spec.seeds);
+    for (const auto& o : spec.point_overrides(p)) f << csv_field(o.substr(o.find('=') + 1)) << ',';
+    f << base_seed + i % static_cast<std::size_t>(spec.seeds);
+    const nlohmann::json j = nlohmann::json::parse(results[i]);
+    for (const auto& n : names) f << ',' << num(j.at(n).get<double>());
+    f << '\n';
+  }
+  return path;
+}
+
+Table sweep_table(const SweepSpec& spec, const std::vector<std::string>& results) {
+  const std::vector<std::string> names = metric_names(results);
+  Table t;
+  std::string first;
+  for (const auto& [k, v] : spec.vary) first += (first.empty() ? "" : ", ") + k;
+  t.header.push_back(first.empty() ? "point" : first);
+  for (const auto& n : names) t.header.push_back(n);
+  for (std::size_t p = 0; p < spec.points(); ++p) {
+    std::vector<std::string> row;
+    std::string label;
+    for (const auto& o : spec.point_overrides(p)) label += (label.empty() ? "" : ", ") + o.substr(o.find('=') + 1);
+    row.push_back(label.empty() ? "as written" : label);
+    std::map<std::string, std::vector<double>> vals;
+    for (int s = 0; s < spec.seeds; ++s) {
+      const nlohmann::json j = nlohmann::json::parse(results[p * static_cast<std::size_t>(spec.seeds) + static_cast<std::size_t>(s)]);
+      for (const auto& n : names) vals[n].push_back(j.at(n).get<double>());
+    }
+    for (const auto& n : names) {
+      if (spec.seeds == 1) {
+        row.push_back(num(vals[n][0]));
+      } else {
+        const MetricSpread m = spread_of(vals[n]);
+        row.push_back(num(m.mean) + " ± " + num(m.ci95));
+      }
+    }
+    t.rows.push_back(row);
+  }
+  return t;
+}
+
+}  // namespace fleetsim::reports

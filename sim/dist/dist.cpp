@@ -1,0 +1,315 @@
+#include "sim/dist/dist.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <fstream>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+
+#include "hw_models/error.h"
+
+#ifdef FLEETSIM_HAVE_MPI
+#include <mpi.h>
+#endif
+
+namespace fleetsim::dist {
+
+namespace {
+
+bool g_mpi = false;  // MPI initialised by init()
+int g_rank = 0, g_size = 1;
+
+// The items not yet done, handed out in ascending order to local threads and remote ranks.
+class Queue {
+ public:
+  Queue(std::size_t n, const std::map<std::size_t, std::string>& done) {
+    for (std::size_t i = 0; i < n; ++i)
+      if (!done.count(i)) todo_.push_back(i);
+  }
+  bool take(std::size_t* i) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (next_ >= todo_.size()) return false;
+    *i = todo_[next_++];
+    return true;
+  }
+  std::size_t pending() const { return todo_.size(); }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::size_t> todo_;
+  std::size_t next_ = 0;
+};
+
+// Results in item order plus the first error by item order.
+struct Gather {
+  std::mutex mu;
+  std::vector<std::string> results;
+  std::vector<bool> have;
+  std::size_t error_index = SIZE_MAX;
+  std::string error;
+  std::exception_ptr local_error;
+  const std::function<void(std::size_t, const std::string&)>* on_result = nullptr;
+
+  void put(std::size_t i, std::string r) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (on_result && *on_result) (*on_result)(i, r);
+    results[i] = std::move(r);
+    have[i] = true;
+  }
+  void fail(std::size_t i, std::string what, std::exception_ptr e = nullptr) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (i < error_index) {
+      error_index = i;
+      error = std::move(what);
+      local_error = e;
+    }
+  }
+};
+
+// Local threads working through the queue.
+void run_local(Queue& q, Gather& g, int threads, const std::function<std::string(std::size_t)>& fn,
+               const std::atomic<bool>* stop_flag, std::vector<std::thread>* pool) {
+  auto worker = [&q, &g, &fn, stop_flag] {
+    std::size_t i;
+    while ((!stop_flag || !stop_flag->load()) && q.take(&i)) {
+      try {
+        g.put(i, fn(i));
+      } catch (const std::exception& e) {
+        g.fail(i, e.what(), std::current_exception());
+      } catch (...) {
+        g.fail(i, "unknown error", std::current_exception());
+      }
+    }
+  };
+  for (int t = 0; t < std::max(1, threads); ++t) pool->emplace_back(worker);
+}
+
+[[noreturn]] void rethrow(const Gather& g) {
+  if (g.local_error) std::rethrow_exception(g.local_error);
+  throw std::runtime_error(g.error);
+}
+
+#ifdef FLEETSIM_HAVE_MPI
+enum Tag : int { kRequest = 1, kItem = 2, kStop = 3, kResult = 4, kError = 5 };
+
+void idle() { std::this_thread::sleep_for(std::chrono::microseconds(500)); }
+
+// A message of `bytes` from `src` with `tag`, without spinning in MPI_Recv (Open MPI's
+// blocking receive busy-waits, which starves the simulations on an oversubscribed node).
+std::vector<char> receive(int src, int tag, MPI_Status* st) {
+  int flag = 0;
+  while (!flag) {
+    MPI_Iprobe(src, tag, MPI_COMM_WORLD, &flag, st);
+    if (!flag) idle();
+  }
+  int count = 0;
+  MPI_Get_count(st, MPI_BYTE, &count);
+  std::vector<char> buf(static_cast<std::size_t>(count));
+  MPI_Recv(buf.data(), count, MPI_BYTE, st->MPI_SOURCE, st->MPI_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  return buf;
+}
+
+void send_indexed(int dst, int tag, std::size_t i, const std::string& payload) {
+  std::vector<char> buf(8 + payload.size());
+  const uint64_t v = i;
+  std::memcpy(buf.data(), &v, 8);
+  std::memcpy(buf.data() + 8, payload.data(), payload.size());
+  MPI_Send(buf.data(), static_cast<int>(buf.size()), MPI_BYTE, dst, tag, MPI_COMM_WORLD);
+}
+
+std::size_t index_of(const std::vector<char>& buf) {
+  uint64_t v = 0;
+  std::memcpy(&v, buf.data(), 8);
+  return static_cast<std::size_t>(v);
+}
+
+std::vector<std::string> map_mpi(std::size_t n, int threads, const std::function<std::string(std::size_t)>& fn,
+                                 const std::map<std::size_t, std::string>& done,
+                                 const std::function<void(std::size_t, const std::string&)>& on_result) {
+  if (g_rank != 0) {
+    // Worker: ask, run, answer, until told to stop. A failed item is reported and ends
+    // this rank's work (rank 0 stops handing out new items).
+    for (;;) {
+      MPI_Send(nullptr, 0, MPI_BYTE, 0, kRequest, MPI_COMM_WORLD);
+      MPI_Status st;
+      int flag = 0;
+      while (!flag) {
+        MPI_Iprobe(0, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st);
+        if (!flag) idle();
+      }
+      if (st.MPI_TAG == kStop) {
+        MPI_Recv(nullptr, 0, MPI_BYTE, 0, kStop, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        break;
+      }
+      const std::size_t i = index_of(receive(0, kItem, &st));
+      try {
+        send_indexed(0, kResult, i, fn(i));
+      } catch (const std::exception& e) {
+        send_indexed(0, kError, i, e.what());
+      }
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    return {};
+  }
+  Queue q(n, done);
+  Gather g;
+  g.results.assign(n, std::string());
+  g.have.assign(n, false);
+  for (const auto& [i, r] : done)
+    if (i < n) {
+      g.results[i] = r;
+      g.have[i] = true;
+    }
+  g.on_result = &on_result;
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> pool;
+  run_local(q, g, threads, fn, &stop, &pool);
+  int active = g_size - 1;  // remote ranks not yet told to stop
+  while (active > 0) {
+    MPI_Status st;
+    int flag = 0;
+    MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st);
+    if (!flag) {
+      idle();
+      continue;
+    }
+    const int src = st.MPI_SOURCE;
+    if (st.MPI_TAG == kRequest) {
+      MPI_Recv(nullptr, 0, MPI_BYTE, src, kRequest, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      std::size_t i;
+      bool failed;
+      {
+        std::lock_guard<std::mutex> lock(g.mu);
+        failed = g.error_index != SIZE_MAX;
+      }
+      if (!failed && q.take(&i)) {
+        send_indexed(src, kItem, i, "");
+      } else {
+        MPI_Send(nullptr, 0, MPI_BYTE, src, kStop, MPI_COMM_WORLD);
+        --active;
+      }
+    } else {
+      const std::vector<char> buf = receive(src, st.MPI_TAG, &st);
+      const std::size_t i = index_of(buf);
+      std::string payload(buf.begin() + 8, buf.end());
+      if (st.MPI_TAG == kResult) g.put(i, std::move(payload));
+      else g.fail(i, "rank " + std::to_string(src) + ": " + payload);
+    }
+  }
+  stop = g.error_index != SIZE_MAX;
+  for (auto& t : pool) t.join();
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (g.error_index != SIZE_MAX) rethrow(g);
+  return std::move(g.results);
+}
+#endif
+
+}  // namespace
+
+void init(int* argc, char*** argv) {
+#ifdef FLEETSIM_HAVE_MPI
+  int provided = 0;
+  // Only the main thread calls MPI; other threads run simulations.
+  MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
+  g_mpi = true;
+  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &g_size);
+#else
+  (void)argc;
+  (void)argv;
+#endif
+}
+
+void finalize() {
+#ifdef FLEETSIM_HAVE_MPI
+  if (g_mpi) MPI_Finalize();
+  g_mpi = false;
+#endif
+}
+
+void abort(int code) {
+#ifdef FLEETSIM_HAVE_MPI
+  if (g_mpi) MPI_Abort(MPI_COMM_WORLD, code);
+#endif
+  std::exit(code);
+}
+
+int rank() { return g_rank; }
+int size() { return g_size; }
+
+bool built_with_mpi() {
+#ifdef FLEETSIM_HAVE_MPI
+  return true;
+#else
+  return false;
+#endif
+}
+
+std::vector<std::string> map(std::size_t n, int threads, const std::function<std::string(std::size_t)>& fn,
+                             const std::map<std::size_t, std::string>& done,
+                             const std::function<void(std::size_t, const std::string&)>& on_result) {
+#ifdef FLEETSIM_HAVE_MPI
+  if (g_mpi && g_size > 1) return map_mpi(n, threads, fn, done, on_result);
+#endif
+  Queue q(n, done);
+  Gather g;
+  g.results.assign(n, std::string());
+  g.have.assign(n, false);
+  for (const auto& [i, r] : done)
+    if (i < n) g.results[i] = r;
+  g.on_result = &on_result;
+  std::vector<std::thread> pool;
+  run_local(q, g, std::min<int>(threads, static_cast<int>(std::max<std::size_t>(1, q.pending()))), fn, nullptr, &pool);
+  for (auto& t : pool) t.join();
+  if (g.error_index != SIZE_MAX) rethrow(g);
+  return std::move(g.results);
+}
+
+std::map<std::size_t, std::string> Checkpoint::load() const {
+  std::map<std::size_t, std::string> out;
+  std::ifstream in(path_);
+  if (!in) return out;
+  std::string line;
+  if (!std::getline(in, line)) return out;
+  if (line != header_)
+    throw InputError("the checkpoint belongs to another search (its first line is '" + line.substr(0, 120) + "')",
+                     "resume with the same scenario, options and seed, or drop --resume to start over", path_);
+  int lineno = 1;
+  while (std::getline(in, line)) {
+    ++lineno;
+    const auto sp = line.find(' ');
+    // A line cut short by a kill mid-write is ignored: that item simply runs again.
+    if (sp == std::string::npos || line.empty() || line.back() != '}') continue;
+    try {
+      out[static_cast<std::size_t>(std::stoull(line.substr(0, sp)))] = line.substr(sp + 1);
+    } catch (const std::exception&) {
+      throw InputError("checkpoint line " + std::to_string(lineno) + " is not '<index> <result>'",
+                       "delete the file to start over", path_);
+    }
+  }
+  return out;
+}
+
+void Checkpoint::open(bool resume) {
+  if (resume) {
+    std::ifstream in(path_);
+    if (in) return;  // keep it; load() checked the header
+  }
+  std::ofstream out(path_, std::ios::trunc);
+  if (!out) throw InputError("cannot write the checkpoint", "check the output folder", path_);
+  out << header_ << "\n";
+}
+
+void Checkpoint::append(std::size_t index, const std::string& result) {
+  std::ofstream out(path_, std::ios::app);
+  out << index << ' ' << result << '\n';
+  out.flush();
+}
+
+}  // namespace fleetsim::dist

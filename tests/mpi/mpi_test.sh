@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# MPI tests of `fleetsim sweep` and `fleetsim plan` (issue 9), run by CTest when fleetsim is
+# built with MPI:  mpi_test.sh FLEETSIM_BIN MPIRUN SOURCE_DIR
+#  1. a sweep on 3 ranks writes the single-process sweep.csv byte for byte;
+#  2. a plan on 3 ranks writes the single-process plan.csv (every configuration, the choice);
+#  3. a worker killed mid-sweep stops the job; --resume finishes it from the checkpoint with
+#     the single-process result, and a resume of another search is refused.
+set -euo pipefail
+bin="$1"
+mpirun="$2"
+cd "$3"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+mpi=("$mpirun" --oversubscribe -n 3)
+[ "$(id -u)" -eq 0 ] && mpi=("$mpirun" --oversubscribe --allow-run-as-root -n 3)
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+echo "== 1. sweep: 3 ranks = 1 process"
+sweep=(sweep scenarios/chat-service.yaml --vary serving.replicas=1,2 --vary workload.arrival.rate=10/s,20/s
+       --seeds 3 --quiet --threads 1)
+"$bin" "${sweep[@]}" --out "$tmp/single" > /dev/null
+"${mpi[@]}" "$bin" "${sweep[@]}" --out "$tmp/mpi" > /dev/null
+cmp "$tmp/single/sweep.csv" "$tmp/mpi/sweep.csv" || fail "sweep.csv differs between 1 process and 3 ranks"
+[ "$(wc -l < "$tmp/single/sweep.csv")" -eq 13 ] || fail "expected 12 rows (4 points x 3 seeds) + header"
+
+echo "== 2. plan: 3 ranks = 1 process"
+plan=(plan scenarios/plan-llama70b-chat.yaml --set workload.duration=5min --set plan.simulate=6 --quiet --threads 1)
+"$bin" "${plan[@]}" --out "$tmp/plan1" > /dev/null
+"${mpi[@]}" "$bin" "${plan[@]}" --out "$tmp/plan3" > /dev/null
+cmp "$tmp/plan1/plan.csv" "$tmp/plan3/plan.csv" || fail "plan.csv differs between 1 process and 3 ranks"
+
+echo "== 3. a killed worker, then --resume"
+# 24 items of ~0.3 s each: long enough to kill a rank between the first and the last.
+long=(sweep scenarios/chat-service.yaml --set workload.requests=200000 --vary serving.replicas=1,2,3,4
+      --threads 1)
+"$bin" "${long[@]}" --seeds 6 --quiet --out "$tmp/long1" > /dev/null
+"${mpi[@]}" "$bin" "${long[@]}" --seeds 6 --quiet --out "$tmp/kill" > /dev/null 2>&1 &
+job=$!
+# Rank 2 of this job: its command line names the output folder, its environment the rank.
+# Find it first, then kill it once a few results are in the checkpoint.
+victim=""
+for _ in $(seq 1 400); do
+  for p in /proc/[0-9]*; do
+    if tr '\0' ' ' < "$p/cmdline" 2>/dev/null | grep -q -- "$tmp/kill" &&
+       tr '\0' '\n' < "$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=2"; then
+      victim="${p#/proc/}"
+    fi
+  done
+  [ -n "$victim" ] && break
+  sleep 0.05
+done
+ck="$tmp/kill/checkpoint.txt"
+for _ in $(seq 1 400); do
+  [ -f "$ck" ] && [ "$(wc -l < "$ck")" -ge 3 ] && break
+  sleep 0.02
+done
+[ -n "$victim" ] || { wait "$job" || true; fail "could not find rank 2 to kill (did the sweep finish first?)"; }
+kill -9 "$victim"
+if wait "$job"; then fail "the job went on after a rank was killed (expected it to stop)"; fi
+[ ! -f "$tmp/kill/sweep.csv" ] || fail "a stopped job wrote sweep.csv"
+done_before=$(( $(wc -l < "$tmp/kill/checkpoint.txt") - 1 ))
+echo "   killed rank 2 (pid $victim); the checkpoint holds $done_before of 24 results"
+[ "$done_before" -lt 24 ] || fail "every item finished before the kill: nothing left to resume"
+"${mpi[@]}" "$bin" "${long[@]}" --seeds 6 --resume --out "$tmp/kill" > /dev/null 2> "$tmp/resume.err"
+grep -q "already done" "$tmp/resume.err" || fail "the resumed run did not reuse the checkpoint: $(cat "$tmp/resume.err")"
+cmp "$tmp/long1/sweep.csv" "$tmp/kill/sweep.csv" || fail "the resumed sweep differs from the single-process one"
+# Resuming another search from this checkpoint is refused with the file named.
+if "$bin" "${long[@]}" --seeds 5 --resume --quiet --out "$tmp/kill" > /dev/null 2> "$tmp/other.err"; then
+  fail "a resume of another search was accepted"
+fi
+grep -q "checkpoint belongs to another search" "$tmp/other.err" || fail "unexpected error: $(cat "$tmp/other.err")"
+echo "PASS"
