@@ -4,6 +4,8 @@
 # Sanitizer in build-asan/ and runs them again. FLEETSIM_SKIP_SANITIZERS=1 skips the
 # second pass (for a quick local loop; CI always runs both).
 set -euo pipefail
+# Headless Chromium checks report.html in a real browser (tests/cli/report_test.cpp).
+FLEETSIM_EXTRA_PACKAGES="chromium"
 source "$(dirname "$0")/setup.sh"
 # The check of report.html in headless Chromium must run here, not skip.
 export FLEETSIM_REQUIRE_BROWSER=1
