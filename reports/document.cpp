@@ -37,7 +37,7 @@ const char* kStyle =
     "table{border-collapse:collapse;margin:1rem 0;font-size:0.9rem}"
     "th,td{padding:0.2rem 0.6rem;border-bottom:1px solid #ddd;text-align:right;white-space:nowrap}"
     "th:first-child,td:first-child{text-align:left}"
-    ".text-last th:last-child,.text-last td:last-child{text-align:left;white-space:normal}"
+    ".text-last th:last-child,.text-last td:last-child{text-align:left;white-space:normal;min-width:18em}"
     "pre{background:#f6f6f6;padding:0.8rem;overflow-x:auto;font-size:0.8rem}"
     "figure{margin:1.5rem 0}figure svg{width:100%;height:auto}figcaption{font-size:0.9rem;color:#555}"
     ".missing{border:1px dashed #c00;padding:1rem;color:#900}";

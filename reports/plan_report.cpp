@@ -87,7 +87,7 @@ std::string plan_why_lost(const PlanResult& r, const Candidate& c) {
     return "same cost, " + std::to_string(c.total_gpus - w.total_gpus) + " more GPUs";
   if (c.best->ttft_p99_s != w.best->ttft_p99_s)
     return "same cost and GPUs, TTFT p99 " + t(c.best->ttft_p99_s) + " vs " + t(w.best->ttft_p99_s);
-  return "ties with the chosen one (same cost, GPUs and TTFT p99; listed later in the plan)";
+  return "tie (same cost, GPUs and TTFT p99; listed later in plan:)";
 }
 
 namespace {
@@ -225,8 +225,9 @@ std::vector<std::string> write_plan_report(const PlanResult& r, const std::vecto
                                            const scenario::Scenario& base, const std::string& dir) {
   Document d("fleetsim plan: " + r.scenario_name);
   d.heading("The question");
-  d.paragraph((base.description.empty() ? "Scenario " + r.scenario_name + "." : base.description) +
-              " The cheapest deployment meeting " + slo_text(r) + ".");
+  std::string question = base.description.empty() ? "Scenario " + r.scenario_name : base.description;
+  if (question.back() != '.') question += '.';
+  d.paragraph(question + " The cheapest deployment meeting " + slo_text(r) + ".");
   d.heading("Assumptions");
   std::ostringstream a;
   a << "Scenario " << r.scenario_file << ", seed " << base.seed;

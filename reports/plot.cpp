@@ -110,7 +110,7 @@ Figure draw_gnuplot(const std::string& name, const std::string& caption, const s
   const fs::path dir = tmpl;
   for (const auto& d : data) std::ofstream(dir / d.name, std::ios::binary) << d.contents;
   std::ofstream(dir / "plot.gp") << "set terminal svg size 800," << height
-                                 << " dynamic font \"sans,11\" background \"white\"\n"
+                                 << " dynamic noenhanced font \"sans,11\" background \"white\"\n"
                                     "set output \"plot.svg\"\n"
                                     "set datafile separator \",\"\n"
                                     "set datafile columnheaders\n"
