@@ -229,14 +229,7 @@ std::vector<std::string> write_plan_report(const PlanResult& r, const std::vecto
   if (question.back() != '.') question += '.';
   d.paragraph(question + " The cheapest deployment meeting " + slo_text(r) + ".");
   d.heading("Assumptions");
-  std::ostringstream a;
-  a << "Scenario " << r.scenario_file << ", seed " << base.seed;
-  if (!base.overrides.empty()) {
-    a << ", overrides:";
-    for (const auto& ov : base.overrides) a << " " << ov;
-  }
-  a << "; fleetsim " << version_string() << ". " << search_text(r);
-  d.paragraph(a.str());
+  d.paragraph(provenance_text(base) + " " + search_text(r));
   std::ostringstream axes;
   for (const auto& [path, values] : r.spec.axes) {
     axes << path << ":";

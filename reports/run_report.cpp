@@ -106,14 +106,7 @@ Figure utilization_figure(const std::vector<std::string>& groups, const TimeAxis
 // calibration, version.
 void add_assumptions(Document& d, const scenario::Scenario& sc, const std::vector<std::string>& efficiency_sources) {
   d.heading("Assumptions");
-  std::ostringstream p;
-  p << "Scenario " << sc.file << ", seed " << sc.seed;
-  if (!sc.overrides.empty()) {
-    p << ", overrides:";
-    for (const auto& o : sc.overrides) p << " " << o;
-  }
-  p << "; fleetsim " << version_string() << ".";
-  d.paragraph(p.str());
+  d.paragraph(provenance_text(sc));
   std::string eff;
   for (const auto& e : efficiency_sources) eff += e + "\n";
   d.paragraph("Efficiency and calibration tables used (kernel measurements behind the performance model):");
@@ -128,6 +121,17 @@ void add_question(Document& d, const scenario::Scenario& sc) {
 }
 
 }  // namespace
+
+std::string provenance_text(const scenario::Scenario& sc) {
+  std::ostringstream p;
+  p << "Scenario " << sc.file << ", seed " << sc.seed;
+  if (!sc.overrides.empty()) {
+    p << ", overrides:";
+    for (const auto& o : sc.overrides) p << " " << o;
+  }
+  p << "; fleetsim " << version_string() << ".";
+  return p.str();
+}
 
 std::string version_string() {
   const std::string sha = FLEETSIM_GIT_SHA;

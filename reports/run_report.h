@@ -19,6 +19,8 @@ namespace fleetsim::reports {
 /// fleetsim's version and the git commit it was configured from: "0.1.0 (git 1a2b3c4)",
 /// or "0.1.0" when the source was not a git checkout.
 std::string version_string();
+/// "Scenario FILE, seed N, overrides: ...; fleetsim VERSION (git SHA)." for the assumptions.
+std::string provenance_text(const scenario::Scenario& sc);
 
 /// over_time.csv: one row per group (region) and time bucket: region,region_index,start_s,
 /// end_s,first_tokens_simulated,ttft_p50_s,ttft_p90_s,ttft_p99_s,busy_fraction,

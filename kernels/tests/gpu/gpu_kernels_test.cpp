@@ -36,22 +36,30 @@ struct Shape3 {
   int m, n, k;
 };
 
-TEST_F(Gpu, TiledGemmMatchesTheCpuReference) {
-  for (const Shape3 s : {Shape3{1, 8, 8}, Shape3{7, 24, 40}, Shape3{129, 136, 264},
-                         Shape3{300, 520, 1032}, Shape3{128, 128, 32}}) {
-    GemmProblem p;
+// A GEMM of shape s: fresh random inputs on the device, the output poisoned (NaN).
+struct GemmCase {
+  explicit GemmCase(const Shape3& s)
+      : a(static_cast<std::size_t>(s.m) * s.k), w(static_cast<std::size_t>(s.n) * s.k),
+        c(static_cast<std::size_t>(s.m) * s.n) {
     p.m = s.m;
     p.n = s.n;
     p.k = s.k;
     p.seed_a = fresh_seed();
     p.seed_w = fresh_seed();
-    DeviceBuffer<bf16_bits> a(static_cast<std::size_t>(s.m) * s.k),
-        w(static_cast<std::size_t>(s.n) * s.k), c(static_cast<std::size_t>(s.m) * s.n);
     fill_gemm_inputs(p, a.get(), w.get());
     c.poison();
-    ASSERT_EQ(gemm_tiled_bf16(a.get(), w.get(), c.get(), s.m, s.n, s.k, nullptr), cudaSuccess);
+  }
+  GemmProblem p;
+  DeviceBuffer<bf16_bits> a, w, c;
+};
+
+TEST_F(Gpu, TiledGemmMatchesTheCpuReference) {
+  for (const Shape3 s : {Shape3{1, 8, 8}, Shape3{7, 24, 40}, Shape3{129, 136, 264},
+                         Shape3{300, 520, 1032}, Shape3{128, 128, 32}}) {
+    GemmCase g(s);
+    ASSERT_EQ(gemm_tiled_bf16(g.a.get(), g.w.get(), g.c.get(), s.m, s.n, s.k, nullptr), cudaSuccess);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    const CheckResult r = check_gemm(p, c.get(), kAll, kAll);
+    const CheckResult r = check_gemm(g.p, g.c.get(), kAll, kAll);
     EXPECT_TRUE(r.ok) << r.detail;
   }
   EXPECT_EQ(gemm_tiled_bf16(nullptr, nullptr, nullptr, 4, 4, 12, nullptr),
@@ -72,18 +80,11 @@ TEST_F(Gpu, WgmmaGemmMatchesTheCpuReference) {
         Shape3{300, 1032, 2120}, Shape3{1100, 2056, 136}}) {
     for (const bool overlap : {true, false}) {
       SCOPED_TRACE(overlap ? "overlapped mainloop (default)" : "serial mainloop");
-      GemmProblem p;
-      p.m = s.m;
-      p.n = s.n;
-      p.k = s.k;
-      p.seed_a = fresh_seed();
-      p.seed_w = fresh_seed();
-      DeviceBuffer<bf16_bits> a(static_cast<std::size_t>(s.m) * s.k),
-          w(static_cast<std::size_t>(s.n) * s.k), c(static_cast<std::size_t>(s.m) * s.n);
-      fill_gemm_inputs(p, a.get(), w.get());
-      c.poison();
+      GemmCase g(s);
+      const GemmProblem& p = g.p;
+      const DeviceBuffer<bf16_bits>& c = g.c;
       const cudaError_t launched =
-          gemm_wgmma_bf16(a.get(), w.get(), c.get(), s.m, s.n, s.k, nullptr, overlap);
+          gemm_wgmma_bf16(g.a.get(), g.w.get(), g.c.get(), s.m, s.n, s.k, nullptr, overlap);
       ASSERT_EQ(launched, cudaSuccess)
           << cudaGetErrorName(launched) << " at m=" << s.m << " n=" << s.n << " k=" << s.k;
       // A kernel that waits on an mbarrier for seconds traps (a hang: a TMA that never
@@ -97,17 +98,10 @@ TEST_F(Gpu, WgmmaGemmMatchesTheCpuReference) {
   }
   // Repeated launches into the same output agree exactly (no race between the stages).
   {
-    GemmProblem p;
-    p.m = 512;
-    p.n = 1024;
-    p.k = 2048;
-    p.seed_a = fresh_seed();
-    p.seed_w = fresh_seed();
-    DeviceBuffer<bf16_bits> a(static_cast<std::size_t>(p.m) * p.k),
-        w(static_cast<std::size_t>(p.n) * p.k), c1(static_cast<std::size_t>(p.m) * p.n),
-        c2(static_cast<std::size_t>(p.m) * p.n);
-    fill_gemm_inputs(p, a.get(), w.get());
-    c1.poison();
+    GemmCase g(Shape3{512, 1024, 2048});
+    const GemmProblem& p = g.p;
+    const DeviceBuffer<bf16_bits>&a = g.a, &w = g.w, &c1 = g.c;
+    DeviceBuffer<bf16_bits> c2(static_cast<std::size_t>(p.m) * p.n);
     ASSERT_EQ(gemm_wgmma_bf16(a.get(), w.get(), c1.get(), p.m, p.n, p.k, nullptr), cudaSuccess);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     const std::vector<bf16_bits> first = copy_to_host(c1.get(), c1.size());
