@@ -159,19 +159,23 @@ FK_GLOBAL void FK_LAUNCH_BOUNDS(THREADS, BLOCKS_PER_SM) attn_decode_split_kernel
     const int tok0 = start + (warp + i * WARPS) * TW;
 
     // S = Q·Kᵀ: 2 n8-tiles of tokens × 8 k16-slices of the head dim. One ldmatrix.x4 gives
-    // the B fragments of two k-slices: matrix j = tokens nt·8.., dims 32kp + 8j...
+    // the B fragments of two k-slices: matrix j = tokens nt·8.., dims 32kp + 8j... The two
+    // n8-tiles alternate, so that consecutive MMAs go to different accumulators.
     float s[2][4];
 #pragma unroll
-    for (int nt = 0; nt < 2; ++nt) {
+    for (int nt = 0; nt < 2; ++nt)
 #pragma unroll
       for (int e = 0; e < 4; ++e) s[nt][e] = 0.0f;
 #pragma unroll
-      for (int kp = 0; kp < 4; ++kp) {
-        std::uint32_t kb[4];
-        dev::ldmatrix_x4(kb, Kb + (nt * 8 + (lane & 7)) * LD + kp * 32 + (lane >> 3) * 8);
-        dev::mma_bf16_16816(s[nt], qf[2 * kp], kb[0], kb[1]);
-        dev::mma_bf16_16816(s[nt], qf[2 * kp + 1], kb[2], kb[3]);
-      }
+    for (int kp = 0; kp < 4; ++kp) {
+      std::uint32_t kb[2][4];
+#pragma unroll
+      for (int nt = 0; nt < 2; ++nt)
+        dev::ldmatrix_x4(kb[nt], Kb + (nt * 8 + (lane & 7)) * LD + kp * 32 + (lane >> 3) * 8);
+      dev::mma_bf16_16816(s[0], qf[2 * kp], kb[0][0], kb[0][1]);
+      dev::mma_bf16_16816(s[1], qf[2 * kp], kb[1][0], kb[1][1]);
+      dev::mma_bf16_16816(s[0], qf[2 * kp + 1], kb[0][2], kb[0][3]);
+      dev::mma_bf16_16816(s[1], qf[2 * kp + 1], kb[1][2], kb[1][3]);
     }
 
     // Scale into the log2 domain; tokens past the end get -inf.

@@ -273,6 +273,8 @@ TEST_P(EmulatedKernels, PrefillAttention) {
   run_prefill(1, 65, 200, 1, 1, false);  // not causal, key tail
   run_prefill(2, 1, 1, 2, 2, true);      // one token
   run_prefill(1, 30, 94, 2, 1, true);    // last row in the lower half of a fragment (row g+8)
+  run_prefill(1, 150, 333, 2, 1, true);  // 6 key tiles through the 3-stage ring
+  run_prefill(1, 129, 129, 1, 1, false); // not causal, full tiles then a one-key tail
 }
 
 void run_decode(int heads, int kv_heads, const std::vector<int>& lens, int page, int splits,
