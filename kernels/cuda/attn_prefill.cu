@@ -1,7 +1,8 @@
 // Prefill attention forward, BF16, head dim 128: FlashAttention-2-style tiling (Dao 2023,
 // arXiv:2307.08691, Algorithm 1) written plainly.
 //
-// Block = 4 warps, 64 query rows of one (sequence, head); each warp owns 16 rows and keeps
+// Block = 4 warps, 64 query rows of one (sequence, head) (or 8 warps, 128 rows: Tiling
+// below); each warp owns 16 rows and keeps
 // their Q fragments in registers (loaded once, straight from global memory). Keys and
 // values stream through shared memory in tiles of 64 with a 3-stage cp.async ring (two
 // tiles in flight while the third is used; one __syncthreads per tile). Rows are padded to
@@ -13,9 +14,12 @@
 // two adjacent n8 tiles is the A fragment of one k16 slice) and V fragments by
 // ldmatrix.x4.trans. GQA: head h reads KV head h / (heads / kv_heads). Causal blocks stop
 // at the last key tile their rows can see; the heaviest query tiles are scheduled first.
-// Shared memory 102 KiB and at most 255 registers: two blocks (8 warps) per SM.
+// Shared memory 102 KiB and at most 255 registers: two blocks (8 warps) per SM. A variant
+// with 8 warps (128 rows) per block is compiled too, see Tiling.
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 
 #include "kernels/cuda/device_util.cuh"
 #include "kernels/cuda/kernels.h"
@@ -23,15 +27,23 @@
 namespace fleetsim::kernels {
 namespace {
 
-constexpr int D = 128;        // head dim
-constexpr int BR = 64;        // query rows per block
-constexpr int BC = 64;        // keys per tile
-constexpr int THREADS = 128;  // 4 warps × 16 rows
-constexpr int STAGES = 3;     // K/V tiles in the ring
-constexpr int LD = D + 8;     // shared row stride (elements): 272 bytes, 16-byte aligned
-constexpr int STAGE = 2 * BC * LD;                     // K tile then V tile (elements)
-constexpr int SMEM_BYTES = STAGES * STAGE * 2;         // 104448
-constexpr int BLOCKS_PER_SM = 2;
+constexpr int D = 128;     // head dim
+constexpr int BC = 64;     // keys per tile
+constexpr int LD = D + 8;  // shared row stride (elements): 272 bytes, 16-byte aligned
+constexpr int STAGE = 2 * BC * LD;  // K tile then V tile (elements)
+
+// Two block shapes, both 16 query rows per warp: 4 warps (64 rows, 3 stages, 102 KiB, two
+// blocks per SM: the default) or 8 warps (128 rows, 4 stages, 136 KiB, one block per SM:
+// each K/V tile loaded once for twice the rows). FLEETSIM_PREFILL_ROWS=128 selects the
+// second (for measuring both on a GPU).
+template <int WARPS>
+struct Tiling {
+  static constexpr int kRows = 16 * WARPS;
+  static constexpr int kThreads = 32 * WARPS;
+  static constexpr int kStages = WARPS == 4 ? 3 : 4;
+  static constexpr int kBlocksPerSm = WARPS == 4 ? 2 : 1;
+  static constexpr int kSmem = kStages * STAGE * 2;  // 104448 or 139264
+};
 
 struct Args {
   const __nv_bfloat16* q;
@@ -44,24 +56,31 @@ struct Args {
 };
 
 // Copies one 64-row tile of K and of V into a stage: this thread's 16-byte chunks are
-// column cc = (tid % 16)·8 of rows r = tid / 16 + 8i, i < 8, read at element offset
-// thr_off + tile_off + 8i·stride of k and v (thr_off = (tid / 16)·stride + cc). Rows
-// r >= valid are zero-filled.
+// column cc = (tid % 16)·8 of rows r = tid / 16 + Ri, R = THREADS / 16, read at element
+// offset thr_off + tile_off + Ri·stride of k and v (thr_off = (tid / 16)·stride + cc,
+// strideR = R·stride). Rows r >= valid are zero-filled.
+template <int THREADS>
 FK_DEV void load_tile(__nv_bfloat16* st, const __nv_bfloat16* k, const __nv_bfloat16* v,
-                      std::size_t thr_off, std::size_t stride8, int valid) {
+                      std::size_t thr_off, std::size_t strideR, int valid) {
+  constexpr int R = THREADS / 16;
   const int tid = static_cast<int>(threadIdx.x);
   const int r0 = tid / 16, cc = (tid % 16) * 8;
 #pragma unroll
-  for (int i = 0; i < 8; ++i) {
-    const int r = r0 + 8 * i;
+  for (int i = 0; i < BC / R; ++i) {
+    const int r = r0 + R * i;
     const bool ok = r < valid;
-    const std::size_t off = ok ? thr_off + i * stride8 : 0;
+    const std::size_t off = ok ? thr_off + i * strideR : 0;
     dev::cp_async16(st + r * LD + cc, k + off, ok);
     dev::cp_async16(st + BC * LD + r * LD + cc, v + off, ok);
   }
 }
 
-FK_GLOBAL void FK_LAUNCH_BOUNDS(THREADS, BLOCKS_PER_SM) attn_prefill_kernel(Args a) {
+template <int WARPS>
+FK_GLOBAL void FK_LAUNCH_BOUNDS(Tiling<WARPS>::kThreads, Tiling<WARPS>::kBlocksPerSm)
+    attn_prefill_kernel(Args a) {
+  constexpr int BR = Tiling<WARPS>::kRows;
+  constexpr int THREADS = Tiling<WARPS>::kThreads;
+  constexpr int STAGES = Tiling<WARPS>::kStages;
   FK_SMEM(unsigned char, smem_raw);
   auto* ring = reinterpret_cast<__nv_bfloat16*>(smem_raw);  // [STAGES][K, V][BC][LD]
 
@@ -88,8 +107,9 @@ FK_GLOBAL void FK_LAUNCH_BOUNDS(THREADS, BLOCKS_PER_SM) attn_prefill_kernel(Args
       static_cast<std::size_t>(threadIdx.x / 16) * kv_stride + (threadIdx.x % 16) * 8;
   auto issue = [&](int j) {
     if (j < n_tiles)
-      load_tile(ring + (j % STAGES) * STAGE, k_base, v_base,
-                thr_off + static_cast<std::size_t>(j) * BC * kv_stride, 8 * kv_stride,
+      load_tile<THREADS>(ring + (j % STAGES) * STAGE, k_base, v_base,
+                         thr_off + static_cast<std::size_t>(j) * BC * kv_stride,
+                         (THREADS / 16) * kv_stride,
                 a.kv_len - j * BC);
     dev::cp_async_commit();
   };
@@ -247,6 +267,17 @@ FK_GLOBAL void FK_LAUNCH_BOUNDS(THREADS, BLOCKS_PER_SM) attn_prefill_kernel(Args
 
 bool aligned16(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0; }
 
+template <int WARPS>
+cudaError_t launch(const Args& a, const PrefillArgs& p, cudaStream_t s) {
+  using C = Tiling<WARPS>;
+  static const cudaError_t attr = FK_SET_SMEM_ATTR(attn_prefill_kernel<WARPS>, C::kSmem);
+  if (attr != cudaSuccess) return attr;
+  const dim3 grid(static_cast<unsigned>((p.q_len + C::kRows - 1) / C::kRows),
+                  static_cast<unsigned>(p.heads), static_cast<unsigned>(p.batch));
+  FK_LAUNCH(attn_prefill_kernel<WARPS>, grid, C::kThreads, C::kSmem, s)(a);
+  return FK_LAST_ERROR();
+}
+
 }  // namespace
 
 cudaError_t attn_prefill_bf16(const PrefillArgs& p, cudaStream_t s) {
@@ -256,8 +287,6 @@ cudaError_t attn_prefill_bf16(const PrefillArgs& p, cudaStream_t s) {
   if (!aligned16(p.q) || !aligned16(p.k) || !aligned16(p.v) || !aligned16(p.o))
     return cudaErrorInvalidValue;
   if (p.heads > 65535 || p.batch > 65535) return cudaErrorInvalidValue;
-  static const cudaError_t attr = FK_SET_SMEM_ATTR(attn_prefill_kernel, SMEM_BYTES);
-  if (attr != cudaSuccess) return attr;
   Args a;
   a.q = reinterpret_cast<const __nv_bfloat16*>(p.q);
   a.k = reinterpret_cast<const __nv_bfloat16*>(p.k);
@@ -271,10 +300,9 @@ cudaError_t attn_prefill_bf16(const PrefillArgs& p, cudaStream_t s) {
   const float scale =
       p.softmax_scale > 0 ? p.softmax_scale : 1.0f / std::sqrt(static_cast<float>(D));
   a.scale_log2 = scale * 1.4426950408889634f;
-  const dim3 grid(static_cast<unsigned>((p.q_len + BR - 1) / BR), static_cast<unsigned>(p.heads),
-                  static_cast<unsigned>(p.batch));
-  FK_LAUNCH(attn_prefill_kernel, grid, THREADS, SMEM_BYTES, s)(a);
-  return FK_LAST_ERROR();
+  const char* rows = std::getenv("FLEETSIM_PREFILL_ROWS");
+  if (rows != nullptr && std::strcmp(rows, "128") == 0) return launch<8>(a, p, s);
+  return launch<4>(a, p, s);
 }
 
 }  // namespace fleetsim::kernels
