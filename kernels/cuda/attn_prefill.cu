@@ -146,8 +146,9 @@ FK_GLOBAL void FK_LAUNCH_BOUNDS(Tiling<WARPS>::kThreads, Tiling<WARPS>::kBlocksP
     for (int e = 0; e < 4; ++e) o[u][e] = 0.0f;
   float m_run[2] = {-INFINITY, -INFINITY};
   float l_run[2] = {0.0f, 0.0f};
-  // ldmatrix row addresses of this lane inside a stage (K: key, dims; V: key, dims).
-  const int k_lrow = (lane & 7) * LD + (lane >> 3) * 8;
+  // ldmatrix row addresses of this lane inside a stage: K (key (lane & 7) + 8·(lane >> 4),
+  // dims 8·((lane >> 3) & 1)); V (key lane % 16, dims 8·(lane / 16)).
+  const int k_lrow = ((lane & 7) + ((lane >> 4) << 3)) * LD + ((lane >> 3) & 1) * 8;
   const int v_lrow = (((lane >> 3) & 1) * 8 + (lane & 7)) * LD + (lane >> 4) * 8;
   const int q_min = q0 + warp * 16;  // the warp's first row
 
@@ -158,22 +159,23 @@ FK_GLOBAL void FK_LAUNCH_BOUNDS(Tiling<WARPS>::kThreads, Tiling<WARPS>::kBlocksP
     const __nv_bfloat16* Kb = ring + (j % STAGES) * STAGE;
     const __nv_bfloat16* Vb = Kb + BC * LD;
 
-    // S = Q·Kᵀ: 8 n8-tiles of keys, 8 k16-slices of the head dim. One ldmatrix.x4 gives the
-    // B fragments of two k-slices: matrix i = keys nt·8.., dims 32kp + 8i... The n8-tiles
-    // are the inner loop, so that consecutive MMAs go to different accumulators.
+    // S = Q·Kᵀ: 8 k16-slices of the head dim × 8 n8-tiles of keys. One ldmatrix.x4 gives
+    // the B fragments of two n8-tiles: matrix i = keys 16np + 8(i >> 1).., dims 16ks +
+    // 8(i & 1)... The n8-tiles are the inner loop, so that consecutive MMAs go to different
+    // accumulators.
     float s[8][4];
 #pragma unroll
     for (int nt = 0; nt < 8; ++nt)
 #pragma unroll
       for (int e = 0; e < 4; ++e) s[nt][e] = 0.0f;
 #pragma unroll
-    for (int kp = 0; kp < 4; ++kp)
+    for (int ks = 0; ks < 8; ++ks)
 #pragma unroll
-      for (int nt = 0; nt < 8; ++nt) {
+      for (int np = 0; np < 4; ++np) {
         std::uint32_t kb[4];
-        dev::ldmatrix_x4(kb, Kb + nt * 8 * LD + kp * 32 + k_lrow);
-        dev::mma_bf16_16816(s[nt], qf[2 * kp], kb[0], kb[1]);
-        dev::mma_bf16_16816(s[nt], qf[2 * kp + 1], kb[2], kb[3]);
+        dev::ldmatrix_x4(kb, Kb + np * 16 * LD + ks * 16 + k_lrow);
+        dev::mma_bf16_16816(s[2 * np], qf[ks], kb[0], kb[1]);
+        dev::mma_bf16_16816(s[2 * np + 1], qf[ks], kb[2], kb[3]);
       }
 
     // Scale into the log2 domain and mask: keys past the end, and the future when causal.
