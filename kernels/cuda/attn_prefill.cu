@@ -1,8 +1,8 @@
 // Prefill attention forward, BF16, head dim 128: FlashAttention-2-style tiling (Dao 2023,
 // arXiv:2307.08691, Algorithm 1) written plainly.
 //
-// Block = 4 warps, 64 query rows of one (sequence, head) (or 8 warps, 128 rows: Tiling
-// below); each warp owns 16 rows and keeps
+// Block = 4 warps, 64 query rows of one (sequence, head) (other shapes: Tiling below);
+// each warp owns 16 rows and keeps
 // their Q fragments in registers (loaded once, straight from global memory). Keys and
 // values stream through shared memory in tiles of 64 with a 3-stage cp.async ring (two
 // tiles in flight while the third is used; one __syncthreads per tile). Rows are padded to
@@ -14,8 +14,9 @@
 // two adjacent n8 tiles is the A fragment of one k16 slice) and V fragments by
 // ldmatrix.x4.trans. GQA: head h reads KV head h / (heads / kv_heads). Causal blocks stop
 // at the last key tile their rows can see; the heaviest query tiles are scheduled first.
-// Shared memory 102 KiB and at most 255 registers: two blocks (8 warps) per SM. A variant
-// with 8 warps (128 rows) per block is compiled too, see Tiling.
+// Shared memory 102 KiB and 190 registers: two blocks (8 warps) per SM. A variant
+// with three blocks per SM and one with 8 warps (128 rows) per block are compiled too, see
+// Tiling.
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -32,17 +33,20 @@ constexpr int BC = 64;     // keys per tile
 constexpr int LD = D + 8;  // shared row stride (elements): 272 bytes, 16-byte aligned
 constexpr int STAGE = 2 * BC * LD;  // K tile then V tile (elements)
 
-// Two block shapes, both 16 query rows per warp: 4 warps (64 rows, 3 stages, 102 KiB, two
-// blocks per SM: the default) or 8 warps (128 rows, 4 stages, 136 KiB, one block per SM:
-// each K/V tile loaded once for twice the rows). FLEETSIM_PREFILL_ROWS=128 selects the
-// second (for measuring both on a GPU).
-template <int WARPS>
+// Three block shapes, all 16 query rows per warp, chosen by FLEETSIM_PREFILL_ROWS (read at
+// every launch, for measuring them against each other on a GPU):
+//  - "64" (default): 4 warps, 3 stages (two tiles in flight), 102 KiB, two blocks per SM;
+//  - "64x3": 4 warps, 2 stages (one tile in flight), 68 KiB, three blocks (12 warps) per SM,
+//    registers capped at 168;
+//  - "128": 8 warps, 4 stages, 136 KiB, one block per SM: each K/V tile is loaded once for
+//    twice the rows.
+template <int WARPS, int BLOCKS>  // BLOCKS: blocks per SM the shape is built for
 struct Tiling {
   static constexpr int kRows = 16 * WARPS;
   static constexpr int kThreads = 32 * WARPS;
-  static constexpr int kStages = WARPS == 4 ? 3 : 4;
-  static constexpr int kBlocksPerSm = WARPS == 4 ? 2 : 1;
-  static constexpr int kSmem = kStages * STAGE * 2;  // 104448 or 139264
+  static constexpr int kStages = WARPS == 8 ? 4 : (BLOCKS == 3 ? 2 : 3);
+  static constexpr int kBlocksPerSm = BLOCKS;
+  static constexpr int kSmem = kStages * STAGE * 2;  // 104448, 69632 or 139264
 };
 
 struct Args {
@@ -75,12 +79,14 @@ FK_DEV void load_tile(__nv_bfloat16* st, const __nv_bfloat16* k, const __nv_bflo
   }
 }
 
-template <int WARPS>
-FK_GLOBAL void FK_LAUNCH_BOUNDS(Tiling<WARPS>::kThreads, Tiling<WARPS>::kBlocksPerSm)
+template <int WARPS, int BLOCKS>
+FK_GLOBAL void FK_LAUNCH_BOUNDS(Tiling<WARPS, BLOCKS>::kThreads,
+                                Tiling<WARPS, BLOCKS>::kBlocksPerSm)
     attn_prefill_kernel(Args a) {
-  constexpr int BR = Tiling<WARPS>::kRows;
-  constexpr int THREADS = Tiling<WARPS>::kThreads;
-  constexpr int STAGES = Tiling<WARPS>::kStages;
+  using C = Tiling<WARPS, BLOCKS>;
+  constexpr int BR = C::kRows;
+  constexpr int THREADS = C::kThreads;
+  constexpr int STAGES = C::kStages;
   FK_SMEM(unsigned char, smem_raw);
   auto* ring = reinterpret_cast<__nv_bfloat16*>(smem_raw);  // [STAGES][K, V][BC][LD]
 
@@ -269,14 +275,15 @@ FK_GLOBAL void FK_LAUNCH_BOUNDS(Tiling<WARPS>::kThreads, Tiling<WARPS>::kBlocksP
 
 bool aligned16(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0; }
 
-template <int WARPS>
+template <int WARPS, int BLOCKS>
 cudaError_t launch(const Args& a, const PrefillArgs& p, cudaStream_t s) {
-  using C = Tiling<WARPS>;
-  static const cudaError_t attr = FK_SET_SMEM_ATTR(attn_prefill_kernel<WARPS>, C::kSmem);
+  using C = Tiling<WARPS, BLOCKS>;
+  auto* kernel = &attn_prefill_kernel<WARPS, BLOCKS>;
+  static const cudaError_t attr = FK_SET_SMEM_ATTR(kernel, C::kSmem);
   if (attr != cudaSuccess) return attr;
   const dim3 grid(static_cast<unsigned>((p.q_len + C::kRows - 1) / C::kRows),
                   static_cast<unsigned>(p.heads), static_cast<unsigned>(p.batch));
-  FK_LAUNCH(attn_prefill_kernel<WARPS>, grid, C::kThreads, C::kSmem, s)(a);
+  FK_LAUNCH(kernel, grid, C::kThreads, C::kSmem, s)(a);
   return FK_LAST_ERROR();
 }
 
@@ -303,8 +310,9 @@ cudaError_t attn_prefill_bf16(const PrefillArgs& p, cudaStream_t s) {
       p.softmax_scale > 0 ? p.softmax_scale : 1.0f / std::sqrt(static_cast<float>(D));
   a.scale_log2 = scale * 1.4426950408889634f;
   const char* rows = std::getenv("FLEETSIM_PREFILL_ROWS");
-  if (rows != nullptr && std::strcmp(rows, "128") == 0) return launch<8>(a, p, s);
-  return launch<4>(a, p, s);
+  if (rows != nullptr && std::strcmp(rows, "128") == 0) return launch<8, 1>(a, p, s);
+  if (rows != nullptr && std::strcmp(rows, "64x3") == 0) return launch<4, 3>(a, p, s);
+  return launch<4, 2>(a, p, s);
 }
 
 }  // namespace fleetsim::kernels

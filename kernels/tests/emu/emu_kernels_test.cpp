@@ -277,12 +277,15 @@ TEST_P(EmulatedKernels, PrefillAttention) {
   run_prefill(1, 129, 129, 1, 1, false); // not causal, full tiles then a one-key tail
 }
 
-TEST_P(EmulatedKernels, PrefillAttention128Rows) {  // the 8-warp block shape
-  setenv("FLEETSIM_PREFILL_ROWS", "128", 1);
-  run_prefill(1, 150, 333, 2, 1, true);  // a partial second block, 6 key tiles
-  run_prefill(1, 30, 94, 2, 1, true);    // warps entirely past q_len
-  run_prefill(1, 65, 200, 1, 1, false);  // not causal, key tail
-  run_prefill(2, 1, 1, 2, 2, true);      // one token
+TEST_P(EmulatedKernels, PrefillAttentionOtherBlockShapes) {
+  for (const char* shape : {"128", "64x3"}) {  // 8 warps; 2 stages for three blocks per SM
+    SCOPED_TRACE(shape);
+    setenv("FLEETSIM_PREFILL_ROWS", shape, 1);
+    run_prefill(1, 150, 333, 2, 1, true);  // a partial last block, 6 key tiles
+    run_prefill(1, 30, 94, 2, 1, true);    // warps entirely past q_len
+    run_prefill(1, 65, 200, 1, 1, false);  // not causal, key tail
+    run_prefill(2, 1, 1, 2, 2, true);      // one token
+  }
   unsetenv("FLEETSIM_PREFILL_ROWS");
 }
 

@@ -126,8 +126,8 @@ void run_prefill(const ref::AttnDims& dims) {
 }
 
 TEST_F(Gpu, PrefillAttentionMatchesTheCpuReference) {
-  // Both block shapes: 64 rows (4 warps, the default) and 128 rows (8 warps).
-  for (const char* rows : {"64", "128"}) {
+  // Every block shape: 4 warps (the default), 4 warps with three blocks per SM, 8 warps.
+  for (const char* rows : {"64", "64x3", "128"}) {
     SCOPED_TRACE(std::string("FLEETSIM_PREFILL_ROWS=") + rows);
     setenv("FLEETSIM_PREFILL_ROWS", rows, 1);
     ref::AttnDims d;
