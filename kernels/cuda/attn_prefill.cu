@@ -1,16 +1,26 @@
 // Prefill attention forward, BF16, head dim 128: FlashAttention-2-style tiling (Dao 2023,
 // arXiv:2307.08691, Algorithm 1) written plainly.
 //
-// Block = 4 warps, 64 query rows of one (sequence, head); each warp owns 16 rows. Keys and
-// values stream through shared memory in tiles of 64 (cp.async, two buffers). Per tile a
-// warp computes S = Q·Kᵀ (16×64) with mma.sync m16n8k16, masks (sequence end, causal),
-// updates its rows' running max m and sum l in the log2 domain, rescales its O accumulator
-// (16×128, FP32 registers) and adds P·V, P taken straight from the S accumulators as the A
-// operand (the C fragment of two adjacent n8 tiles is the A fragment of one k16 slice).
-// GQA: head h reads KV head h / (heads / kv_heads). Causal blocks stop at the last key
-// tile their rows can see; the heaviest query tiles are scheduled first.
+// Block = 4 warps, 64 query rows of one (sequence, head) (other shapes: Tiling below);
+// each warp owns 16 rows and keeps
+// their Q fragments in registers (loaded once, straight from global memory). Keys and
+// values stream through shared memory in tiles of 64 with a 3-stage cp.async ring (two
+// tiles in flight while the third is used; one __syncthreads per tile). Rows are padded to
+// 272 bytes, so the ldmatrix reads are free of bank conflicts. Per tile a warp computes
+// S = Q·Kᵀ (16×64) with mma.sync m16n8k16 (K fragments by ldmatrix.x4), masks (sequence
+// end, causal; only tiles that cross the end or the diagonal), updates its rows' running
+// max m and sum l in the log2 domain, rescales its O accumulator (16×128, FP32 registers)
+// and adds P·V, P taken straight from the S accumulators as the A operand (the C fragment of
+// two adjacent n8 tiles is the A fragment of one k16 slice) and V fragments by
+// ldmatrix.x4.trans. GQA: head h reads KV head h / (heads / kv_heads). Causal blocks stop
+// at the last key tile their rows can see; the heaviest query tiles are scheduled first.
+// Shared memory 102 KiB and 190 registers: two blocks (8 warps) per SM. A variant
+// with three blocks per SM and one with 8 warps (128 rows) per block are compiled too, see
+// Tiling.
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 
 #include "kernels/cuda/device_util.cuh"
 #include "kernels/cuda/kernels.h"
@@ -18,12 +28,26 @@
 namespace fleetsim::kernels {
 namespace {
 
-constexpr int D = 128;        // head dim
-constexpr int BR = 64;        // query rows per block
-constexpr int BC = 64;        // keys per tile
-constexpr int THREADS = 128;  // 4 warps × 16 rows
-constexpr int LD = D + 8;     // shared row stride (elements): 272 bytes, 16-byte aligned
-constexpr int SMEM_BYTES = (BR + 4 * BC) * LD * 2;  // Q + 2×K + 2×V = 87040
+constexpr int D = 128;     // head dim
+constexpr int BC = 64;     // keys per tile
+constexpr int LD = D + 8;  // shared row stride (elements): 272 bytes, 16-byte aligned
+constexpr int STAGE = 2 * BC * LD;  // K tile then V tile (elements)
+
+// Three block shapes, all 16 query rows per warp, chosen by FLEETSIM_PREFILL_ROWS (read at
+// every launch, for measuring them against each other on a GPU):
+//  - "64" (default): 4 warps, 3 stages (two tiles in flight), 102 KiB, two blocks per SM;
+//  - "64x3": 4 warps, 2 stages (one tile in flight), 68 KiB, three blocks (12 warps) per SM,
+//    registers capped at 168;
+//  - "128": 8 warps, 4 stages, 136 KiB, one block per SM: each K/V tile is loaded once for
+//    twice the rows.
+template <int WARPS, int BLOCKS>  // BLOCKS: blocks per SM the shape is built for
+struct Tiling {
+  static constexpr int kRows = 16 * WARPS;
+  static constexpr int kThreads = 32 * WARPS;
+  static constexpr int kStages = WARPS == 8 ? 4 : (BLOCKS == 3 ? 2 : 3);
+  static constexpr int kBlocksPerSm = BLOCKS;
+  static constexpr int kSmem = kStages * STAGE * 2;  // 104448, 69632 or 139264
+};
 
 struct Args {
   const __nv_bfloat16* q;
@@ -35,26 +59,36 @@ struct Args {
   float scale_log2;  // softmax_scale · log2(e)
 };
 
-// Copies `nrows` (= 64) rows of 128 bf16, row r from base + r·stride, into shared rows of
-// LD; rows r >= valid are zero-filled. 1024 chunks of 16 bytes over 128 threads.
-FK_DEV void load_rows(__nv_bfloat16* dst, const __nv_bfloat16* base, std::size_t stride,
-                      int valid) {
+// Copies one 64-row tile of K and of V into a stage: this thread's 16-byte chunks are
+// column cc = (tid % 16)·8 of rows r = tid / 16 + Ri, R = THREADS / 16, read at element
+// offset thr_off + tile_off + Ri·stride of k and v (thr_off = (tid / 16)·stride + cc,
+// strideR = R·stride). Rows r >= valid are zero-filled.
+template <int THREADS>
+FK_DEV void load_tile(__nv_bfloat16* st, const __nv_bfloat16* k, const __nv_bfloat16* v,
+                      std::size_t thr_off, std::size_t strideR, int valid) {
+  constexpr int R = THREADS / 16;
   const int tid = static_cast<int>(threadIdx.x);
+  const int r0 = tid / 16, cc = (tid % 16) * 8;
 #pragma unroll
-  for (int i = 0; i < (64 * D / 8) / THREADS; ++i) {
-    const int c = tid + i * THREADS;
-    const int r = c / (D / 8), cc = (c % (D / 8)) * 8;
+  for (int i = 0; i < BC / R; ++i) {
+    const int r = r0 + R * i;
     const bool ok = r < valid;
-    const __nv_bfloat16* src = ok ? base + static_cast<std::size_t>(r) * stride + cc : base;
-    dev::cp_async16(dst + r * LD + cc, src, ok);
+    const std::size_t off = ok ? thr_off + i * strideR : 0;
+    dev::cp_async16(st + r * LD + cc, k + off, ok);
+    dev::cp_async16(st + BC * LD + r * LD + cc, v + off, ok);
   }
 }
 
-FK_GLOBAL void FK_LAUNCH_BOUNDS(THREADS) attn_prefill_kernel(Args a) {
+template <int WARPS, int BLOCKS>
+FK_GLOBAL void FK_LAUNCH_BOUNDS(Tiling<WARPS, BLOCKS>::kThreads,
+                                Tiling<WARPS, BLOCKS>::kBlocksPerSm)
+    attn_prefill_kernel(Args a) {
+  using C = Tiling<WARPS, BLOCKS>;
+  constexpr int BR = C::kRows;
+  constexpr int THREADS = C::kThreads;
+  constexpr int STAGES = C::kStages;
   FK_SMEM(unsigned char, smem_raw);
-  auto* Qs = reinterpret_cast<__nv_bfloat16*>(smem_raw);
-  __nv_bfloat16* Ks = Qs + BR * LD;      // 2 buffers of BC×LD
-  __nv_bfloat16* Vs = Ks + 2 * BC * LD;  // 2 buffers of BC×LD
+  auto* ring = reinterpret_cast<__nv_bfloat16*>(smem_raw);  // [STAGES][K, V][BC][LD]
 
   const int qt = static_cast<int>(gridDim.x - 1 - blockIdx.x);  // heavy (late) tiles first
   const int h = static_cast<int>(blockIdx.y);
@@ -68,24 +102,48 @@ FK_GLOBAL void FK_LAUNCH_BOUNDS(THREADS) attn_prefill_kernel(Args a) {
 
   const std::size_t q_stride = static_cast<std::size_t>(a.heads) * D;
   const std::size_t kv_stride = static_cast<std::size_t>(a.kv_heads) * D;
-  const __nv_bfloat16* q_base = a.q + (static_cast<std::size_t>(b) * a.q_len + q0) * q_stride +
-                                static_cast<std::size_t>(h) * D;
   const __nv_bfloat16* k_base =
       a.k + static_cast<std::size_t>(b) * a.kv_len * kv_stride + static_cast<std::size_t>(hk) * D;
   const __nv_bfloat16* v_base =
       a.v + static_cast<std::size_t>(b) * a.kv_len * kv_stride + static_cast<std::size_t>(hk) * D;
 
-  // Group 0: Q and the first K/V tile.
-  load_rows(Qs, q_base, q_stride, a.q_len - q0);
-  load_rows(Ks, k_base, kv_stride, a.kv_len);
-  load_rows(Vs, v_base, kv_stride, a.kv_len);
-  dev::cp_async_commit();
+  // Tile j goes to stage j % STAGES. A group is committed even when there is nothing to
+  // load, so that the wait counts stay uniform.
+  const std::size_t thr_off =
+      static_cast<std::size_t>(threadIdx.x / 16) * kv_stride + (threadIdx.x % 16) * 8;
+  auto issue = [&](int j) {
+    if (j < n_tiles)
+      load_tile<THREADS>(ring + (j % STAGES) * STAGE, k_base, v_base,
+                         thr_off + static_cast<std::size_t>(j) * BC * kv_stride,
+                         (THREADS / 16) * kv_stride,
+                a.kv_len - j * BC);
+    dev::cp_async_commit();
+  };
+#pragma unroll
+  for (int j = 0; j < STAGES - 1; ++j) issue(j);
 
   const int warp = static_cast<int>(threadIdx.x) / 32;
   const int lane = static_cast<int>(threadIdx.x) % 32;
   const int g = lane >> 2, t4 = lane & 3;
   const int row_a = q0 + warp * 16 + g;  // query rows of this thread's fragments
   const int row_b = row_a + 8;
+
+  // Q fragments (A operand, row = query row) from global memory; rows past q_len are zero.
+  std::uint32_t qf[8][4];
+  {
+    const __nv_bfloat16* qh = a.q + static_cast<std::size_t>(b) * a.q_len * q_stride +
+                              static_cast<std::size_t>(h) * D + 2 * t4;
+    const __nv_bfloat16* qa = qh + static_cast<std::size_t>(row_a) * q_stride;
+    const __nv_bfloat16* qb = qh + static_cast<std::size_t>(row_b) * q_stride;
+    const bool oka = row_a < a.q_len, okb = row_b < a.q_len;
+#pragma unroll
+    for (int ks = 0; ks < 8; ++ks) {
+      qf[ks][0] = oka ? dev::ld_u32(qa + ks * 16) : 0u;
+      qf[ks][1] = okb ? dev::ld_u32(qb + ks * 16) : 0u;
+      qf[ks][2] = oka ? dev::ld_u32(qa + ks * 16 + 8) : 0u;
+      qf[ks][3] = okb ? dev::ld_u32(qb + ks * 16 + 8) : 0u;
+    }
+  }
 
   float o[16][4];
 #pragma unroll
@@ -94,62 +152,61 @@ FK_GLOBAL void FK_LAUNCH_BOUNDS(THREADS) attn_prefill_kernel(Args a) {
     for (int e = 0; e < 4; ++e) o[u][e] = 0.0f;
   float m_run[2] = {-INFINITY, -INFINITY};
   float l_run[2] = {0.0f, 0.0f};
-  std::uint32_t qf[8][4];
+  // ldmatrix row addresses of this lane inside a stage: K (key (lane & 7) + 8·(lane >> 4),
+  // dims 8·((lane >> 3) & 1)); V (key lane % 16, dims 8·(lane / 16)).
+  const int k_lrow = ((lane & 7) + ((lane >> 4) << 3)) * LD + ((lane >> 3) & 1) * 8;
+  const int v_lrow = (((lane >> 3) & 1) * 8 + (lane & 7)) * LD + (lane >> 4) * 8;
+  const int q_min = q0 + warp * 16;  // the warp's first row
 
   for (int j = 0; j < n_tiles; ++j) {
-    if (j + 1 < n_tiles) {
-      const int buf = (j + 1) & 1;
-      const std::size_t off = static_cast<std::size_t>(j + 1) * BC * kv_stride;
-      load_rows(Ks + buf * BC * LD, k_base + off, kv_stride, a.kv_len - (j + 1) * BC);
-      load_rows(Vs + buf * BC * LD, v_base + off, kv_stride, a.kv_len - (j + 1) * BC);
-      dev::cp_async_commit();
-      dev::cp_async_wait<1>();  // tile j (and Q) complete, tile j+1 may be in flight
-    } else {
-      dev::cp_async_wait<0>();
-    }
-    __syncthreads();
+    dev::cp_async_wait<STAGES - 2>();  // tile j has landed (tile j + 1 may be in flight)
+    __syncthreads();  // tile j visible to all; everyone is done with tile j - 1's stage
+    issue(j + STAGES - 1);  // into the stage of tile j - 1
+    const __nv_bfloat16* Kb = ring + (j % STAGES) * STAGE;
+    const __nv_bfloat16* Vb = Kb + BC * LD;
 
-    if (j == 0) {
-#pragma unroll
-      for (int ks = 0; ks < 8; ++ks) {
-        const __nv_bfloat16* qa = Qs + (warp * 16 + g) * LD + ks * 16 + t4 * 2;
-        qf[ks][0] = dev::ld_u32(qa);
-        qf[ks][1] = dev::ld_u32(qa + 8 * LD);
-        qf[ks][2] = dev::ld_u32(qa + 8);
-        qf[ks][3] = dev::ld_u32(qa + 8 * LD + 8);
-      }
-    }
-    const __nv_bfloat16* Kb = Ks + (j & 1) * BC * LD;
-    const __nv_bfloat16* Vb = Vs + (j & 1) * BC * LD;
-
-    // S = Q·Kᵀ: 8 n8-tiles of keys, 8 k16-slices of the head dim.
+    // S = Q·Kᵀ: 8 k16-slices of the head dim × 8 n8-tiles of keys. One ldmatrix.x4 gives
+    // the B fragments of two n8-tiles: matrix i = keys 16np + 8(i >> 1).., dims 16ks +
+    // 8(i & 1)... The n8-tiles are the inner loop, so that consecutive MMAs go to different
+    // accumulators.
     float s[8][4];
-#pragma unroll
-    for (int nt = 0; nt < 8; ++nt) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) s[nt][e] = 0.0f;
-      const __nv_bfloat16* kb = Kb + (nt * 8 + g) * LD + t4 * 2;  // B(k=dim, n=key) = K[key][dim]
-#pragma unroll
-      for (int ks = 0; ks < 8; ++ks)
-        dev::mma_bf16_16816(s[nt], qf[ks], dev::ld_u32(kb + ks * 16),
-                            dev::ld_u32(kb + ks * 16 + 8));
-    }
-
-    // Scale into the log2 domain and mask: keys past the end, and the future when causal.
-    const int key0 = j * BC;
 #pragma unroll
     for (int nt = 0; nt < 8; ++nt)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int key = key0 + nt * 8 + t4 * 2 + (e & 1);
-        const int row = e < 2 ? row_a : row_b;
-        const bool ok = key < a.kv_len && (!a.causal || key <= row + offset);
-        s[nt][e] = ok ? s[nt][e] * a.scale_log2 : -INFINITY;
+      for (int e = 0; e < 4; ++e) s[nt][e] = 0.0f;
+#pragma unroll
+    for (int ks = 0; ks < 8; ++ks)
+#pragma unroll
+      for (int np = 0; np < 4; ++np) {
+        std::uint32_t kb[4];
+        dev::ldmatrix_x4(kb, Kb + np * 16 * LD + ks * 16 + k_lrow);
+        dev::mma_bf16_16816(s[2 * np], qf[ks], kb[0], kb[1]);
+        dev::mma_bf16_16816(s[2 * np + 1], qf[ks], kb[2], kb[3]);
       }
+
+    // Scale into the log2 domain and mask: keys past the end, and the future when causal.
+    // Only tiles that cross the end of the keys or this warp's diagonal need the mask.
+    const int key0 = j * BC;
+    const bool full = key0 + BC <= a.kv_len && (!a.causal || key0 + BC - 1 <= q_min + offset);
+    if (full) {
+#pragma unroll
+      for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) s[nt][e] *= a.scale_log2;
+    } else {
+#pragma unroll
+      for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int key = key0 + nt * 8 + t4 * 2 + (e & 1);
+          const int row = e < 2 ? row_a : row_b;
+          const bool ok = key < a.kv_len && (!a.causal || key <= row + offset);
+          s[nt][e] = ok ? s[nt][e] * a.scale_log2 : -INFINITY;
+        }
+    }
 
     // Online softmax per row (r = 0: row_a, r = 1: row_b). A row's 64 columns sit in the
     // 4 lanes of its quad: reduce with xor 1 and 2.
-    float base[2];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       float mx = -INFINITY;
@@ -158,14 +215,14 @@ FK_GLOBAL void FK_LAUNCH_BOUNDS(THREADS) attn_prefill_kernel(Args a) {
       mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, 1));
       mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, 2));
       const float m_new = fmaxf(m_run[r], mx);
-      base[r] = m_new == -INFINITY ? 0.0f : m_new;  // row fully masked so far: no NaN
-      const float corr = exp2f(m_run[r] - base[r]);
+      const float base = m_new == -INFINITY ? 0.0f : m_new;  // row fully masked so far: no NaN
+      const float corr = exp2f(m_run[r] - base);
       m_run[r] = m_new;
       float rs = 0.0f;
 #pragma unroll
       for (int nt = 0; nt < 8; ++nt) {
-        s[nt][2 * r] = exp2f(s[nt][2 * r] - base[r]);
-        s[nt][2 * r + 1] = exp2f(s[nt][2 * r + 1] - base[r]);
+        s[nt][2 * r] = exp2f(s[nt][2 * r] - base);
+        s[nt][2 * r + 1] = exp2f(s[nt][2 * r + 1] - base);
         rs += s[nt][2 * r] + s[nt][2 * r + 1];
       }
       rs += __shfl_xor_sync(0xFFFFFFFFu, rs, 1);
@@ -178,7 +235,9 @@ FK_GLOBAL void FK_LAUNCH_BOUNDS(THREADS) attn_prefill_kernel(Args a) {
       }
     }
 
-    // O += P·V: P (16×64) as 4 k16-slices; V tile (64 keys × 128 dims) as 16 n8-tiles.
+    // O += P·V: P (16×64) as 4 k16-slices; V tile (64 keys × 128 dims) as 16 n8-tiles. One
+    // ldmatrix.x4.trans gives the B fragments of two n8-tiles: matrix i = keys 16kk +
+    // 8(i & 1).., dims 16up + 8(i >> 1)...
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk) {
       const std::uint32_t pa[4] = {
@@ -186,17 +245,14 @@ FK_GLOBAL void FK_LAUNCH_BOUNDS(THREADS) attn_prefill_kernel(Args a) {
           dev::pack_bf16x2(s[2 * kk][2], s[2 * kk][3]),           // row g+8, keys 16kk+2t..
           dev::pack_bf16x2(s[2 * kk + 1][0], s[2 * kk + 1][1]),   // row g,   keys 16kk+8+2t..
           dev::pack_bf16x2(s[2 * kk + 1][2], s[2 * kk + 1][3])};  // row g+8, keys 16kk+8+2t..
-      const auto* vrow = reinterpret_cast<const std::uint16_t*>(Vb + (kk * 16 + t4 * 2) * LD + g);
 #pragma unroll
-      for (int u = 0; u < 16; ++u) {
-        // B(k=key, n=dim) = V[key][dim]: b0 = keys 2t, 2t+1; b1 = keys 2t+8, 2t+9; dim g.
-        const std::uint16_t* v0 = vrow + u * 8;
-        const std::uint32_t b0 = dev::pack_bits(v0[0], v0[LD]);
-        const std::uint32_t b1 = dev::pack_bits(v0[8 * LD], v0[9 * LD]);
-        dev::mma_bf16_16816(o[u], pa, b0, b1);
+      for (int up = 0; up < 8; ++up) {
+        std::uint32_t vb[4];
+        dev::ldmatrix_x4_trans(vb, Vb + kk * 16 * LD + up * 16 + v_lrow);
+        dev::mma_bf16_16816(o[2 * up], pa, vb[0], vb[1]);
+        dev::mma_bf16_16816(o[2 * up + 1], pa, vb[2], vb[3]);
       }
     }
-    __syncthreads();  // everyone is done with buffer j&1 before tile j+2 is loaded into it
   }
 
   // Normalise and store rows inside the sequence.
@@ -219,6 +275,18 @@ FK_GLOBAL void FK_LAUNCH_BOUNDS(THREADS) attn_prefill_kernel(Args a) {
 
 bool aligned16(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0; }
 
+template <int WARPS, int BLOCKS>
+cudaError_t launch(const Args& a, const PrefillArgs& p, cudaStream_t s) {
+  using C = Tiling<WARPS, BLOCKS>;
+  auto* kernel = &attn_prefill_kernel<WARPS, BLOCKS>;
+  static const cudaError_t attr = FK_SET_SMEM_ATTR(kernel, C::kSmem);
+  if (attr != cudaSuccess) return attr;
+  const dim3 grid(static_cast<unsigned>((p.q_len + C::kRows - 1) / C::kRows),
+                  static_cast<unsigned>(p.heads), static_cast<unsigned>(p.batch));
+  FK_LAUNCH(kernel, grid, C::kThreads, C::kSmem, s)(a);
+  return FK_LAST_ERROR();
+}
+
 }  // namespace
 
 cudaError_t attn_prefill_bf16(const PrefillArgs& p, cudaStream_t s) {
@@ -228,8 +296,6 @@ cudaError_t attn_prefill_bf16(const PrefillArgs& p, cudaStream_t s) {
   if (!aligned16(p.q) || !aligned16(p.k) || !aligned16(p.v) || !aligned16(p.o))
     return cudaErrorInvalidValue;
   if (p.heads > 65535 || p.batch > 65535) return cudaErrorInvalidValue;
-  static const cudaError_t attr = FK_SET_SMEM_ATTR(attn_prefill_kernel, SMEM_BYTES);
-  if (attr != cudaSuccess) return attr;
   Args a;
   a.q = reinterpret_cast<const __nv_bfloat16*>(p.q);
   a.k = reinterpret_cast<const __nv_bfloat16*>(p.k);
@@ -243,10 +309,10 @@ cudaError_t attn_prefill_bf16(const PrefillArgs& p, cudaStream_t s) {
   const float scale =
       p.softmax_scale > 0 ? p.softmax_scale : 1.0f / std::sqrt(static_cast<float>(D));
   a.scale_log2 = scale * 1.4426950408889634f;
-  const dim3 grid(static_cast<unsigned>((p.q_len + BR - 1) / BR), static_cast<unsigned>(p.heads),
-                  static_cast<unsigned>(p.batch));
-  FK_LAUNCH(attn_prefill_kernel, grid, THREADS, SMEM_BYTES, s)(a);
-  return FK_LAST_ERROR();
+  const char* rows = std::getenv("FLEETSIM_PREFILL_ROWS");
+  if (rows != nullptr && std::strcmp(rows, "128") == 0) return launch<8, 1>(a, p, s);
+  if (rows != nullptr && std::strcmp(rows, "64x3") == 0) return launch<4, 3>(a, p, s);
+  return launch<4, 2>(a, p, s);
 }
 
 }  // namespace fleetsim::kernels

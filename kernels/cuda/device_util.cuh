@@ -96,6 +96,58 @@ FK_DEV void mma_bf16_16816(float (&d)[4], const std::uint32_t (&a)[4], std::uint
 #endif
 }
 
+// ---- ldmatrix (sm_75+): four 8×8 b16 matrices from shared memory ---------------------------
+//
+// Lane i gives the address of row i % 8 of matrix i / 8 (16 contiguous bytes, 16-byte
+// aligned). Register j receives matrix j: without .trans, lane l gets row l / 4, elements
+// 2(l % 4) and 2(l % 4) + 1 (the B fragment of mma.m16n8k16 when the rows are the n index);
+// with .trans, lane l gets elements l / 4 of rows 2(l % 4) and 2(l % 4) + 1 (the B fragment
+// when the rows are the k index). The lower element goes to the low half.
+
+#if defined(FK_EMULATE)
+template <bool kTrans>
+FK_DEV void ldmatrix_x4_emu(std::uint32_t (&r)[4], const void* row_addr) {
+  const int lane = static_cast<int>(emu::self->lane);
+  const auto mine = static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(row_addr));
+  const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    if (!kTrans) {
+      const auto p = __shfl_sync(0xFFFFFFFFu, mine, j * 8 + g);
+      const auto* row = reinterpret_cast<const std::uint16_t*>(static_cast<std::uintptr_t>(p));
+      r[j] = static_cast<std::uint32_t>(row[2 * t]) |
+             (static_cast<std::uint32_t>(row[2 * t + 1]) << 16);
+    } else {
+      const auto p0 = __shfl_sync(0xFFFFFFFFu, mine, j * 8 + 2 * t);
+      const auto p1 = __shfl_sync(0xFFFFFFFFu, mine, j * 8 + 2 * t + 1);
+      const auto* row0 = reinterpret_cast<const std::uint16_t*>(static_cast<std::uintptr_t>(p0));
+      const auto* row1 = reinterpret_cast<const std::uint16_t*>(static_cast<std::uintptr_t>(p1));
+      r[j] = static_cast<std::uint32_t>(row0[g]) | (static_cast<std::uint32_t>(row1[g]) << 16);
+    }
+  }
+  __syncwarp();  // the instruction is warp-wide: nobody overwrites the rows before all read
+}
+FK_DEV void ldmatrix_x4(std::uint32_t (&r)[4], const void* row_addr) {
+  ldmatrix_x4_emu<false>(r, row_addr);
+}
+FK_DEV void ldmatrix_x4_trans(std::uint32_t (&r)[4], const void* row_addr) {
+  ldmatrix_x4_emu<true>(r, row_addr);
+}
+#else
+FK_DEV void ldmatrix_x4(std::uint32_t (&r)[4], const void* row_addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_addr(row_addr))
+               : "memory");
+}
+FK_DEV void ldmatrix_x4_trans(std::uint32_t (&r)[4], const void* row_addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_addr(row_addr))
+               : "memory");
+}
+#endif
+
 /// Two floats -> bf16x2 register, `lo` in the low half (round to nearest even).
 FK_DEV std::uint32_t pack_bf16x2(float lo, float hi) {
   const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);

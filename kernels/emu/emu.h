@@ -10,7 +10,9 @@
 //  - shared memory is per block and starts filled with 0xFF (NaN as bf16/float), so a read
 //    of shared memory nothing wrote spoils the result;
 //  - cp.async copies land either at the cp.async.wait_group that must complete them (the
-//    latest moment the hardware may deliver them: a read before the wait sees stale data)
+//    latest moment the hardware may deliver them: a read before the wait sees stale data;
+//    and they become visible only at the waiting thread's next __syncthreads/__syncwarp,
+//    so a read of other threads' rows without a barrier after the wait sees stale data too)
 //    or, in eager mode, at once (the earliest: refilling a buffer another warp still reads
 //    spoils its data); src-size 0 zero-fills without reading;
 //  - blocks run one after another, in launch order or reversed (the GPU promises none);
@@ -108,6 +110,7 @@ struct Thread {
   int linear = 0, warp = 0, lane = 0;
   std::vector<Copy> open;                 // issued, not yet committed
   std::vector<std::vector<Copy>> groups;  // committed, oldest first
+  std::vector<Copy> landed;               // waited for, not yet visible (until a barrier)
 };
 
 inline thread_local Thread* self = nullptr;
@@ -302,7 +305,11 @@ class Scheduler {
   std::size_t main_size_ = 0;
 };
 
-inline void syncthreads() { Scheduler::current_scheduler()->arrive_and_wait(self->blk->bar); }
+inline void publish_landed();  // cp.async section below
+inline void syncthreads() {
+  publish_landed();
+  Scheduler::current_scheduler()->arrive_and_wait(self->blk->bar);
+}
 inline void syncwarp() {
   Scheduler::current_scheduler()->arrive_and_wait(
       self->blk->warp_bar[static_cast<std::size_t>(self->warp)]);
@@ -339,15 +346,25 @@ inline void cp_async_commit() {
   self->groups.push_back(std::move(self->open));
   self->open.clear();
 }
+inline void land(const Copy& c) {
+  if (c.valid)
+    std::memcpy(c.dst, c.src, 16);
+  else
+    std::memset(c.dst, 0, 16);
+}
+/// Copies a thread has waited for become visible at its next __syncthreads/__syncwarp
+/// (the kernel's own barriers, not the warp steps inside shuffles, mma or ldmatrix): on the
+/// GPU, cp.async.wait_group makes them visible to the waiting thread only, so reading rows
+/// that other threads copied needs a barrier in between. (Stricter than the GPU for a
+/// thread reading its own copies before any barrier; no kernel here does.)
+inline void publish_landed() {
+  for (const Copy& c : self->landed) land(c);
+  self->landed.clear();
+}
 inline void cp_async_wait(int n) {
   auto& g = self->groups;
   while (static_cast<int>(g.size()) > n) {
-    for (const Copy& c : g.front()) {
-      if (c.valid)
-        std::memcpy(c.dst, c.src, 16);
-      else
-        std::memset(c.dst, 0, 16);
-    }
+    for (const Copy& c : g.front()) self->landed.push_back(c);
     g.erase(g.begin());
   }
 }
@@ -450,6 +467,7 @@ struct Launch {
         self = &th;
         std::apply(kernel, params);
         cp_async_wait(0);  // copies never waited for still land (harmless)
+        publish_landed();
         // An exited thread no longer takes part in barriers (as on the GPU).
         sched.arrive_and_drop(blk.bar);
         sched.arrive_and_drop(blk.warp_bar[static_cast<std::size_t>(th.warp)]);
@@ -481,7 +499,10 @@ Launch<P...> make_launch(void (*kernel)(P...), dim3 grid, dim3 block, std::size_
 #define gridDim (::fleetsim::kernels::emu::self->blk->grid)
 
 inline void __syncthreads() { ::fleetsim::kernels::emu::syncthreads(); }
-inline void __syncwarp(unsigned = 0xFFFFFFFFu) { ::fleetsim::kernels::emu::syncwarp(); }
+inline void __syncwarp(unsigned = 0xFFFFFFFFu) {
+  ::fleetsim::kernels::emu::publish_landed();
+  ::fleetsim::kernels::emu::syncwarp();
+}
 template <class T>
 T __shfl_xor_sync(unsigned, T v, int mask) {
   return ::fleetsim::kernels::emu::shfl(v, ::fleetsim::kernels::emu::self->lane ^ mask);

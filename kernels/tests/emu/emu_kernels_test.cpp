@@ -19,6 +19,9 @@
 #include "kernels/common/rand.h"
 #include "kernels/cuda/kernels.h"
 #include "kernels/emu/emu.h"
+// The device helpers (ldmatrix) in their emulated form, for the layout probe below.
+#define FK_EMULATE 1
+#include "kernels/cuda/device_util.cuh"
 #include "kernels/ref/attention_ref.h"
 #include "kernels/ref/gemm_ref.h"
 #include "kernels/ref/moe_ref.h"
@@ -131,6 +134,37 @@ TEST(Emulator, MmaFollowsThePtxFragmentLayout) {
     }
 }
 
+// ---- ldmatrix (the decode kernel's fragment loads) against the PTX ISA's description ------
+
+void ldmatrix_probe_kernel(const bf16_bits* X, int ld, std::uint32_t* plain, std::uint32_t* trans) {
+  // One warp; X holds four 8×8 matrices side by side: matrix j = rows 0-7, columns 8j...
+  const int lane = static_cast<int>(threadIdx.x);
+  const auto* row = reinterpret_cast<const __nv_bfloat16*>(X) + (lane % 8) * ld + (lane / 8) * 8;
+  std::uint32_t r[4];
+  dev::ldmatrix_x4(r, row);
+  for (int j = 0; j < 4; ++j) plain[j * 32 + lane] = r[j];
+  dev::ldmatrix_x4_trans(r, row);
+  for (int j = 0; j < 4; ++j) trans[j * 32 + lane] = r[j];
+}
+
+TEST(Emulator, LdmatrixFollowsThePtxLayout) {
+  const int ld = 40;
+  Buf<bf16_bits> X(8 * ld);
+  for (int i = 0; i < 8 * ld; ++i) X[i] = static_cast<bf16_bits>(i + 1);
+  Buf<std::uint32_t> plain(128), trans(128);
+  emu::make_launch(ldmatrix_probe_kernel, dim3(1), dim3(32), 0)(X.get(), ld, plain.get(),
+                                                                trans.get());
+  auto at = [&](int j, int r, int c) { return static_cast<std::uint32_t>(X[r * ld + 8 * j + c]); };
+  for (int j = 0; j < 4; ++j)
+    for (int l = 0; l < 32; ++l) {
+      // PTX ISA, ldmatrix: thread l holds row l/4, elements 2(l%4), 2(l%4)+1 of matrix j;
+      // with .trans the matrix is transposed on the way.
+      const int r = l / 4, c = 2 * (l % 4);
+      EXPECT_EQ(plain[j * 32 + l], at(j, r, c) | (at(j, r, c + 1) << 16)) << j << "," << l;
+      EXPECT_EQ(trans[j * 32 + l], at(j, c, r) | (at(j, c + 1, r) << 16)) << j << "," << l;
+    }
+}
+
 void oversized_smem_kernel(int* out) { out[0] = 1; }
 
 TEST(Emulator, RejectsBadLaunchConfigurations) {
@@ -239,6 +273,20 @@ TEST_P(EmulatedKernels, PrefillAttention) {
   run_prefill(1, 65, 200, 1, 1, false);  // not causal, key tail
   run_prefill(2, 1, 1, 2, 2, true);      // one token
   run_prefill(1, 30, 94, 2, 1, true);    // last row in the lower half of a fragment (row g+8)
+  run_prefill(1, 150, 333, 2, 1, true);  // 6 key tiles through the 3-stage ring
+  run_prefill(1, 129, 129, 1, 1, false); // not causal, full tiles then a one-key tail
+}
+
+TEST_P(EmulatedKernels, PrefillAttentionOtherBlockShapes) {
+  for (const char* shape : {"128", "64x3"}) {  // 8 warps; 2 stages for three blocks per SM
+    SCOPED_TRACE(shape);
+    setenv("FLEETSIM_PREFILL_ROWS", shape, 1);
+    run_prefill(1, 150, 333, 2, 1, true);  // a partial last block, 6 key tiles
+    run_prefill(1, 30, 94, 2, 1, true);    // warps entirely past q_len
+    run_prefill(1, 65, 200, 1, 1, false);  // not causal, key tail
+    run_prefill(2, 1, 1, 2, 2, true);      // one token
+  }
+  unsetenv("FLEETSIM_PREFILL_ROWS");
 }
 
 void run_decode(int heads, int kv_heads, const std::vector<int>& lens, int page, int splits,
@@ -287,6 +335,10 @@ TEST_P(EmulatedKernels, PagedDecodeAttention) {
   run_decode(8, 2, {1, 63, 65, 300}, 16, 3, 4);  // forced 3 splits: some chunks empty
   run_decode(16, 1, {130}, 16, 1, 4);            // group 16, one split
   run_decode(2, 2, {70, 5}, 32, 2, 4);           // group 1, page 32
+  run_decode(16, 2, {17, 1, 250, 33}, 16, 0, 4);  // group 8: idle warps, sub-tile tails
+  run_decode(4, 2, {129, 47}, 5, 2, 4);           // group 2, pages that split sub-tiles
+  run_decode(16, 1, {700}, 16, 1, 4);             // group 16, 11 sub-tiles per warp's ring
+  run_decode(3, 3, {20, 64}, 1, 0, 4);            // group 1, one-token pages
 }
 
 // ---- MoE -------------------------------------------------------------------------------------------

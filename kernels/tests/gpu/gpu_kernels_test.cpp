@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <numeric>
 #include <random>
+#include <string>
 
 #include "kernels/common/rand.h"
 #include "kernels/cuda/kernels.h"
@@ -196,26 +198,35 @@ void run_prefill(const ref::AttnDims& dims) {
 }
 
 TEST_F(Gpu, PrefillAttentionMatchesTheCpuReference) {
-  ref::AttnDims d;
-  d.head_dim = 128;
-  // Causal, GQA, a q_len that ends inside a tile.
-  d.batch = 2, d.q_len = d.kv_len = 70, d.heads = 4, d.kv_heads = 2, d.causal = true;
-  run_prefill(d);
-  // Causal chunk after a cached prefix (q_len < kv_len), MQA.
-  d.batch = 1, d.q_len = 33, d.kv_len = 130, d.heads = 2, d.kv_heads = 1;
-  run_prefill(d);
-  // Not causal, several key tiles with a tail.
-  d.batch = 1, d.q_len = 65, d.kv_len = 200, d.heads = 2, d.kv_heads = 2, d.causal = false;
-  run_prefill(d);
-  // One token.
-  d.batch = 3, d.q_len = d.kv_len = 1, d.heads = 8, d.kv_heads = 8, d.causal = true;
-  run_prefill(d);
-  // The last query row in the lower half (row g+8) of a warp's fragment, after a prefix.
-  d.batch = 2, d.q_len = 27, d.kv_len = 90, d.heads = 4, d.kv_heads = 1;
-  run_prefill(d);
-  // Exactly two tiles of 64.
-  d.batch = 1, d.q_len = d.kv_len = 128, d.heads = 8, d.kv_heads = 1;
-  run_prefill(d);
+  // Every block shape: 4 warps (the default), 4 warps with three blocks per SM, 8 warps.
+  for (const char* rows : {"64", "64x3", "128"}) {
+    SCOPED_TRACE(std::string("FLEETSIM_PREFILL_ROWS=") + rows);
+    setenv("FLEETSIM_PREFILL_ROWS", rows, 1);
+    ref::AttnDims d;
+    d.head_dim = 128;
+    // Causal, GQA, a q_len that ends inside a tile.
+    d.batch = 2, d.q_len = d.kv_len = 70, d.heads = 4, d.kv_heads = 2, d.causal = true;
+    run_prefill(d);
+    // Causal chunk after a cached prefix (q_len < kv_len), MQA.
+    d.batch = 1, d.q_len = 33, d.kv_len = 130, d.heads = 2, d.kv_heads = 1;
+    run_prefill(d);
+    // Not causal, several key tiles with a tail.
+    d.batch = 1, d.q_len = 65, d.kv_len = 200, d.heads = 2, d.kv_heads = 2, d.causal = false;
+    run_prefill(d);
+    // One token.
+    d.batch = 3, d.q_len = d.kv_len = 1, d.heads = 8, d.kv_heads = 8, d.causal = true;
+    run_prefill(d);
+    // The last query row in the lower half (row g+8) of a warp's fragment, after a prefix.
+    d.batch = 2, d.q_len = 27, d.kv_len = 90, d.heads = 4, d.kv_heads = 1;
+    run_prefill(d);
+    // Exactly two tiles of 64.
+    d.batch = 1, d.q_len = d.kv_len = 128, d.heads = 8, d.kv_heads = 1;
+    run_prefill(d);
+    // Eight key tiles: the ring wraps around twice.
+    d.batch = 1, d.q_len = 200, d.kv_len = 460, d.heads = 2, d.kv_heads = 1;
+    run_prefill(d);
+  }
+  unsetenv("FLEETSIM_PREFILL_ROWS");
 }
 
 void run_decode(int heads, int kv_heads, const std::vector<int>& lens, int page, int splits) {
