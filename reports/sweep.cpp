@@ -3,12 +3,14 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "hw_models/error.h"
 #include "hw_models/units.h"
+#include "hw_models/yaml_reader.h"
 #include "reports/fleet_report.h"
 #include "reports/replications.h"
 #include "sim/fleet/fleet_sim.h"
@@ -69,6 +71,25 @@ std::pair<std::string, std::vector<std::string>> parse_vary(const std::string& a
     values.push_back(v);
   }
   return {arg.substr(0, eq), values};
+}
+
+SweepSpec read_sweep_section(const std::string& file, const std::vector<std::string>& sets) {
+  SweepSpec spec;
+  yaml::Map root = yaml::load_file_with_overrides(file, sets);
+  std::optional<yaml::Map> sw = root.map_opt("sweep");
+  if (!sw) return spec;
+  if (auto vary = sw->map_opt("vary")) {
+    for (const auto& kv : vary->node()) {
+      const std::string key = kv.first.as<std::string>();
+      std::vector<std::string> values = vary->str_list_or(key, {});
+      if (values.empty()) vary->fail(key, "an axis needs at least one value", "e.g. serving.replicas: [1, 2, 4]");
+      spec.vary.emplace_back(key, values);
+    }
+    vary->finish();
+  }
+  spec.seeds = static_cast<int>(sw->integer_or("seeds", 1, 10000, 1));
+  sw->finish();
+  return spec;
 }
 
 std::string run_sweep_item(const std::string& file, const std::vector<std::string>& sets, uint64_t base_seed,

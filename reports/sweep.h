@@ -4,8 +4,9 @@
 //   fleetsim sweep scenarios/chat-service.yaml --vary serving.replicas=1,2,4
 //                  --vary workload.arrival.rate=10/s,20/s --seeds 5
 //
-// Points are the cartesian product of the --vary lists (the last varies fastest), each run
-// with seeds s, s+1, ..., s+N-1 (s: the scenario's seed). Values are split at commas.
+// Points are the cartesian product of the axes (the file's sweep: section, then the --vary
+// lists; the last varies fastest), each run with seeds s, s+1, ..., s+N-1 (s: the
+// scenario's seed). --vary values are split at commas.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +33,13 @@ struct SweepSpec {
 
 /// "key.path=v1,v2,v3" → {key.path, [v1, v2, v3]}; InputError naming the option otherwise.
 std::pair<std::string, std::vector<std::string>> parse_vary(const std::string& arg);
+
+/// The scenario file's own axes, if it has a `sweep:` section:
+///   sweep:
+///     vary: {serving.replicas: [1, 2, 4], workload.arrival.rate: [10/s, 20/s]}
+///     seeds: 5
+/// (the command line's --vary axes come after these; --seeds replaces seeds).
+SweepSpec read_sweep_section(const std::string& file, const std::vector<std::string>& sets);
 
 /// Runs item i (point i / seeds, seed offset i % seeds) of the sweep: loads the scenario
 /// with `sets` + the point's overrides and the seed, simulates it (one thread), and

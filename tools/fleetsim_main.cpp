@@ -372,21 +372,24 @@ int cmd_sweep(const std::vector<std::string>& args) {
   desc.add_options()
       ("vary", po::value<std::vector<std::string>>()->composing(),
        "KEY=V1,V2,...: a scenario field and its values (repeatable; points are the cartesian product)")
-      ("seeds", po::value<int>()->default_value(1), "seeds per point (the scenario's seed and the next N-1)");
+      ("seeds", po::value<int>()->default_value(1), "seeds per point (the scenario's seed and the next N-1; "
+                                                     "replaces the file's sweep.seeds)");
   auto p = parse("sweep", args, desc);
   if (!p) return 0;
-  reports::SweepSpec spec;
+  std::vector<std::string> sets;
+  if (p->vm.count("set")) sets = p->vm["set"].as<std::vector<std::string>>();
+  reports::SweepSpec spec = reports::read_sweep_section(p->scenario, sets);
   if (p->vm.count("vary"))
     for (const auto& v : p->vm["vary"].as<std::vector<std::string>>()) spec.vary.push_back(reports::parse_vary(v));
-  spec.seeds = p->vm["seeds"].as<int>();
+  if (!p->vm["seeds"].defaulted()) spec.seeds = p->vm["seeds"].as<int>();
   if (spec.seeds < 1 || spec.seeds > 10000)
     throw InputError("--seeds must be between 1 and 10000, got " + std::to_string(spec.seeds), "e.g. --seeds 10");
   if (spec.vary.empty() && spec.seeds == 1)
-    throw InputError("nothing to sweep", "give --vary KEY=V1,V2 (e.g. --vary serving.replicas=1,2,4) and/or --seeds N");
+    throw InputError("nothing to sweep",
+                     "give --vary KEY=V1,V2 (e.g. --vary serving.replicas=1,2,4) and/or --seeds N, or a sweep: section "
+                     "in the scenario (sweep: {vary: {serving.replicas: [1, 2, 4]}, seeds: 5})");
   const hw::Catalog catalog = load_catalog(p->vm);
   const auto calibration = load_calibration(p->vm, catalog);
-  std::vector<std::string> sets;
-  if (p->vm.count("set")) sets = p->vm["set"].as<std::vector<std::string>>();
   // Every point must load: check them all before simulating anything.
   std::optional<uint64_t> seed;
   if (p->vm.count("seed")) seed = p->vm["seed"].as<uint64_t>();

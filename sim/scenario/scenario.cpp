@@ -428,7 +428,7 @@ Scenario load_map(yaml::Map root, const std::string& file,
     yaml::Map top = root;
     for (const char* k : {"name", "description", "seed", "model", "hardware", "precision",
                           "efficiency", "offload", "serving", "workload", "slo", "users", "fleet", "cost",
-                          "network", "plan"}) {
+                          "network", "plan", "sweep"}) {
       top.has(k);
     }
     top.finish();
@@ -438,8 +438,10 @@ Scenario load_map(yaml::Map root, const std::string& file,
   sc.overrides = overrides;
   const std::filesystem::path path(file);
   sc.base_dir = path.parent_path().string();
-  // plan: is read by `fleetsim plan` (sim/plan/planner.h); a run simulates the scenario as written.
+  // plan: and sweep: are read by `fleetsim plan` (sim/plan/planner.h) and `fleetsim sweep`
+  // (reports/sweep.h); a run simulates the scenario as written.
   (void)root.has("plan");
+  (void)root.has("sweep");
   sc.name = root.str_or("name", path.stem().string());
   sc.description = root.str_or("description", "");
   sc.seed = static_cast<uint64_t>(root.integer_or("seed", 0, INT64_MAX, 1));

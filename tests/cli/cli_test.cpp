@@ -529,3 +529,46 @@ TEST_F(Cli, PlanWritesTheChoiceAndEveryConfiguration) {
 TEST_F(Cli, PlanNeedsAPlanSection) {
   expect_error("plan scenarios/chat-service.yaml", {"chat-service.yaml", "no plan: section", "hint"});
 }
+
+// fleetsim sweep: every (point, seed) is one run whose metrics equal a plain `run` of the
+// same overrides and seed; a sweep: section in the file gives the same as --vary.
+TEST_F(Cli, SweepRowsEqualPlainRuns) {
+  const std::string a = (dir_ / "a").string(), r = (dir_ / "r").string();
+  const Result s = run("sweep scenarios/chat-service.yaml --quiet --threads 2 --vary serving.replicas=1,2 --seeds 2 "
+                       "--set workload.requests=1500 --out " + a);
+  ASSERT_EQ(s.code, 0) << s.err;
+  const std::string csv = slurp(a + "/sweep.csv");
+  // Header + 2 points × 2 seeds; the last varied value is first on each row, then the seed.
+  ASSERT_EQ(std::count(csv.begin(), csv.end(), '\n'), 5) << csv;
+  EXPECT_EQ(csv.rfind("serving.replicas,seed,requests_completed,ttft_p50_s,ttft_p99_s,", 0), 0u) << csv;
+  std::istringstream in(csv);
+  std::string header, row;
+  std::getline(in, header);
+  std::vector<std::string> rows;
+  while (std::getline(in, row)) rows.push_back(row);
+  EXPECT_EQ(rows[0].rfind("1,1,1500,", 0), 0u) << rows[0];  // replicas 1, seed 1
+  EXPECT_EQ(rows[3].rfind("2,2,1500,", 0), 0u) << rows[3];  // replicas 2, seed 2
+  // Row 4 (replicas 2, seed 2) against `fleetsim run` with the same overrides and seed;
+  // columns: replicas, seed, requests_completed, ttft_p50_s, ttft_p99_s (4), tpot_p99_s,
+  // e2e_p50_s, output_tok_per_s, goodput_req_per_s (8), ... (6 significant digits in the CSV).
+  ASSERT_EQ(run("run scenarios/chat-service.yaml --quiet --set workload.requests=1500 --set serving.replicas=2 "
+                "--seed 2 --out " + r).code, 0);
+  const json j = json::parse(slurp(r + "/summary.json"));
+  std::vector<std::string> cells;
+  std::istringstream rs(rows[3]);
+  for (std::string c; std::getline(rs, c, ',');) cells.push_back(c);
+  EXPECT_NEAR(std::stod(cells[4]), j["ttft_p99_s"].get<double>(), 1e-5 * j["ttft_p99_s"].get<double>());
+  EXPECT_NEAR(std::stod(cells[8]), j["goodput_req_per_s"].get<double>(), 1e-5 * j["goodput_req_per_s"].get<double>());
+  // The same axes from a sweep: section in the file.
+  const std::string with_section = variant("sectioned", "slo:", "sweep: {vary: {serving.replicas: [1, 2]}, seeds: 2}\nslo:");
+  const std::string b = (dir_ / "b").string();
+  ASSERT_EQ(run("sweep " + with_section + " --quiet --set workload.requests=1500 --out " + b).code, 0);
+  EXPECT_EQ(slurp(b + "/sweep.csv"), csv);
+}
+
+TEST_F(Cli, SweepInputErrors) {
+  expect_error("sweep scenarios/chat-service.yaml", {"nothing to sweep", "hint"});
+  expect_error("sweep scenarios/chat-service.yaml --vary serving.replicas", {"--vary", "KEY=V1,V2"});
+  // A point that does not load is reported before anything runs.
+  expect_error("sweep scenarios/chat-service.yaml --vary serving.replicas=2,0", {"serving.replicas", "--set"});
+}
