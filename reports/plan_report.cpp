@@ -267,6 +267,23 @@ std::vector<std::string> write_plan_report(const PlanResult& r, const std::vecto
                          "Cost against TTFT p99 of every simulated configuration at its chosen replica count "
                          "(grey: missed the SLO at the largest count tried); the line is the Pareto frontier, red the choice.",
                          pts, false, "cost ($/h)", "TTFT p99 (s)", true, true));
+    // Throughput against latency: every simulation run by the search (each configuration at
+    // each replica count tried), output tokens/s per GPU against TPOT p99.
+    std::vector<ParetoPoint> tl;
+    for (const auto& c : r.candidates)
+      for (const auto& tr : c.tried) {
+        const double gpus = static_cast<double>((tr.replicas + tr.prefill_replicas) * c.gpus_per_replica);
+        tl.push_back({c.label + " ×" + std::to_string(tr.replicas), tr.output_tok_per_s / gpus, tr.tpot_p99_s,
+                      tr.attainment >= r.spec.target,
+                      c.index == r.chosen && c.best && tr.replicas == c.best->replicas});
+      }
+    std::ofstream(std::filesystem::path(dir) / "throughput_latency.csv")
+        << pareto_csv(tl, true, "output_tok_per_s_per_gpu", "tpot_p99_s");
+    d.figure(pareto_plot("throughput_latency",
+                         "Output tokens/s per GPU against TPOT p99 of every simulation the search ran (each "
+                         "configuration at each replica count tried; grey: missed the SLO target); the line is the "
+                         "frontier of those that met it, red the choice.",
+                         tl, true, "output tokens/s per GPU", "TPOT p99 (s)", true, true));
   }
   d.heading("Why the others lost");
   d.table(plan_lost_table(r));
@@ -277,7 +294,10 @@ std::vector<std::string> write_plan_report(const PlanResult& r, const std::vecto
     d.table(robustness_table(r, robust));
   }
   std::vector<std::string> files = d.write(dir);
-  if (r.chosen >= 0) files.push_back("pareto.csv");
+  if (r.chosen >= 0) {
+    files.push_back("pareto.csv");
+    files.push_back("throughput_latency.csv");
+  }
   return files;
 }
 

@@ -232,12 +232,13 @@ TEST_F(ReportCli, FleetReportInABrowser) {
 TEST_F(ReportCli, PlanReportInABrowser) {
   // The planner's report: question, assumptions, answer, ranking, the Pareto plot.
   const fs::path o = run_to("p", "plan scenarios/plan-llama70b-chat.yaml --set workload.duration=5min --set plan.simulate=4");
-  for (const char* f : {"plan.json", "plan.csv", "report.md", "report.html", "pareto.svg", "pareto.csv"})
+  for (const char* f : {"plan.json", "plan.csv", "report.md", "report.html", "pareto.svg", "pareto.csv",
+                        "throughput_latency.svg", "throughput_latency.csv"})
     EXPECT_TRUE(fs::exists(o / f)) << f;
   const std::string md = slurp(o / "report.md");
   for (const char* h : {"## The question", "## Assumptions", "## The answer", "## Ranking", "## Why the others lost"})
     EXPECT_NE(md.find(h), std::string::npos) << h;
-  check_in_browser(o / "report.html", 1);
+  check_in_browser(o / "report.html", 2);  // cost vs TTFT, throughput vs TPOT
 }
 
 }  // namespace
