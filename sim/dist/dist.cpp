@@ -98,7 +98,9 @@ void run_local(Queue& q, Gather& g, int threads, const std::function<std::string
 #ifdef FLEETSIM_HAVE_MPI
 enum Tag : int { kRequest = 1, kItem = 2, kStop = 3, kResult = 4, kError = 5 };
 
-void idle() { std::this_thread::sleep_for(std::chrono::microseconds(500)); }
+// 100 us: a reply waits at most that long, and a waiting rank wakes 10,000 times a second,
+// a few per cent of one core.
+void idle() { std::this_thread::sleep_for(std::chrono::microseconds(100)); }
 
 // A message of `bytes` from `src` with `tag`, without spinning in MPI_Recv (Open MPI's
 // blocking receive busy-waits, which starves the simulations on an oversubscribed node).
