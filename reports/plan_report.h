@@ -28,6 +28,12 @@ std::string plan_why_lost(const plan::PlanResult& r, const plan::Candidate& c);
 /// feasible configuration is both cheaper and faster), cheapest first.
 std::vector<int> plan_pareto(const plan::PlanResult& r);
 
+/// Re-simulates the chosen configuration and the next two at their replica counts with
+/// `replications` seeds (the scenario's and the next ones) on `threads` threads; empty when
+/// replications is 0 or nothing was chosen.
+std::vector<PlanRobustness> plan_robustness(const plan::Planner& planner, const plan::PlanResult& r,
+                                            int replications, int threads);
+
 /// The answer in one paragraph (or why there is none).
 std::string plan_answer(const plan::PlanResult& r);
 /// The chosen configuration and the next `runners_up`, cheapest first, with why each lost.

@@ -92,6 +92,17 @@ SweepSpec read_sweep_section(const std::string& file, const std::vector<std::str
   return spec;
 }
 
+scenario::Scenario check_sweep_points(const std::string& file, const std::vector<std::string>& sets,
+                                      std::optional<uint64_t> seed, const SweepSpec& spec, const hw::Catalog& catalog,
+                                      const std::shared_ptr<const hw::CalibrationSet>& calibration) {
+  for (std::size_t pt = 0; pt < spec.points(); ++pt) {
+    std::vector<std::string> o = sets;
+    for (const auto& x : spec.point_overrides(pt)) o.push_back(x);
+    (void)scenario::load(file, o, seed, catalog, calibration);
+  }
+  return scenario::load(file, sets, seed, catalog, calibration);
+}
+
 std::string run_sweep_item(const std::string& file, const std::vector<std::string>& sets, uint64_t base_seed,
                            const SweepSpec& spec, std::size_t i, const hw::Catalog& catalog,
                            std::shared_ptr<const hw::CalibrationSet> calibration) {

@@ -19,6 +19,7 @@
 #include "hw_models/calibration.h"
 #include "hw_models/catalog.h"
 #include "reports/document.h"
+#include "sim/scenario/scenario.h"
 
 namespace fleetsim::reports {
 
@@ -40,6 +41,12 @@ std::pair<std::string, std::vector<std::string>> parse_vary(const std::string& a
 ///     seeds: 5
 /// (the command line's --vary axes come after these; --seeds replaces seeds).
 SweepSpec read_sweep_section(const std::string& file, const std::vector<std::string>& sets);
+
+/// Loads the scenario at every point of `spec` (so a bad value is reported before anything
+/// runs) and returns it as written (with `sets` and `seed`).
+scenario::Scenario check_sweep_points(const std::string& file, const std::vector<std::string>& sets,
+                                      std::optional<uint64_t> seed, const SweepSpec& spec, const hw::Catalog& catalog,
+                                      const std::shared_ptr<const hw::CalibrationSet>& calibration);
 
 /// Runs item i (point i / seeds, seed offset i % seeds) of the sweep: loads the scenario
 /// with `sets` + the point's overrides and the seed, simulates it (one thread), and

@@ -240,19 +240,6 @@ int cmd_run(const std::vector<std::string>& args) {
   return 0;
 }
 
-// The checkpoint's first line: what was searched (command, scenario text, options), so a
-// --resume of another search is refused.
-std::string search_identity(const std::string& what, const std::string& file, const std::vector<std::string>& args) {
-  std::ifstream in(file);
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string id = what + " " + file + " scenario-hash " + std::to_string(std::hash<std::string>{}(text.str()));
-  for (const auto& a : args)
-    if (a != "--resume" && a != "--quiet" && a != "-q") id += " " + a;
-  // Output folder and thread count do not change the results.
-  return id;
-}
-
 // Options of plan and sweep that handle many simulations.
 void add_search_options(po::options_description& desc) {
   desc.add_options()
@@ -275,28 +262,6 @@ std::string make_out_dir(const po::variables_map& vm, const std::string& fallbac
   std::filesystem::create_directories(out_dir, ec);
   if (ec) throw InputError("cannot create output folder: " + ec.message(), "pass --out DIR", out_dir);
   return out_dir;
-}
-
-// Runs n items through dist::map with a checkpoint in out_dir (rank 0 writes it).
-std::vector<std::string> run_items(std::size_t n, int threads, const std::string& out_dir, const std::string& identity,
-                                   bool resume, bool quiet, const std::function<std::string(std::size_t)>& fn) {
-  dist::Checkpoint ck((std::filesystem::path(out_dir) / "checkpoint.txt").string(), identity);
-  std::map<std::size_t, std::string> done;
-  if (dist::rank() == 0) {
-    if (resume) done = ck.load();
-    ck.open(resume);
-    if (!quiet) {
-      std::fprintf(stderr, "  %zu simulations on %d rank%s × %d thread%s%s; checkpoint %s (rerun with --resume after a failure)\n",
-                   n, dist::size(), dist::size() == 1 ? "" : "s", threads, threads == 1 ? "" : "s",
-                   done.empty() ? "" : (", " + std::to_string(done.size()) + " already done").c_str(), ck.path().c_str());
-    }
-  }
-  std::size_t finished = done.size();
-  return dist::map(n, threads, fn, done, [&](std::size_t i, const std::string& r) {
-    ck.append(i, r);
-    ++finished;
-    if (!quiet) std::fprintf(stderr, "  ... %zu of %zu done\n", finished, n);
-  });
 }
 
 int cmd_plan(const std::vector<std::string>& args) {
@@ -328,8 +293,8 @@ int cmd_plan(const std::vector<std::string>& args) {
   // Every rank enumerates the same configurations; the replica searches are the work items.
   plan::PlanResult res = planner.prepare(threads);
   const std::vector<std::string> found =
-      run_items(res.to_simulate.size(), threads, out_dir, search_identity("plan", p->scenario, args),
-                p->vm.count("resume") > 0, p->vm.count("quiet") > 0, [&](std::size_t k) {
+      dist::map_checkpointed(res.to_simulate.size(), threads, out_dir, dist::search_identity("plan", p->scenario, args),
+                             p->vm.count("resume") > 0, p->vm.count("quiet") > 0, [&](std::size_t k) {
                   plan::Candidate c = res.candidates[static_cast<std::size_t>(res.to_simulate[k])];
                   planner.search_replicas(c);
                   return plan::Planner::encode_search(c);
@@ -340,21 +305,7 @@ int cmd_plan(const std::vector<std::string>& args) {
   res.threads = threads * dist::size();
   planner.finish(res, t0);
 
-  std::vector<reports::PlanRobustness> robust;
-  if (replications && res.chosen >= 0) {
-    const uint64_t first = planner.base().seed;
-    for (std::size_t k = 0; k < std::min<std::size_t>(3, res.ranking.size()); ++k) {
-      const plan::Candidate& c = res.candidates[static_cast<std::size_t>(res.ranking[k])];
-      reports::PlanRobustness rb;
-      rb.candidate = c.index;
-      rb.reps = reports::replicate(replications, first, threads, [&](uint64_t s) {
-        const plan::Outcome o = planner.evaluate(c, c.best->replicas, s);
-        return std::vector<std::pair<std::string, double>>{
-            {"slo_attainment", o.attainment}, {"ttft_p99_s", o.ttft_p99_s}, {"tpot_p99_s", o.tpot_p99_s}};
-      });
-      robust.push_back(std::move(rb));
-    }
-  }
+  const std::vector<reports::PlanRobustness> robust = reports::plan_robustness(planner, res, replications, threads);
   std::cout << reports::plan_report(res, robust, p->vm["runners-up"].as<int>());
   const std::string json_path = (std::filesystem::path(out_dir) / "plan.json").string();
   const std::string csv_path = (std::filesystem::path(out_dir) / "plan.csv").string();
@@ -390,21 +341,15 @@ int cmd_sweep(const std::vector<std::string>& args) {
                      "in the scenario (sweep: {vary: {serving.replicas: [1, 2, 4]}, seeds: 5})");
   const hw::Catalog catalog = load_catalog(p->vm);
   const auto calibration = load_calibration(p->vm, catalog);
-  // Every point must load: check them all before simulating anything.
   std::optional<uint64_t> seed;
   if (p->vm.count("seed")) seed = p->vm["seed"].as<uint64_t>();
-  const scenario::Scenario base = scenario::load(p->scenario, sets, seed, catalog, calibration);
-  for (std::size_t pt = 0; pt < spec.points(); ++pt) {
-    std::vector<std::string> o = sets;
-    for (const auto& x : spec.point_overrides(pt)) o.push_back(x);
-    (void)scenario::load(p->scenario, o, seed, catalog, calibration);
-  }
+  const scenario::Scenario base = reports::check_sweep_points(p->scenario, sets, seed, spec, catalog, calibration);
   const int threads = threads_of(p->vm);
   std::string out_dir;
   if (dist::rank() == 0) out_dir = make_out_dir(p->vm, "out/" + base.name + "-sweep");
   const std::vector<std::string> results =
-      run_items(spec.items(), threads, out_dir, search_identity("sweep", p->scenario, args), p->vm.count("resume") > 0,
-                p->vm.count("quiet") > 0, [&](std::size_t i) {
+      dist::map_checkpointed(spec.items(), threads, out_dir, dist::search_identity("sweep", p->scenario, args),
+                             p->vm.count("resume") > 0, p->vm.count("quiet") > 0, [&](std::size_t i) {
                   return reports::run_sweep_item(p->scenario, sets, base.seed, spec, i, catalog, calibration);
                 });
   if (dist::rank() != 0) return 0;

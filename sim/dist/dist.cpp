@@ -7,7 +7,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
@@ -312,6 +315,39 @@ void Checkpoint::append(std::size_t index, const std::string& result) {
   std::ofstream out(path_, std::ios::app);
   out << index << ' ' << result << '\n';
   out.flush();
+}
+
+std::string search_identity(const std::string& command, const std::string& scenario_file,
+                            const std::vector<std::string>& args) {
+  std::ifstream in(scenario_file);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string id = command + " " + scenario_file + " scenario-hash " + std::to_string(std::hash<std::string>{}(text.str()));
+  // The output folder names where the checkpoint is; threads and progress do not change results.
+  for (const auto& a : args)
+    if (a != "--resume" && a != "--quiet" && a != "-q") id += " " + a;
+  return id;
+}
+
+std::vector<std::string> map_checkpointed(std::size_t n, int threads, const std::string& out_dir,
+                                          const std::string& identity, bool resume, bool quiet,
+                                          const std::function<std::string(std::size_t)>& fn) {
+  Checkpoint ck((std::filesystem::path(out_dir) / "checkpoint.txt").string(), identity);
+  std::map<std::size_t, std::string> done;
+  if (g_rank == 0) {
+    if (resume) done = ck.load();
+    ck.open(resume);
+    if (!quiet)
+      std::fprintf(stderr, "  %zu simulations on %d rank%s x %d thread%s%s; checkpoint %s (rerun with --resume after a failure)\n",
+                   n, g_size, g_size == 1 ? "" : "s", threads, threads == 1 ? "" : "s",
+                   done.empty() ? "" : (", " + std::to_string(done.size()) + " already done").c_str(), ck.path().c_str());
+  }
+  std::size_t finished = done.size();
+  return map(n, threads, fn, done, [&](std::size_t i, const std::string& r) {
+    ck.append(i, r);
+    ++finished;
+    if (!quiet) std::fprintf(stderr, "  ... %zu of %zu done\n", finished, n);
+  });
 }
 
 }  // namespace fleetsim::dist

@@ -58,4 +58,16 @@ class Checkpoint {
   std::string path_, header_;
 };
 
+/// A search's identity for its checkpoint: the command, the scenario file's path and a hash
+/// of its text, and the options (without --resume/--quiet), so a --resume of another
+/// search is refused.
+std::string search_identity(const std::string& command, const std::string& scenario_file,
+                            const std::vector<std::string>& args);
+
+/// map() with OUT_DIR/checkpoint.txt: rank 0 appends each result as it arrives and, with
+/// `resume`, skips what the checkpoint already holds; progress lines on stderr unless quiet.
+std::vector<std::string> map_checkpointed(std::size_t n, int threads, const std::string& out_dir,
+                                          const std::string& identity, bool resume, bool quiet,
+                                          const std::function<std::string(std::size_t)>& fn);
+
 }  // namespace fleetsim::dist
