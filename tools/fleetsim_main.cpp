@@ -314,6 +314,7 @@ int cmd_plan(const std::vector<std::string>& args) {
   std::string files;
   for (const auto& f : reports::write_plan_report(res, robust, planner.base(), out_dir)) files += ", " + f;
   std::cout << "  wrote       " << json_path << ", plan.csv" << files << "\n";
+  dist::remove_checkpoint(out_dir);
   return res.chosen >= 0 ? 0 : 3;
 }
 
@@ -357,6 +358,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
             << (spec.seeds == 1 ? "" : "s") << (spec.seeds > 1 ? " (mean ± 95 % CI over the seeds)" : "") << "\n"
             << reports::table_text(reports::sweep_table(spec, results));
   std::cout << "  wrote       " << reports::write_sweep_csv(spec, base.seed, results, out_dir) << "\n";
+  dist::remove_checkpoint(out_dir);
   return 0;
 }
 

@@ -335,7 +335,13 @@ std::vector<std::string> map_checkpointed(std::size_t n, int threads, const std:
   Checkpoint ck((std::filesystem::path(out_dir) / "checkpoint.txt").string(), identity);
   std::map<std::size_t, std::string> done;
   if (g_rank == 0) {
-    if (resume) done = ck.load();
+    if (resume) {
+      done = ck.load();
+    } else if (std::filesystem::exists(ck.path())) {
+      throw InputError("an unfinished search left its results in the checkpoint",
+                       "rerun with --resume to continue it, or delete the file (or pick another --out) to start over",
+                       ck.path());
+    }
     ck.open(resume);
     if (!quiet)
       std::fprintf(stderr, "  %zu simulations on %d rank%s x %d thread%s%s; checkpoint %s (rerun with --resume after a failure)\n",
@@ -348,6 +354,12 @@ std::vector<std::string> map_checkpointed(std::size_t n, int threads, const std:
     ++finished;
     if (!quiet) std::fprintf(stderr, "  ... %zu of %zu done\n", finished, n);
   });
+}
+
+void remove_checkpoint(const std::string& out_dir) {
+  if (g_rank != 0) return;
+  std::error_code ec;
+  std::filesystem::remove(std::filesystem::path(out_dir) / "checkpoint.txt", ec);
 }
 
 }  // namespace fleetsim::dist

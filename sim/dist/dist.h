@@ -66,8 +66,13 @@ std::string search_identity(const std::string& command, const std::string& scena
 
 /// map() with OUT_DIR/checkpoint.txt: rank 0 appends each result as it arrives and, with
 /// `resume`, skips what the checkpoint already holds; progress lines on stderr unless quiet.
+/// Without `resume`, an existing checkpoint (an unfinished search) is an InputError rather
+/// than being overwritten. Call remove_checkpoint() once the outputs are written.
 std::vector<std::string> map_checkpointed(std::size_t n, int threads, const std::string& out_dir,
                                           const std::string& identity, bool resume, bool quiet,
                                           const std::function<std::string(std::size_t)>& fn);
+
+/// Deletes OUT_DIR/checkpoint.txt (rank 0): the search finished and its outputs are written.
+void remove_checkpoint(const std::string& out_dir);
 
 }  // namespace fleetsim::dist

@@ -63,8 +63,14 @@ echo "   killed rank 2 (pid $victim); the checkpoint holds $done_before of 24 re
 [ "$done_before" -lt 24 ] || fail "every item finished before the kill: nothing left to resume"
 "${mpi[@]}" "$bin" "${long[@]}" --seeds 6 --resume --out "$tmp/kill" > /dev/null 2> "$tmp/resume.err"
 grep -q "already done" "$tmp/resume.err" || fail "the resumed run did not reuse the checkpoint: $(cat "$tmp/resume.err")"
+[ ! -f "$tmp/kill/checkpoint.txt" ] || fail "a finished search left its checkpoint behind"
 cmp "$tmp/long1/sweep.csv" "$tmp/kill/sweep.csv" || fail "the resumed sweep differs from the single-process one"
-# Resuming another search from this checkpoint is refused with the file named.
+# A checkpoint is never overwritten unasked, and another search cannot resume from it.
+printf 'sweep other-search\n' > "$tmp/kill/checkpoint.txt"
+if "$bin" "${long[@]}" --seeds 5 --quiet --out "$tmp/kill" > /dev/null 2> "$tmp/fresh.err"; then
+  fail "a new search overwrote an unfinished checkpoint"
+fi
+grep -q "unfinished search" "$tmp/fresh.err" || fail "unexpected error: $(cat "$tmp/fresh.err")"
 if "$bin" "${long[@]}" --seeds 5 --resume --quiet --out "$tmp/kill" > /dev/null 2> "$tmp/other.err"; then
   fail "a resume of another search was accepted"
 fi
