@@ -16,7 +16,8 @@
 // at the last key tile their rows can see; the heaviest query tiles are scheduled first.
 // Shared memory 102 KiB and 190 registers: two blocks (8 warps) per SM. A variant
 // with three blocks per SM and one with 8 warps (128 rows) per block are compiled too, see
-// Tiling.
+// Tiling; and a fourth shape with 32 rows per warp (128 rows on 4 warps, Q in shared
+// memory), attn_prefill_w32_kernel below.
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -33,8 +34,9 @@ constexpr int BC = 64;     // keys per tile
 constexpr int LD = D + 8;  // shared row stride (elements): 272 bytes, 16-byte aligned
 constexpr int STAGE = 2 * BC * LD;  // K tile then V tile (elements)
 
-// Three block shapes, all 16 query rows per warp, chosen by FLEETSIM_PREFILL_ROWS (read at
-// every launch, for measuring them against each other on a GPU):
+// Three block shapes with 16 query rows per warp, chosen by FLEETSIM_PREFILL_ROWS (read at
+// every launch, for measuring them against each other on a GPU; "128x4", 32 rows per warp,
+// is its own kernel, attn_prefill_w32_kernel):
 //  - "64" (default): 4 warps, 3 stages (two tiles in flight), 102 KiB, two blocks per SM;
 //  - "64x3": 4 warps, 2 stages (one tile in flight), 68 KiB, three blocks (12 warps) per SM,
 //    registers capped at 168;
@@ -346,8 +348,10 @@ FK_GLOBAL void FK_LAUNCH_BOUNDS(w32::kThreads, 2) attn_prefill_w32_kernel(Args a
   auto* qs = reinterpret_cast<__nv_bfloat16*>(smem_raw);  // [BR][LD]
   __nv_bfloat16* ring = qs + BR * LD;                     // [STAGES][K, V][BC][LD]
 
-  const int qt = static_cast<int>(gridDim.x - 1 - blockIdx.x);  // heavy (late) tiles first
-  const int h = static_cast<int>(blockIdx.y);
+  // Heads vary fastest, so the heavy (late) query tiles of every head and sequence go first
+  // and the light ones fill the last wave; consecutive blocks share their keys in L2.
+  const int qt = static_cast<int>(gridDim.y - 1 - blockIdx.y);
+  const int h = static_cast<int>(blockIdx.x);
   const int b = static_cast<int>(blockIdx.z);
   const int hk = h / (a.heads / a.kv_heads);
   const int q0 = qt * BR;
@@ -583,8 +587,10 @@ cudaError_t launch_w32(const Args& a, const PrefillArgs& p, cudaStream_t s) {
   auto* kernel = &attn_prefill_w32_kernel;
   static const cudaError_t attr = FK_SET_SMEM_ATTR(kernel, w32::kSmem);
   if (attr != cudaSuccess) return attr;
-  const dim3 grid(static_cast<unsigned>((p.q_len + w32::kRows - 1) / w32::kRows),
-                  static_cast<unsigned>(p.heads), static_cast<unsigned>(p.batch));
+  const int q_tiles = (p.q_len + w32::kRows - 1) / w32::kRows;
+  if (q_tiles > 65535) return cudaErrorInvalidValue;
+  const dim3 grid(static_cast<unsigned>(p.heads), static_cast<unsigned>(q_tiles),
+                  static_cast<unsigned>(p.batch));
   FK_LAUNCH(kernel, grid, w32::kThreads, w32::kSmem, s)(a);
   return FK_LAST_ERROR();
 }
