@@ -366,7 +366,8 @@ FK_GLOBAL void FK_LAUNCH_BOUNDS(w32::kThreads, 2) attn_prefill_w32_kernel(Args a
   // Q tile: this thread copies column chunk (tid % 16)·8 of rows tid / 16 + 8i; rows past
   // q_len are zero-filled. Committed with key tile 0.
   {
-    const int r0 = static_cast<int>(threadIdx.x) / 16, cc = (static_cast<int>(threadIdx.x) % 16) * 8;
+    const int r0 = static_cast<int>(threadIdx.x) / 16,
+              cc = (static_cast<int>(threadIdx.x) % 16) * 8;
     const __nv_bfloat16* qh = a.q + (static_cast<std::size_t>(b) * a.q_len + q0) * q_stride +
                               static_cast<std::size_t>(h) * D + cc;
 #pragma unroll
@@ -432,10 +433,10 @@ FK_GLOBAL void FK_LAUNCH_BOUNDS(w32::kThreads, 2) attn_prefill_w32_kernel(Args a
   const int v_lrow = (((lane >> 3) & 1) * 8 + (lane & 7)) * LD + (lane >> 4) * 8;
   const float sl2 = a.scale_log2;
   // Key tiles this warp computes: none past q_len, none entirely in its rows' future.
-  const int n_warp =
-      q_min >= a.q_len ? 0
-      : a.causal       ? (min(a.kv_len, min(q_max, a.q_len - 1) + offset + 1) + BC - 1) / BC
-                       : n_tiles;
+  const int n_warp = q_min >= a.q_len ? 0
+                     : a.causal
+                         ? (min(a.kv_len, min(q_max, a.q_len - 1) + offset + 1) + BC - 1) / BC
+                         : n_tiles;
   // Key tiles that need no mask (inside the keys and entirely in the past of the warp's rows).
   const int n_full = a.causal ? min(a.kv_len / BC, (q_min + offset + 1) / BC) : a.kv_len / BC;
 
