@@ -278,7 +278,8 @@ TEST_P(EmulatedKernels, PrefillAttention) {
 }
 
 TEST_P(EmulatedKernels, PrefillAttentionOtherBlockShapes) {
-  for (const char* shape : {"128", "64x3"}) {  // 8 warps; 2 stages for three blocks per SM
+  // 8 warps; 2 stages for three blocks per SM; 128 rows on 4 warps (32 rows per warp).
+  for (const char* shape : {"128", "64x3", "128x4"}) {
     SCOPED_TRACE(shape);
     setenv("FLEETSIM_PREFILL_ROWS", shape, 1);
     run_prefill(1, 150, 333, 2, 1, true);  // a partial last block, 6 key tiles
@@ -286,6 +287,18 @@ TEST_P(EmulatedKernels, PrefillAttentionOtherBlockShapes) {
     run_prefill(1, 65, 200, 1, 1, false);  // not causal, key tail
     run_prefill(2, 1, 1, 2, 2, true);      // one token
   }
+  unsetenv("FLEETSIM_PREFILL_ROWS");
+}
+
+TEST_P(EmulatedKernels, PrefillAttention128x4) {
+  // 32 rows per warp: warps that skip the block's last key tiles (their rows' future), the
+  // second m16 tile of a warp partly past q_len, chunks after a prefix, GQA groups 1, 4, 8.
+  setenv("FLEETSIM_PREFILL_ROWS", "128x4", 1);
+  run_prefill(1, 200, 200, 8, 1, true);   // group 8, two blocks, q_len % 128 = 72
+  run_prefill(1, 140, 301, 4, 1, true);   // group 4, chunk after a 161-token prefix
+  run_prefill(2, 100, 100, 1, 1, true);   // group 1, row 99 in tile 1 of warp 3 (lower half)
+  run_prefill(1, 129, 129, 2, 2, true);   // one row in the second block
+  run_prefill(1, 47, 250, 4, 1, false);   // not causal, key tail, warps past q_len
   unsetenv("FLEETSIM_PREFILL_ROWS");
 }
 

@@ -198,8 +198,9 @@ void run_prefill(const ref::AttnDims& dims) {
 }
 
 TEST_F(Gpu, PrefillAttentionMatchesTheCpuReference) {
-  // Every block shape: 4 warps (the default), 4 warps with three blocks per SM, 8 warps.
-  for (const char* rows : {"64", "64x3", "128"}) {
+  // Every block shape: 4 warps (the default), 4 warps with three blocks per SM, 8 warps,
+  // 4 warps of 32 rows.
+  for (const char* rows : {"64", "64x3", "128", "128x4"}) {
     SCOPED_TRACE(std::string("FLEETSIM_PREFILL_ROWS=") + rows);
     setenv("FLEETSIM_PREFILL_ROWS", rows, 1);
     ref::AttnDims d;
@@ -224,6 +225,11 @@ TEST_F(Gpu, PrefillAttentionMatchesTheCpuReference) {
     run_prefill(d);
     // Eight key tiles: the ring wraps around twice.
     d.batch = 1, d.q_len = 200, d.kv_len = 460, d.heads = 2, d.kv_heads = 1;
+    run_prefill(d);
+    // GQA group 8, q_len past one 128-row block, causal; then group 4 in a chunk.
+    d.batch = 1, d.q_len = d.kv_len = 200, d.heads = 8, d.kv_heads = 1;
+    run_prefill(d);
+    d.batch = 1, d.q_len = 150, d.kv_len = 333, d.heads = 4, d.kv_heads = 1;
     run_prefill(d);
   }
   unsetenv("FLEETSIM_PREFILL_ROWS");
