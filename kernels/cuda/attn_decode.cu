@@ -190,31 +190,7 @@ FK_GLOBAL void FK_LAUNCH_BOUNDS(THREADS, BLOCKS_PER_SM) attn_decode_split_kernel
     // Online softmax per head row (r = 0: row g, r = 1: row g + 8). A row's 16 tokens sit
     // in the 4 lanes of its quad: reduce with xor 1 and 2. Every sub-tile has at least one
     // valid token, so m is finite from the first one on.
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float mx = fmaxf(fmaxf(s[0][2 * r], s[0][2 * r + 1]), fmaxf(s[1][2 * r], s[1][2 * r + 1]));
-      mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, 2));
-      const float m_new = fmaxf(m_run[r], mx);
-      const float base = m_new == -INFINITY ? 0.0f : m_new;
-      const float corr = exp2f(m_run[r] - base);
-      m_run[r] = m_new;
-      float rs = 0.0f;
-#pragma unroll
-      for (int nt = 0; nt < 2; ++nt) {
-        s[nt][2 * r] = exp2f(s[nt][2 * r] - base);
-        s[nt][2 * r + 1] = exp2f(s[nt][2 * r + 1] - base);
-        rs += s[nt][2 * r] + s[nt][2 * r + 1];
-      }
-      rs += __shfl_xor_sync(0xFFFFFFFFu, rs, 1);
-      rs += __shfl_xor_sync(0xFFFFFFFFu, rs, 2);
-      l_run[r] = l_run[r] * corr + rs;
-#pragma unroll
-      for (int u = 0; u < 16; ++u) {
-        o[u][2 * r] *= corr;
-        o[u][2 * r + 1] *= corr;
-      }
-    }
+    dev::online_softmax_rows(s, m_run, l_run, o);
 
     // O += P·V: P (16 heads × 16 tokens) is one k16 slice; V (16 tokens × 128 dims) 16
     // n8-tiles. One ldmatrix.x4.trans gives the B fragments of two n8-tiles: matrix j =

@@ -61,6 +61,23 @@ struct Args {
   float scale_log2;  // softmax_scale · log2(e)
 };
 
+// Where query tile qt of head h (its `rows` rows) sits and which keys it attends: KV head
+// hk (GQA), rows [q0, q0 + rows), and keys [0, kv_end) in n_tiles tiles of BC; causal rows
+// stop at their diagonal, aligned bottom-right (offset = kv_len − q_len ≥ 0) for chunks.
+struct QueryTile {
+  int hk, q0, offset, n_tiles;
+};
+FK_DEV QueryTile query_tile(const Args& a, int qt, int h, int rows) {
+  QueryTile t;
+  t.hk = h / (a.heads / a.kv_heads);
+  t.q0 = qt * rows;
+  t.offset = a.kv_len - a.q_len;
+  const int last_row = min(t.q0 + rows, a.q_len) - 1;
+  const int kv_end = a.causal ? min(a.kv_len, last_row + t.offset + 1) : a.kv_len;
+  t.n_tiles = (kv_end + BC - 1) / BC;
+  return t;
+}
+
 // Copies one 64-row tile of K and of V into a stage: this thread's 16-byte chunks are
 // column cc = (tid % 16)·8 of rows r = tid / 16 + Ri, R = THREADS / 16, read at element
 // offset thr_off + tile_off + Ri·stride of k and v (thr_off = (tid / 16)·stride + cc,
@@ -95,13 +112,8 @@ FK_GLOBAL void FK_LAUNCH_BOUNDS(Tiling<WARPS, BLOCKS>::kThreads,
   const int qt = static_cast<int>(gridDim.x - 1 - blockIdx.x);  // heavy (late) tiles first
   const int h = static_cast<int>(blockIdx.y);
   const int b = static_cast<int>(blockIdx.z);
-  const int hk = h / (a.heads / a.kv_heads);
-  const int q0 = qt * BR;
-  const int offset = a.kv_len - a.q_len;  // >= 0: bottom-right causal alignment
-  const int last_row = min(q0 + BR, a.q_len) - 1;
-  const int kv_end = a.causal ? min(a.kv_len, last_row + offset + 1) : a.kv_len;
-  const int n_tiles = (kv_end + BC - 1) / BC;
-
+  const QueryTile t = query_tile(a, qt, h, BR);
+  const int hk = t.hk, q0 = t.q0, offset = t.offset, n_tiles = t.n_tiles;
   const std::size_t q_stride = static_cast<std::size_t>(a.heads) * D;
   const std::size_t kv_stride = static_cast<std::size_t>(a.kv_heads) * D;
   const __nv_bfloat16* k_base =
@@ -209,33 +221,7 @@ FK_GLOBAL void FK_LAUNCH_BOUNDS(Tiling<WARPS, BLOCKS>::kThreads,
 
     // Online softmax per row (r = 0: row_a, r = 1: row_b). A row's 64 columns sit in the
     // 4 lanes of its quad: reduce with xor 1 and 2.
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float mx = -INFINITY;
-#pragma unroll
-      for (int nt = 0; nt < 8; ++nt) mx = fmaxf(mx, fmaxf(s[nt][2 * r], s[nt][2 * r + 1]));
-      mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, 2));
-      const float m_new = fmaxf(m_run[r], mx);
-      const float base = m_new == -INFINITY ? 0.0f : m_new;  // row fully masked so far: no NaN
-      const float corr = exp2f(m_run[r] - base);
-      m_run[r] = m_new;
-      float rs = 0.0f;
-#pragma unroll
-      for (int nt = 0; nt < 8; ++nt) {
-        s[nt][2 * r] = exp2f(s[nt][2 * r] - base);
-        s[nt][2 * r + 1] = exp2f(s[nt][2 * r + 1] - base);
-        rs += s[nt][2 * r] + s[nt][2 * r + 1];
-      }
-      rs += __shfl_xor_sync(0xFFFFFFFFu, rs, 1);
-      rs += __shfl_xor_sync(0xFFFFFFFFu, rs, 2);
-      l_run[r] = l_run[r] * corr + rs;
-#pragma unroll
-      for (int u = 0; u < 16; ++u) {
-        o[u][2 * r] *= corr;
-        o[u][2 * r + 1] *= corr;
-      }
-    }
+    dev::online_softmax_rows(s, m_run, l_run, o);
 
     // O += P·V: P (16×64) as 4 k16-slices; V tile (64 keys × 128 dims) as 16 n8-tiles. One
     // ldmatrix.x4.trans gives the B fragments of two n8-tiles: matrix i = keys 16kk +
@@ -353,13 +339,8 @@ FK_GLOBAL void FK_LAUNCH_BOUNDS(w32::kThreads, 2) attn_prefill_w32_kernel(Args a
   const int qt = static_cast<int>(gridDim.y - 1 - blockIdx.y);
   const int h = static_cast<int>(blockIdx.x);
   const int b = static_cast<int>(blockIdx.z);
-  const int hk = h / (a.heads / a.kv_heads);
-  const int q0 = qt * BR;
-  const int offset = a.kv_len - a.q_len;  // >= 0: bottom-right causal alignment
-  const int last_row = min(q0 + BR, a.q_len) - 1;
-  const int kv_end = a.causal ? min(a.kv_len, last_row + offset + 1) : a.kv_len;
-  const int n_tiles = (kv_end + BC - 1) / BC;
-
+  const QueryTile t = query_tile(a, qt, h, BR);
+  const int hk = t.hk, q0 = t.q0, offset = t.offset, n_tiles = t.n_tiles;
   const std::size_t q_stride = static_cast<std::size_t>(a.heads) * D;
   const std::size_t kv_stride = static_cast<std::size_t>(a.kv_heads) * D;
 

@@ -192,6 +192,46 @@ FK_DEV uint4 pack8(const float (&f)[8]) {
   return v;
 }
 
+// ---- online softmax on mma.sync accumulators ------------------------------------------------
+
+/// One online-softmax step (FlashAttention, log2 domain) for the two rows a thread holds in
+/// m16n8 accumulators: row r = 0 is the thread's upper row (elements 0, 1 of each n8-tile),
+/// r = 1 its lower row (elements 2, 3). A row's columns sit in the 4 lanes of a quad, so the
+/// max and the sum reduce with xor 1 and 2. `s` (scores, scaled to log2) becomes the
+/// unnormalised probabilities; m_run and l_run are the running max and sum; the output
+/// accumulators `o` are rescaled by 2^(m_old − m_new). A row still fully masked (max −∞)
+/// uses base 0 so that it gives zeros, not NaN.
+template <int NT>
+FK_DEV void online_softmax_rows(float (&s)[NT][4], float (&m_run)[2], float (&l_run)[2], float (&o)[16][4]) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float mx = fmaxf(s[0][2 * r], s[0][2 * r + 1]);
+#pragma unroll
+    for (int nt = 1; nt < NT; ++nt) mx = fmaxf(mx, fmaxf(s[nt][2 * r], s[nt][2 * r + 1]));
+    mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, 1));
+    mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, 2));
+    const float m_new = fmaxf(m_run[r], mx);
+    const float base = m_new == -INFINITY ? 0.0f : m_new;
+    const float corr = exp2f(m_run[r] - base);
+    m_run[r] = m_new;
+    float rs = 0.0f;
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {
+      s[nt][2 * r] = exp2f(s[nt][2 * r] - base);
+      s[nt][2 * r + 1] = exp2f(s[nt][2 * r + 1] - base);
+      rs += s[nt][2 * r] + s[nt][2 * r + 1];
+    }
+    rs += __shfl_xor_sync(0xFFFFFFFFu, rs, 1);
+    rs += __shfl_xor_sync(0xFFFFFFFFu, rs, 2);
+    l_run[r] = l_run[r] * corr + rs;
+#pragma unroll
+    for (int u = 0; u < 16; ++u) {
+      o[u][2 * r] *= corr;
+      o[u][2 * r + 1] *= corr;
+    }
+  }
+}
+
 // ---- warp and block reductions ------------------------------------------------------------
 
 FK_DEV float warp_max(float v) {
