@@ -58,4 +58,11 @@ std::string wrap(const std::string& text) {
   return o.str();
 }
 
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string o = "\"";
+  for (char ch : s) o += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+  return o + "\"";
+}
+
 }  // namespace fleetsim::reports

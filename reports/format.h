@@ -12,6 +12,9 @@ std::string human(double v);
 std::string pct(double fraction);
 /// Dollars with human(): usd(1.84e6) == "$1.84M".
 std::string usd(double v);
+/// A CSV cell: as is, or in double quotes (inner quotes doubled) when it holds a comma, a
+/// quote or a newline (RFC 4180).
+std::string csv_field(const std::string& s);
 /// `text` word-wrapped at 92 columns, each line indented by two spaces.
 std::string wrap(const std::string& text);
 

@@ -32,13 +32,6 @@ std::string pct_d(double x, int decimals) {
 
 std::string t(double s) { return units::format(s, Dim::kTime); }
 
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string o = "\"";
-  for (char ch : s) o += ch == '"' ? std::string("\"\"") : std::string(1, ch);
-  return o + "\"";
-}
-
 std::string slo_text(const PlanResult& r) {
   std::string s;
   if (r.slo_ttft_s) s += "TTFT ≤ " + t(*r.slo_ttft_s);

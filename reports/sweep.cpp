@@ -12,6 +12,7 @@
 #include "hw_models/units.h"
 #include "hw_models/yaml_reader.h"
 #include "reports/fleet_report.h"
+#include "reports/format.h"
 #include "reports/replications.h"
 #include "sim/fleet/fleet_sim.h"
 #include "sim/scenario/scenario.h"
@@ -20,13 +21,6 @@
 namespace fleetsim::reports {
 
 namespace {
-
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string o = "\"";
-  for (char ch : s) o += ch == '"' ? std::string("\"\"") : std::string(1, ch);
-  return o + "\"";
-}
 
 std::string num(double v) {
   char buf[32];
