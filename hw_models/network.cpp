@@ -60,9 +60,12 @@ double AnalyticNetwork::alltoall_s(double bytes_per_gpu, const CommGroup& g) con
   return std::max(t, (n - m) * out_.latency_s + outside * oversub_ / out_.bw_bytes_per_s);
 }
 
-double AnalyticNetwork::wan_p2p_s(double bytes) const {
+double AnalyticNetwork::wan_transfer_s(double bytes, int flows) const {
   need_bw(wan_, "WAN");
-  return wan_.latency_s + bytes / wan_.bw_bytes_per_s;
+  if (!(wan_link_bw_ > 0)) throw std::invalid_argument("network: no WAN link bandwidth");
+  if (flows < 1) throw std::invalid_argument("network: a WAN transfer needs at least one flow");
+  const double rate = std::min(wan_.bw_bytes_per_s, wan_link_bw_ / flows);
+  return wan_.latency_s + bytes / flows / rate;
 }
 
 double AnalyticNetwork::ring_half_s(double bytes, int n, const LinkLevel& l) {

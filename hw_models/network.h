@@ -111,10 +111,11 @@ class AnalyticNetwork final : public NetworkModel {
   /// The α-β view of a fabric: scale-up as given, scale-out at the per-GPU share of the NICs.
   explicit AnalyticNetwork(const Fabric& f)
       : AnalyticNetwork(f.scaleup, {f.nic.latency_s, f.scaleout_bw_per_gpu()}, f.oversubscription) {
-    if (f.regions > 1)
+    if (f.regions > 1) {
+      wan_link_bw_ = f.wan.bw_bytes_per_s;
       wan_ = {f.nic.latency_s + f.wan.latency_s,
-              std::min({f.nic.bw_bytes_per_s, f.wan.bw_bytes_per_s,
-                        f.nodes_per_leaf * f.nic.bw_bytes_per_s / f.oversubscription})};
+              std::min(f.nic.bw_bytes_per_s, f.nodes_per_leaf * f.nic.bw_bytes_per_s / f.oversubscription)};
+    }
   }
 
   double allreduce_s(double bytes, const CommGroup& g) const override;
@@ -122,7 +123,11 @@ class AnalyticNetwork final : public NetworkModel {
   double p2p_s(double bytes, bool cross_domain) const override;
   /// One transfer between regions, alone: α_out + α_wan + bytes / min(NIC, leaf uplink, WAN)
   /// (needs the Fabric constructor with regions > 1).
-  double wan_p2p_s(double bytes) const;
+  double wan_p2p_s(double bytes) const { return wan_transfer_s(bytes, 1); }
+  /// `flows` transfers of bytes / flows each between two regions, started together from
+  /// distinct NICs (a KV cache moving GPU by GPU): they share the one WAN link, so each
+  /// moves at min(NIC, leaf uplink, WAN / flows): α_out + α_wan + bytes / flows / that.
+  double wan_transfer_s(double bytes, int flows) const;
   double reduce_scatter_s(double bytes, const CommGroup& g) const override;
   double allgather_s(double bytes, const CommGroup& g) const override;
   double tree_allreduce_s(double bytes, const CommGroup& g) const override;
@@ -140,7 +145,8 @@ class AnalyticNetwork final : public NetworkModel {
  private:
   LinkLevel up_, out_;
   double oversub_ = 1.0;
-  LinkLevel wan_;  // a lone flow between regions: latency and bottleneck bandwidth
+  LinkLevel wan_;  // between regions: latency, and the bandwidth of a flow's own links
+  double wan_link_bw_ = 0;  // the WAN link, shared by every flow between the two regions
 };
 
 }  // namespace fleetsim::hw

@@ -411,10 +411,11 @@ StepBreakdown Calc::run(const BatchShape& b) {
       fixed(&s.communication_s, "communication",
             D > 1 ? "all-gather + reduce-scatter around the MLP" : "TP all-reduce after MLP",
             L - ep_layers, net_->allreduce_s(Tm * h * act, group(G)), "network");
-      if (ep_layers > 0)
-        fixed(&s.communication_s, "communication", "EP dispatch + combine all-to-all",
-              2.0 * ep_layers,
-              net_->alltoall_s(Tm / G * m_.moe->top_k * h * act, group(G)), "network");
+      if (ep_layers > 0) {
+        const EpAllToAll a2a = ep_alltoall(d_, T);
+        fixed(&s.communication_s, "communication", "EP dispatch + combine all-to-all", a2a.calls,
+              net_->alltoall_s(a2a.bytes_per_gpu, a2a.group), "network");
+      }
     }
     if (p.pp > 1) {
       const bool cross = p.gpus() > d_.scaleup_domain_gpus;
@@ -518,6 +519,21 @@ Deployment make_deployment(const ModelSpec& model, const Parallelism& par, const
   d.eff = eff;
   d.scaleup_domain_gpus = std::max(8, par.gpus());
   return d;
+}
+
+EpAllToAll ep_alltoall(const Deployment& d, double tokens) {
+  EpAllToAll out;
+  const ModelSpec& m = *d.model;
+  const Parallelism& p = d.par;
+  const int G = p.gpus_per_stage();
+  if (!p.expert_parallel || !m.is_moe() || G <= 1 || m.moe_layers() == 0) return out;
+  // Per micro-batch (pp of them), each GPU dispatches its Tm/G tokens' top-k activations
+  // and gets them back combined: 2 all-to-alls per MoE layer.
+  const double Tm = tokens / p.pp;
+  out.calls = 2.0 * m.moe_layers();
+  out.bytes_per_gpu = Tm / G * m.moe->top_k * m.hidden * d.prec.act_bytes;
+  out.group = {G, std::min(G, std::max(1, d.scaleup_domain_gpus))};
+  return out;
 }
 
 StepBreakdown estimate_step(const Deployment& d, const BatchShape& batch) {

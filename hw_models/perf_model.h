@@ -194,6 +194,18 @@ struct OpCost {
 /// Preconditions (std::invalid_argument otherwise): model and gpu set; tp, pp, D >= 1;
 /// a scale-up bandwidth when a group spans GPUs; efficiencies and rates > 0.
 StepBreakdown estimate_step(const Deployment& d, const BatchShape& batch);
+/// The expert-parallel all-to-all of one iteration of `tokens` token rows (prompt tokens
+/// plus decode rows), as estimate_step prices it: `calls` all-to-alls (dispatch and combine
+/// for every MoE layer), each GPU sending `bytes_per_gpu` per call spread evenly over the
+/// other members of `group` (NetworkModel::alltoall_s's meaning). calls = 0 when the
+/// deployment runs no EP all-to-all (dense model, experts split by TP, or one GPU).
+struct EpAllToAll {
+  double calls = 0;
+  double bytes_per_gpu = 0;
+  CommGroup group;
+};
+EpAllToAll ep_alltoall(const Deployment& d, double tokens);
+
 /// The same iteration, operator by operator (sums to estimate_step's total).
 std::vector<OpCost> explain_step(const Deployment& d, const BatchShape& batch);
 

@@ -69,6 +69,15 @@ json resolved_scenario(const scenario::Scenario& sc) {
                          {"activation_bytes", sc.memory.activation_bytes},
                          {"reserve_bytes", sc.memory.reserve_bytes},
                          {"kv_bytes", sc.memory.kv_bytes}};
+  json network = {{"model", sc.network_model},
+                  {"oversubscription", sc.fabric.oversubscription},
+                  {"nodes_per_leaf", sc.fabric.nodes_per_leaf},
+                  {"regions", sc.fabric.regions},
+                  {"live_alltoall", sc.live_alltoall}};
+  if (sc.fabric.regions > 1)
+    network["wan"] = {{"bandwidth_bytes_per_s", sc.fabric.wan.bw_bytes_per_s},
+                      {"latency_s", sc.fabric.wan.latency_s}};
+  j["network"] = network;
   j["workload"] = sc.workload_description;
   json slo = json::object();
   if (sc.slo_ttft_s) slo["ttft_s"] = *sc.slo_ttft_s;
@@ -124,6 +133,13 @@ json summary_json(const scenario::Scenario& sc, const RunResult& run) {
   j["escalations"] = s.escalations;
   j["kv_transfer_bytes"] = s.kv_transfer_bytes;
   j["kv_transfer_mean_s"] = s.kv_transfer_mean_s;
+  if (sc.live_alltoall) {
+    j["alltoall_live_iterations"] = s.alltoall_iterations;
+    j["alltoall_live_bytes"] = s.alltoall_bytes;
+    j["alltoall_delayed_iterations"] = s.alltoall_delayed;
+    j["alltoall_delay_mean_s"] = s.alltoall_delay_mean_s;
+    j["alltoall_delay_max_s"] = s.alltoall_delay_max_s;
+  }
   j["input_tokens"] = s.input_tokens;
   j["output_tokens"] = s.output_tokens;
   put_latency(j, "ttft", s.ttft);
@@ -149,7 +165,7 @@ json summary_json(const scenario::Scenario& sc, const RunResult& run) {
 
 std::string serving_setup(const scenario::Scenario& sc) {
   std::ostringstream o;
-  o << sc.model.name << " on " << sc.replicas << " × " << sc.par.tp << " × " << sc.gpu.name << ", " << sc.policy
+  o << sc.model.name << " on " << sc.replicas << " × " << sc.par.gpus() << " × " << sc.gpu.name << ", " << sc.policy
     << (sc.policy != "vllm" ? "" : sc.vllm.chunked_prefill ? " (chunked prefill)" : " (prefill-first)")
     << ", router " << sc.router;
   return o.str();
@@ -191,6 +207,11 @@ std::string summary_notes(const scenario::Scenario& sc, const RunResult& run) {
     o << "KV moves   " << s.kv_transfers << " transfers prefill → decode pool, "
       << units::format(s.kv_transfer_bytes, Dim::kBytes) << " in all, mean "
       << units::format(s.kv_transfer_mean_s, Dim::kTime) << " each (in TTFT)\n";
+  if (sc.live_alltoall)
+    o << "all-to-all " << s.alltoall_iterations << " iterations ran their cross-domain EP all-to-all live ("
+      << units::format(s.alltoall_bytes, Dim::kBytes) << "); " << s.alltoall_delayed
+      << " were slowed by contention, mean " << units::format(s.alltoall_delay_mean_s, Dim::kTime)
+      << " per iteration, max " << units::format(s.alltoall_delay_max_s, Dim::kTime) << "\n";
   if (sc.vllm.prefix_caching)
     o << "prefix     " << units::format_count(static_cast<double>(s.prefix_hit_tokens))
       << " of " << units::format_count(static_cast<double>(s.prefix_lookup_tokens))
@@ -249,6 +270,21 @@ std::string check_report(const scenario::Scenario& sc) {
   o << "  KV cache   " << sc.vllm.kv_blocks << " blocks × " << sc.vllm.block_tokens << " tokens = "
     << units::format_count(static_cast<double>(sc.vllm.kv_blocks * sc.vllm.block_tokens))
     << " tokens per replica\n";
+  if (sc.network_model != "analytic" || sc.fabric.regions > 1) {
+    o << "  network    " << sc.network_model;
+    if (sc.network_model == "simgrid")
+      o << ", fabric of " << sc.fabric.gpus << " GPUs (" << sc.fabric.gpus / sc.fabric.gpus_per_node
+        << " nodes, " << sc.fabric.nodes_per_leaf << " per leaf, oversubscription "
+        << sc.fabric.oversubscription << ":1)";
+    if (sc.prefill_pool) o << (sc.network_model == "simgrid" ? "; KV transfers live" : "; KV transfers α-β");
+    if (sc.fabric.regions > 1)
+      o << "; prefill pool in region 0, decode pool in region 1, WAN "
+        << units::format(sc.fabric.wan.bw_bytes_per_s, Dim::kBandwidth) << " one way, latency "
+        << units::format(sc.fabric.wan.latency_s, Dim::kTime);
+    if (sc.network_model == "simgrid")
+      o << (sc.live_alltoall ? "; expert all-to-all live" : "; collectives from the tables");
+    o << "\n";
+  }
   o << "  workload   " << sc.workload_description << "\n";
   if (sc.fleet) {
     // The lines above are the scenario's defaults; each pool has its own fit.

@@ -21,6 +21,8 @@ Simulation::Simulation(const scenario::Scenario& sc, RunOptions options)
       sc.vllm.max_num_seqs);
   router_ = serving::make_router(sc.router, rng, sc.router_params);
   serving::VllmConfig vcfg = sc.vllm;
+  // A live all-to-all runs one iteration per event (its flows start with each iteration).
+  if (sc.live_alltoall) vcfg.fast_forward = false;
   if (vcfg.prefix_caching) {
     // The prefix hashes come with the workload (a trace with hash_ids).
     const workload::Trace* trace = workload_->trace();
@@ -38,9 +40,11 @@ Simulation::Simulation(const scenario::Scenario& sc, RunOptions options)
                                  sc.lora_rank > 0 ? std::optional<serving::Lora>(serving::Lora{sc.lora_rank, sc.vllm.lora_slots})
                                                   : std::nullopt},
         sc.prefill_pool->vllm.max_num_seqs);
+    serving::VllmConfig pcfg = sc.prefill_pool->vllm;
+    if (sc.live_alltoall) pcfg.fast_forward = false;
     for (int i = 0; i < sc.prefill_pool->replicas; ++i)
-      prefill_replicas_.push_back(serving::policy(sc.policy).make(
-          index++, engine_, self, *prefill_steps_, sc.prefill_pool->vllm));
+      prefill_replicas_.push_back(
+          serving::policy(sc.policy).make(index++, engine_, self, *prefill_steps_, pcfg));
     decode_router_ =
         serving::make_router(sc.router, RngStreams(sc.seed ^ 0x9e3779b97f4a7c15ULL), sc.router_params);
     // KV bytes per prompt token of the whole model, moved over min(GPUs) parallel links.
@@ -60,7 +64,9 @@ Simulation::Simulation(const scenario::Scenario& sc, RunOptions options)
   if (sc.prefill_pool) first_pool_size_ = sc.prefill_pool->replicas;
   for (int i = 0; i < sc.replicas; ++i)
     replicas_.push_back(serving::policy(sc.policy).make(index++, engine_, self, *steps_, vcfg));
-  if (sc.prefill_pool && sc.network_model == "simgrid") init_live_network();
+  if (sc.network_model == "simgrid" && (sc.prefill_pool || sc.live_alltoall)) init_live_network();
+  if (sc.prefill_pool && sc.network_model != "simgrid" && sc.fabric.regions > 1)
+    wan_net_ = std::make_unique<hw::AnalyticNetwork>(sc.fabric);
 }
 
 
@@ -163,9 +169,11 @@ void Simulation::on_prefill_done(const serving::Handoff& h, int replica) {
     start_kv_transfer(slot, replica, bytes);
     return;
   }
-  // Transfer time over the decode pool's scale-out level (α-β; contention between
-  // transfers is not modelled by the analytic network).
-  const double t = sc_.dep.network->p2p_s(bytes / kv_links_, true);
+  // Transfer time over the decode pool's scale-out level, or the WAN link between the
+  // pools' regions (α-β; contention between transfers is not modelled by the analytic
+  // network).
+  const double t = wan_net_ ? wan_net_->wan_transfer_s(bytes, kv_links_)
+                            : sc_.dep.network->p2p_s(bytes / kv_links_, true);
   collector_.on_kv_transfer(bytes, t);
   engine_.schedule(engine_.now() + seconds_to_ns(t), serving::kPhaseArrival, this, kKindHandoff,
                    slot);

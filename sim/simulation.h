@@ -6,8 +6,10 @@
 #include <list>
 #include <unordered_map>
 #include <memory>
+#include <utility>
 #include <vector>
 
+#include "hw_models/network.h"
 #include "sim/core/engine.h"
 #include "sim/core/slot_pool.h"
 #include "sim/metrics/collector.h"
@@ -42,7 +44,9 @@ struct RunResult {
   double wall_s = 0;
 };
 
-class Simulation final : public core::EventTarget, private serving::ServingObserver {
+class Simulation final : public core::EventTarget,
+                         private serving::ServingObserver,
+                         private serving::SegmentComm {
  public:
   explicit Simulation(const scenario::Scenario& sc, RunOptions options = {});
   ~Simulation() override;
@@ -108,14 +112,43 @@ class Simulation final : public core::EventTarget, private serving::ServingObser
   // kKindNetWake) fires whenever the network changes next.
   static constexpr uint8_t kKindNetWake = 9;
   std::unique_ptr<net::LiveTransfers> live_net_;
-  int decode_gpu_base_ = 0;           // first GPU of the decode pool on the fabric
   std::vector<uint32_t> handoff_target_;
   std::vector<double> handoff_bytes_;
   SimTime net_wake_at_ = -1;          // the earliest wake-up scheduled, -1 when none
+  // regions: 2 with the analytic network: KV transfers cross the WAN link (α-β).
+  std::unique_ptr<hw::AnalyticNetwork> wan_net_;
   void init_live_network();
   void start_kv_transfer(uint32_t slot, int prefill_replica, double bytes);
   void on_network_wake(SimTime t);
   void arm_network(bool from_wake);
+
+  // network.live_alltoall: every iteration of a replica whose expert-parallel group leaves
+  // the scale-up domain starts its cross-domain all-to-all flows on the fabric (one flow
+  // per ordered GPU pair in different domains, rail-aligned, carrying that pair's share of
+  // all the iteration's dispatch and combine calls); the iteration ends later by as much as
+  // the flows took longer than they take alone (contention), see README.
+  struct AllToAllReplica {
+    const serving::StepModel* steps = nullptr;  // null: this replica's all-to-all is not live
+    std::vector<std::pair<int, int>> pairs;     // (src GPU, dst GPU) simulated (rail 0's only
+                                                // when the run is rail-symmetric)
+    double flows = 0;                           // all of them, every rail
+    double alone_s0 = 0, alone_s_per_byte = 0;  // the flows alone: s0 + per_byte · bytes each
+  };
+  struct AllToAllIteration {
+    serving::Replica* replica = nullptr;
+    uint64_t gen = 0;
+    SimTime end = 0;      // as the step model priced it
+    double alone_s = 0;   // the flows' time alone
+    double bytes = 0;     // all flows together
+  };
+  static constexpr uint64_t kAllToAllTag = 1ull << 63;  // live-transfer tags (KV: the slot)
+  std::vector<AllToAllReplica> a2a_;                    // by replica index
+  std::unordered_map<uint64_t, AllToAllIteration> a2a_live_;
+  uint64_t a2a_next_ = 0;
+  void init_live_alltoall(bool rail0_only);
+  void iteration(serving::Replica& replica, uint64_t gen, SimTime start, SimTime end,
+                 int64_t prefill_tokens, int64_t decode_seqs) override;
+  void finish_alltoall(uint64_t tag, SimTime started, SimTime now);
 };
 
 }  // namespace fleetsim

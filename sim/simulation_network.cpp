@@ -1,6 +1,11 @@
-// Simulation × live SimGrid network (network: {model: simgrid}, issue 7). Kept apart from
-// simulation.cpp so the network wiring stays in one place.
+// Simulation × network: live SimGrid transfers (network: {model: simgrid}, issue 7) — KV
+// caches between disaggregated pools and the cross-domain expert all-to-all of every
+// iteration — and the WAN between regions. Kept apart from simulation.cpp so the network
+// wiring stays in one place.
 #include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
 
 #include "sim/network/live_transfers.h"
 #include "sim/simulation.h"
@@ -8,17 +13,89 @@
 namespace fleetsim {
 
 void Simulation::init_live_network() {
-  // GPUs on the fabric: the prefill pool's replicas first, then the decode pool's from the
-  // next node boundary (scenario::size_simgrid_fabric sized the fabric the same way).
-  const int per_node = sc_.fabric.gpus_per_node;
-  const int prefill_gpus = sc_.prefill_pool->replicas * sc_.prefill_pool->par.gpus();
-  decode_gpu_base_ = (prefill_gpus + per_node - 1) / per_node * per_node;
+  // GPUs on the fabric: the prefill pool's replicas from GPU 0, the decode pool's from
+  // sc_.decode_gpu_base (scenario::size_simgrid_fabric sized the fabric the same way).
+  const hw::Fabric& fab = sc_.fabric;
+  const int per_node = fab.gpus_per_node;
   // Whole-node replicas on one-NIC-per-GPU nodes move their KV caches rail by rail in
-  // lockstep: simulate rail 0 only (exact; see LiveTransfers).
-  const bool whole_nodes = sc_.fabric.nics_per_node == per_node &&
-                           sc_.prefill_pool->par.gpus() % per_node == 0 &&
-                           sc_.par.gpus() % per_node == 0 && kv_links_ % per_node == 0;
-  live_net_ = std::make_unique<net::LiveTransfers>(sc_.fabric, whole_nodes);
+  // lockstep, and their rail-aligned all-to-alls too: simulate rail 0 only (exact; see
+  // LiveTransfers) — unless the rails meet on a WAN link.
+  const bool whole_nodes = fab.nics_per_node == per_node && fab.regions == 1 &&
+                           sc_.par.gpus() % per_node == 0 &&
+                           (!sc_.prefill_pool || (sc_.prefill_pool->par.gpus() % per_node == 0 &&
+                                                  kv_links_ % per_node == 0));
+  live_net_ = std::make_unique<net::LiveTransfers>(fab, whole_nodes);
+  if (sc_.live_alltoall) init_live_alltoall(whole_nodes);
+}
+
+void Simulation::init_live_alltoall(bool rail0_only) {
+  const hw::Fabric& fab = sc_.fabric;
+  const int D = fab.domain_gpus;
+  a2a_.assign(prefill_replicas_.size() + replicas_.size(), {});
+  auto pool = [&](const std::vector<std::unique_ptr<serving::Replica>>& reps,
+                  const serving::StepModel& steps, int base) {
+    const hw::Deployment& d = steps.config().dep;
+    const int G = d.par.gpus();
+    if (!(d.par.expert_parallel && d.model->is_moe() && d.par.gpus_per_stage() > D))
+      return;  // this pool's all-to-all stays inside a domain (or it has none)
+    if (d.par.pp != 1 || G % D != 0 || base % D != 0)
+      throw std::logic_error("live all-to-all: replicas must be pp 1 on whole domains");
+    // Each flow alone costs latency + bytes / rate with the rates fixed by the pattern, so
+    // the group's time alone is affine in the bytes per flow: two runs give it exactly.
+    constexpr double kX1 = 1e8, kX2 = 2e8;
+    for (size_t i = 0; i < reps.size(); ++i) {
+      AllToAllReplica& a = a2a_[static_cast<size_t>(reps[i]->index())];
+      const int first = base + static_cast<int>(i) * G;
+      // Rail-aligned (NCCL's PXN, DeepEP's internode kernels): GPU s's data for GPU t in
+      // another domain first crosses s's domain over NVLink to the GPU with t's local
+      // index, whose NIC is on t's rail, then goes NIC to NIC. One flow per (s, t), from
+      // that GPU; the NVLink hop is not simulated (a domain's links carry only its own
+      // replica's traffic).
+      for (int s = first; s < first + G; ++s)
+        for (int t = first; t < first + G; ++t) {
+          if (s / D == t / D) continue;
+          ++a.flows;
+          const int src = s / D * D + t % D;
+          if (!rail0_only || src % fab.gpus_per_node == 0) a.pairs.emplace_back(src, t);
+        }
+      const double t1 = live_net_->time_alone_s(a.pairs, kX1);
+      const double t2 = live_net_->time_alone_s(a.pairs, kX2);
+      a.alone_s_per_byte = (t2 - t1) / (kX2 - kX1);
+      a.alone_s0 = t1 - a.alone_s_per_byte * kX1;
+      a.steps = &steps;
+      reps[i]->attach_comm(this);
+    }
+  };
+  if (sc_.prefill_pool) pool(prefill_replicas_, *prefill_steps_, 0);
+  pool(replicas_, *steps_, sc_.decode_gpu_base);
+}
+
+void Simulation::iteration(serving::Replica& replica, uint64_t gen, SimTime start, SimTime end,
+                           int64_t prefill_tokens, int64_t decode_seqs) {
+  const AllToAllReplica& a = a2a_[static_cast<size_t>(replica.index())];
+  const hw::EpAllToAll t = a.steps->ep_alltoall(prefill_tokens, decode_seqs);
+  // Each GPU sends bytes_per_gpu / size to every other member per call.
+  const double x = t.calls * t.bytes_per_gpu / t.group.size;
+  if (!(x > 0)) {
+    replica.end_segment_at(end, gen);
+    return;
+  }
+  const uint64_t tag = kAllToAllTag | a2a_next_++;
+  a2a_live_[tag] = {&replica, gen, end, a.alone_s0 + a.alone_s_per_byte * x, x * a.flows};
+  live_net_->start_flows(tag, a.pairs, x, start);
+  arm_network(false);
+}
+
+void Simulation::finish_alltoall(uint64_t tag, SimTime started, SimTime now) {
+  const auto it = a2a_live_.find(tag);
+  const AllToAllIteration it_done = it->second;
+  a2a_live_.erase(it);
+  // The iteration waits as much longer as its flows took over their time alone. Rounded to
+  // the nanosecond, so an uncontended iteration ends exactly where the tables put it.
+  const double took = live_net_->last_end_s() - ns_to_seconds(started);
+  const SimTime delay = std::max<SimTime>(0, std::llround((took - it_done.alone_s) * 1e9));
+  collector_.on_alltoall(it_done.bytes, delay);
+  it_done.replica->end_segment_at(std::max(it_done.end + delay, now), it_done.gen);
 }
 
 void Simulation::start_kv_transfer(uint32_t slot, int prefill_replica, double bytes) {
@@ -32,16 +109,17 @@ void Simulation::start_kv_transfer(uint32_t slot, int prefill_replica, double by
   handoff_target_[slot] = static_cast<uint32_t>(target);
   handoff_bytes_[slot] = bytes;
   const int src = prefill_replica * sc_.prefill_pool->par.gpus();
-  const int dst = decode_gpu_base_ + static_cast<int>(target) * sc_.par.gpus();
+  const int dst = sc_.decode_gpu_base + static_cast<int>(target) * sc_.par.gpus();
   live_net_->start_group(slot, src, dst, kv_links_, bytes / kv_links_, engine_.now());
   arm_network(false);
 }
 
 void Simulation::on_network_wake(SimTime t) {
   if (t == net_wake_at_) net_wake_at_ = -1;
-  live_net_->advance(t, [&](uint64_t slot, SimTime started) {
-    collector_.on_kv_transfer(handoff_bytes_[slot], ns_to_seconds(t - started));
-    engine_.schedule(t, serving::kPhaseArrival, this, kKindHandoff, slot);
+  live_net_->advance(t, [&](uint64_t tag, SimTime started) {
+    if (tag & kAllToAllTag) return finish_alltoall(tag, started, t);
+    collector_.on_kv_transfer(handoff_bytes_[tag], ns_to_seconds(t - started));
+    engine_.schedule(t, serving::kPhaseArrival, this, kKindHandoff, tag);
   });
   arm_network(true);
 }

@@ -96,3 +96,47 @@ header "Cascade 8B -> 70B at several escalation shares (cascade.yaml, 1 + 4 x H1
 for e in 0 0.1 0.3 0.5; do
   run "escalation $e" cascade.yaml --set "serving.cascade.escalation=$e"
 done
+
+# netrow LABEL SCENARIO [--set ...]: a row with the network's share (KV transfer, all-to-all).
+netrow() {
+  local label="$1" scenario="$2"
+  shift 2
+  FLEETSIM_CACHE_DIR="$out/cache" "$bin" run "$here/$scenario" --quiet --out "$out/r" "$@" > /dev/null
+  python3 - "$label" "$out/r/summary.json" <<'PY'
+import json, sys
+label, path = sys.argv[1], sys.argv[2]
+j = json.load(open(path))
+ms = lambda k: f"{1000 * j[k]:.3g}"
+a2a = (f"{j['alltoall_delayed_iterations']} of {j['alltoall_live_iterations']}, "
+       f"mean {1e6 * j['alltoall_delay_mean_s']:.3g} us" if "alltoall_live_iterations" in j else "tables")
+print(f"| {label} | {ms('ttft_p50_s')} | {ms('ttft_p99_s')} | {ms('tpot_p99_s')} | {ms('kv_transfer_mean_s')} "
+      f"| {a2a} | {j['output_tok_per_s']:.0f} | {100 * j['slo_attainment']:.1f} % |")
+PY
+}
+netheader() {
+  echo
+  echo "### $1"
+  echo
+  echo "| variant | TTFT p50 (ms) | TTFT p99 (ms) | TPOT p99 (ms) | KV transfer mean (ms) | all-to-all iterations slowed | output tok/s | SLO met |"
+  echo "|---|---|---|---|---|---|---|---|"
+}
+
+netheader "Prefill and decode in different regions (cross-region.yaml, 2 + 2 x HGX H100, Llama-3.1-70B, 12 req/s)"
+grep -v -e '^  regions:' -e '^  wan:' "$here/cross-region.yaml" > "$here/.cross-region-one.yaml"
+trap 'rm -rf "$out" "$here/.priorities-flat.yaml" "$here/.cross-region-one.yaml"' EXIT
+netrow "same region, analytic" .cross-region-one.yaml
+for bw in 800Gbps 100Gbps; do
+  for m in analytic simgrid; do
+    netrow "WAN $bw, 5 ms, $m" cross-region.yaml --set "network.wan.bandwidth=$bw" --set "network.model=$m"
+  done
+done
+
+if "$bin" check "$here/expert-parallel.yaml" > /dev/null 2>&1; then
+  netheader "Expert all-to-all across nodes (expert-parallel.yaml, DeepSeek-V3 EP 16, 2 + 2 replicas on 8 HGX H100, 20 req/s, SimGrid)"
+  netrow "all-to-all from the tables" expert-parallel.yaml --set network.live_alltoall=false
+  netrow "all-to-all live" expert-parallel.yaml
+  netrow "4:1 oversubscribed, a leaf per node, tables" expert-parallel.yaml --set network.live_alltoall=false \
+      --set network.oversubscription=4 --set network.nodes_per_leaf=1
+  netrow "4:1 oversubscribed, a leaf per node, live" expert-parallel.yaml \
+      --set network.oversubscription=4 --set network.nodes_per_leaf=1
+fi

@@ -51,6 +51,11 @@ void Collector::merge(const Collector& o) {
   escalations_ += o.escalations_;
   kv_transfer_bytes_ += o.kv_transfer_bytes_;
   kv_transfer_s_ += o.kv_transfer_s_;
+  a2a_iterations_ += o.a2a_iterations_;
+  a2a_delayed_ += o.a2a_delayed_;
+  a2a_bytes_ += o.a2a_bytes_;
+  a2a_delay_ns_ += o.a2a_delay_ns_;
+  a2a_delay_max_ns_ = std::max(a2a_delay_max_ns_, o.a2a_delay_max_ns_);
   busy_s_ += o.busy_s_;
   kv_weighted_s_ += o.kv_weighted_s_;
   kv_peak_ = std::max(kv_peak_, o.kv_peak_);
@@ -179,6 +184,12 @@ Summary Collector::summarize(SimTime sim_end_ns) const {
   s.escalations = escalations_;
   s.kv_transfer_bytes = kv_transfer_bytes_;
   s.kv_transfer_mean_s = kv_transfers_ > 0 ? kv_transfer_s_ / static_cast<double>(kv_transfers_) : 0.0;
+  s.alltoall_iterations = a2a_iterations_;
+  s.alltoall_delayed = a2a_delayed_;
+  s.alltoall_bytes = a2a_bytes_;
+  s.alltoall_delay_mean_s =
+      a2a_iterations_ > 0 ? a2a_delay_ns_ * 1e-9 / static_cast<double>(a2a_iterations_) : 0.0;
+  s.alltoall_delay_max_s = ns_to_seconds(a2a_delay_max_ns_);
   s.prefix_lookup_tokens = prefix_lookup_;
   s.prefix_hit_tokens = prefix_hit_;
   s.prefix_host_tokens = prefix_host_;

@@ -1,10 +1,10 @@
 // The metrics observer: streaming histograms and counters for one run.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <vector>
 #include <vector>
 
 #include "sim/metrics/histogram.h"
@@ -50,6 +50,12 @@ struct Summary {
   /// Disaggregation: KV transfers from the prefill to the decode pool.
   uint64_t kv_transfers = 0;
   double kv_transfer_bytes = 0, kv_transfer_mean_s = 0;
+  /// network: {model: simgrid} with a live expert-parallel all-to-all: iterations whose
+  /// cross-domain all-to-all ran on the SimGrid fabric, its bytes, and how much longer
+  /// than alone the flows took (contention; added to those iterations).
+  uint64_t alltoall_iterations = 0;
+  double alltoall_bytes = 0, alltoall_delay_mean_s = 0, alltoall_delay_max_s = 0;
+  uint64_t alltoall_delayed = 0;  ///< iterations with a delay of at least 1 ns
   std::vector<ClassSummary> classes;  ///< empty without request classes
   uint64_t response_cache_hits = 0;  ///< requests answered from the response cache
   uint64_t escalations = 0;          ///< cascade: requests the large model answered again
@@ -69,6 +75,13 @@ class Collector final : public serving::ServingObserver {
     ++kv_transfers_;
     kv_transfer_bytes_ += bytes;
     kv_transfer_s_ += seconds;
+  }
+  void on_alltoall(double bytes, SimTime delay_ns) {
+    ++a2a_iterations_;
+    a2a_bytes_ += bytes;
+    a2a_delay_ns_ += static_cast<double>(delay_ns);
+    if (delay_ns > 0) ++a2a_delayed_;
+    a2a_delay_max_ns_ = std::max(a2a_delay_max_ns_, delay_ns);
   }
   void on_prefix_lookup(int, int64_t prefill_tokens, int64_t hit_tokens) override {
     prefix_lookup_ += static_cast<uint64_t>(prefill_tokens);
@@ -105,6 +118,9 @@ class Collector final : public serving::ServingObserver {
   uint64_t prefix_lookup_ = 0, prefix_hit_ = 0, prefix_host_ = 0;
   uint64_t kv_transfers_ = 0, cache_hits_ = 0, escalations_ = 0;
   double kv_transfer_bytes_ = 0, kv_transfer_s_ = 0;
+  uint64_t a2a_iterations_ = 0, a2a_delayed_ = 0;
+  double a2a_bytes_ = 0, a2a_delay_ns_ = 0;
+  SimTime a2a_delay_max_ns_ = 0;
   double busy_s_ = 0, kv_weighted_s_ = 0, kv_peak_ = 0;
 };
 

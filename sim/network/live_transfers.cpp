@@ -62,6 +62,40 @@ void LiveTransfers::start_group(uint64_t tag, int src_base, int dst_base, int li
     owner_[fabric_.start_transfer(src_base + k, dst_base + k, bytes_per_link, t)] = tag;
 }
 
+void LiveTransfers::start_flows(uint64_t tag, const std::vector<std::pair<int, int>>& pairs,
+                                double bytes_each, SimTime now) {
+  if (pairs.empty()) throw std::invalid_argument("live transfers: a group needs at least one flow");
+  if (rail_symmetric_) {
+    const int per_node = fabric_.fabric().gpus_per_node;
+    for (const auto& [src, dst] : pairs)
+      if (src % per_node != 0 || dst % per_node != 0)
+        throw std::logic_error("live transfers: a rail-symmetric run takes rail 0's flows only");
+  }
+  if (!groups_.emplace(tag, Group{static_cast<int>(pairs.size()), now}).second)
+    throw std::logic_error("live transfers: tag already in flight");
+  const double t = ns_to_seconds(now);
+  for (const auto& [src, dst] : pairs) owner_[fabric_.start_transfer(src, dst, bytes_each, t)] = tag;
+}
+
+double LiveTransfers::time_alone_s(const std::vector<std::pair<int, int>>& pairs, double bytes_each) {
+  if (fabric_.in_flight() > 0 || !groups_.empty())
+    throw std::logic_error("live transfers: time_alone_s needs an idle network");
+  const double t0 = fabric_.now();
+  size_t left = pairs.size();
+  for (const auto& [src, dst] : pairs) fabric_.start_transfer(src, dst, bytes_each, t0);
+  double end = t0;
+  while (left > 0) {
+    const double t = fabric_.next_event_time();
+    if (!std::isfinite(t)) throw std::logic_error("live transfers: flows in flight but no next event");
+    fabric_.advance_to(std::max(t, fabric_.now() + 1e-12 * std::max(1.0, fabric_.now())), done_);
+    for (const Completion& c : done_) end = std::max(end, c.time_s);
+    left -= std::min(left, done_.size());
+    done_.clear();
+  }
+  fabric_.reset_origin();
+  return end - t0;
+}
+
 void LiveTransfers::advance(SimTime now,
                             const std::function<void(uint64_t, SimTime)>& done) {
   fabric_.advance_to(ns_to_seconds(now), done_);
@@ -74,6 +108,7 @@ void LiveTransfers::advance(SimTime now,
     if (--g->second.pending == 0) {
       const SimTime started = g->second.started;
       groups_.erase(g);
+      last_end_s_ = c.time_s;  // completions come in time order: the group's last flow
       done(tag, started);
     }
   }

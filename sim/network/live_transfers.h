@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "hw_models/network.h"
@@ -37,11 +38,21 @@ class LiveTransfers {
   /// reported when the last ends.
   void start_group(uint64_t tag, int src_base, int dst_base, int links, double bytes_per_link,
                    SimTime now);
+  /// Starts one flow of `bytes_each` per (src GPU, dst GPU) pair, all at `now`; `tag` is
+  /// reported when the last ends. With rail_symmetric the caller passes rail 0's flows only
+  /// (both GPUs on rail 0), standing for the same flows on every rail.
+  void start_flows(uint64_t tag, const std::vector<std::pair<int, int>>& pairs, double bytes_each,
+                   SimTime now);
+  /// How long the flows of start_flows take alone on the fabric (seconds, exact). Only
+  /// before the run starts (nothing in flight; the clock's origin goes back to now).
+  double time_alone_s(const std::vector<std::pair<int, int>>& pairs, double bytes_each);
   /// Runs the network to `now`; calls done(tag, started_at) for each group that ended.
+  /// Inside `done`, last_end_s() is that group's exact end (seconds since the origin).
   void advance(SimTime now, const std::function<void(uint64_t tag, SimTime started)>& done);
   /// The next instant (ns, rounded up) at which the network changes; -1 when idle.
   SimTime next_wake() const;
   size_t groups_in_flight() const { return groups_.size(); }
+  double last_end_s() const { return last_end_s_; }
 
  private:
   struct Group {
@@ -53,6 +64,7 @@ class LiveTransfers {
   std::unordered_map<uint64_t, Group> groups_;     // by tag
   std::unordered_map<uint64_t, uint64_t> owner_;   // flow id → tag
   std::vector<Completion> done_;
+  double last_end_s_ = 0;
 };
 
 }  // namespace fleetsim::net

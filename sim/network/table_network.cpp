@@ -56,7 +56,7 @@ std::string helper_path() {
 }
 
 // The fabric the tables need: the scenario's, cut to the GPUs of the largest group (and two
-// domains, for the cross-domain point-to-point, when the nodes have NICs).
+// domains, for the cross-domain point-to-point, when the nodes have NICs), in one region.
 hw::Fabric table_fabric(hw::Fabric f, const std::vector<hw::CommGroup>& groups) {
   int need = f.domain_gpus;
   for (const auto& g : groups) {
@@ -65,6 +65,9 @@ hw::Fabric table_fabric(hw::Fabric f, const std::vector<hw::CommGroup>& groups) 
   }
   if (f.nics_per_node > 0 && f.nic.bw_bytes_per_s > 0) need = std::max(need, 2 * f.domain_gpus);
   f.gpus = need;
+  // A collective group never leaves its region: the tables are priced inside one.
+  f.regions = 1;
+  f.wan = {};
   return f;
 }
 }  // namespace

@@ -64,8 +64,32 @@ void load_network(yaml::Map& root, Scenario& sc, const hw::LinkLevel& up, const 
       fab.oversubscription = o;
     }
     fab.nodes_per_leaf = static_cast<int>(nw->integer_or("nodes_per_leaf", 1, 1 << 20, 32));
+    // Regions joined by WAN links: the disaggregated pools sit in different regions
+    // (checked with the serving section, load_regions_and_alltoall).
+    fab.regions = static_cast<int>(nw->integer_or("regions", 1, 2, 1));
+    if (auto wan = nw->map_opt("wan")) {
+      if (fab.regions < 2)
+        nw->fail("wan", "a WAN link joins regions, and there is one", "add regions: 2, or drop wan");
+      fab.wan.bw_bytes_per_s = wan->quantity("bandwidth", units::Dim::kBandwidth, 1.0);
+      fab.wan.latency_s = wan->quantity("latency", units::Dim::kTime, 0.0);
+      wan->finish();
+    } else if (fab.regions > 1) {
+      nw->fail("regions", "two regions need the WAN link between them",
+               "add wan: {bandwidth: 400Gbps, latency: 10ms} (one direction, one-way latency)");
+    }
+    if (fab.regions > 1 && fab.nics_per_node == 0)
+      nw->fail("regions", "node '" + (sc.node ? sc.node->id : std::string("?")) +
+                              "' has no scale-out NIC to reach another region",
+               "pick a node with NICs");
+    // Resolved once the pools are known (load_regions_and_alltoall).
+    if (nw->has("live_alltoall")) {
+      if (nw->boolean_or("live_alltoall", false) && sc.network_model != "simgrid")
+        nw->fail("live_alltoall", "the live all-to-all runs on the SimGrid fabric",
+                 "set model: simgrid, or drop live_alltoall");
+    }
     nw->finish();
   }
+  fab.gpus *= fab.regions;  // a node per region at least (size_simgrid_fabric sizes the run's)
   if (sc.network_model != "simgrid") {
     sc.dep.network = std::make_shared<const hw::AnalyticNetwork>(up, out, fab.oversubscription);
     return;
@@ -306,21 +330,32 @@ void load_disaggregation(const yaml::Map& root, yaml::Map& dg, Scenario& sc,
 }
 
 // network: {model: simgrid}: the fabric holds every GPU of the run, each pool starting on
-// a node boundary (prefill pool first, as the simulation numbers replicas).
+// a node boundary (prefill pool first, as the simulation numbers replicas), a domain
+// boundary with a live all-to-all, and in the second region with regions: 2.
 void size_simgrid_fabric(yaml::Map& root, Scenario& sc) {
   const int per_node = sc.fabric.gpus_per_node;
-  auto whole_nodes = [&](int g) { return (g + per_node - 1) / per_node * per_node; };
-  int total = whole_nodes(sc.replicas * sc.par.gpus());
+  // A live all-to-all needs each replica on whole scale-up domains (a multiple of nodes).
+  const int align = sc.live_alltoall ? std::max(per_node, sc.fabric.domain_gpus) : per_node;
+  auto aligned = [&](int g) { return (g + align - 1) / align * align; };
+  const int decode = aligned(sc.replicas * sc.par.gpus());
+  int prefill = 0;
   if (sc.prefill_pool) {
     if (!sc.prefill_pool->node || !sc.node || sc.prefill_pool->node->id != sc.node->id)
       root.map("network").fail("model",
                                "network model simgrid needs both pools on the same node type",
                                "give serving.disaggregation.prefill_hardware the same node, or "
                                "use network: {model: analytic}");
-    total += whole_nodes(sc.prefill_pool->replicas * sc.prefill_pool->par.gpus());
+    prefill = aligned(sc.prefill_pool->replicas * sc.prefill_pool->par.gpus());
+  }
+  int total = prefill + decode;
+  sc.decode_gpu_base = prefill;
+  if (sc.prefill_pool && sc.fabric.regions > 1) {
+    // One pool per region; the regions have equal node counts (the larger pool's).
+    sc.decode_gpu_base = std::max(prefill, decode);
+    total = sc.fabric.regions * sc.decode_gpu_base;
   }
   sc.fabric.gpus = std::max(total, sc.fabric.domain_gpus);
-  sc.fabric.gpus = whole_nodes(sc.fabric.gpus);
+  sc.fabric.gpus = (sc.fabric.gpus + per_node - 1) / per_node * per_node;
   try {
     sc.fabric.validate();
   } catch (const std::invalid_argument& e) {
@@ -328,6 +363,44 @@ void size_simgrid_fabric(yaml::Map& root, Scenario& sc) {
                              std::string("SimGrid cannot build the run's fabric: ") + e.what(),
                              "use network: {model: analytic}");
   }
+}
+
+// network.regions and network.live_alltoall, once the pools are known.
+void load_regions_and_alltoall(yaml::Map& root, Scenario& sc) {
+  std::optional<yaml::Map> nw = root.map_opt("network");
+  if (sc.fabric.regions > 1 && !sc.prefill_pool)
+    nw->fail("regions",
+             "regions put the prefill and the decode pool in different places, and this "
+             "scenario has one pool",
+             "add serving.disaggregation, or drop regions");
+  // A pool whose expert-parallel all-to-all leaves the scale-up domain.
+  auto crosses = [](const hw::Deployment& d) {
+    return d.par.expert_parallel && d.model && d.model->is_moe() &&
+           d.par.gpus_per_stage() > d.scaleup_domain_gpus;
+  };
+  const bool prefill_crosses = sc.prefill_pool && crosses(sc.prefill_pool->dep);
+  const bool any = crosses(sc.dep) || prefill_crosses;
+  const bool pipelined = (crosses(sc.dep) && sc.par.pp > 1) ||
+                         (prefill_crosses && sc.prefill_pool->par.pp > 1);
+  const bool asked = nw && nw->has("live_alltoall");
+  if (!(asked ? nw->boolean_or("live_alltoall", false) : sc.network_model == "simgrid")) return;
+  const int domain = sc.fabric.domain_gpus;
+  if (!any) {
+    if (asked)
+      nw->fail("live_alltoall",
+               "no pool's expert-parallel all-to-all leaves its scale-up domain of " +
+                   std::to_string(domain) + " GPUs, so there is nothing to run live",
+               "drop live_alltoall (an all-to-all inside the domain is priced from the tables)");
+    return;
+  }
+  if (pipelined) {
+    // Default: the tables price it (README, network models).
+    if (asked)
+      nw->fail("live_alltoall", "the live all-to-all needs pp 1 in the pools that run it",
+               "set pp: 1, or live_alltoall: false to price it from the tables");
+    return;
+  }
+  sc.live_alltoall = true;
 }
 
 // Cascade (FrugalGPT, Chen et al., arXiv:2305.05176): every request goes to the small model
@@ -561,6 +634,7 @@ Scenario load_map(yaml::Map root, const std::string& file,
                   std::to_string(sc.vllm.block_tokens) + " tokens",
               "use a larger block_tokens, a smaller speculative k or forced_token_share");
     if (auto dg = sv.map_opt("disaggregation")) load_disaggregation(root, *dg, sc, catalog, calibration);
+    load_regions_and_alltoall(root, sc);
     if (sc.network_model == "simgrid") size_simgrid_fabric(root, sc);
     if (auto cs = sv.map_opt("cascade")) {
       if (sc.prefill_pool) cs->fail("", "a cascade with disaggregation is not modelled", "");

@@ -68,6 +68,14 @@ struct Scenario {
   /// (gpus: every replica's GPUs, pool by pool on whole nodes; simgrid only).
   std::string network_model = "analytic";
   hw::Fabric fabric;
+  /// network.live_alltoall (simgrid only): the expert-parallel all-to-all of every pool
+  /// whose EP group leaves the scale-up domain runs live on the fabric, iteration by
+  /// iteration, contending with the KV transfers and the other replicas' all-to-alls.
+  bool live_alltoall = false;
+  /// network simgrid: the decode pool's first GPU on the fabric (the prefill pool starts at
+  /// 0; pools start on node boundaries, domain boundaries with live_alltoall, and in
+  /// different regions when there are two).
+  int decode_gpu_base = 0;
 
   int replicas = 1;
   std::string router = "round-robin";

@@ -128,7 +128,7 @@ void Orca::start_mixed(SimTime now) {
   segment_ = Segment::kMixed;
   seg_start_ns_ = now;
   seg_k_ = 1;
-  schedule_segment_end(now + steps_.mixed_step_ns(shape));
+  schedule_segment_end(now + steps_.mixed_step_ns(shape), shape.prefill_tokens, shape.decode_seqs);
 }
 
 void Orca::start_stretch(SimTime now) {
@@ -141,7 +141,8 @@ void Orca::start_stretch(SimTime now) {
   seg_n_ = static_cast<int64_t>(running_.size());
   seg_k_ = k;
   seg_ctx0_ = attended_ctx(iter_);
-  schedule_segment_end(now + steps_.decode_run_ns(seg_n_, seg_ctx0_, k));
+  check_one_iteration(k);
+  schedule_segment_end(now + steps_.decode_run_ns(seg_n_, seg_ctx0_, k), 0, seg_n_);
 }
 
 // ---- end of an iteration or a run ------------------------------------------------------

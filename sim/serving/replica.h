@@ -23,6 +23,20 @@ enum Phase : uint32_t {
   kPhaseReplica = 1,
 };
 
+class Replica;
+
+/// Live communication inside iterations (network: {model: simgrid} with an expert-parallel
+/// all-to-all that leaves the scale-up domain): told of every iteration as it starts, it
+/// decides when the iteration really ends and calls Replica::end_segment_at.
+class SegmentComm {
+ public:
+  virtual ~SegmentComm() = default;
+  /// An iteration of `replica` from `start` to `end` (as the step model prices it) that
+  /// prefills `prefill_tokens` and decodes `decode_seqs` sequences; `gen` names the segment.
+  virtual void iteration(Replica& replica, uint64_t gen, SimTime start, SimTime end,
+                         int64_t prefill_tokens, int64_t decode_seqs) = 0;
+};
+
 class Replica : public core::EventTarget {
  public:
   Replica(int index, core::Engine& engine, ServingObserver& observer)
@@ -53,13 +67,30 @@ class Replica : public core::EventTarget {
   /// ignored), so it emits nothing more. The owner retries its requests elsewhere.
   void halt() { ++segment_gen_; }
 
+  /// Every iteration from now on goes through `comm` (null: none). The policy must run one
+  /// iteration per segment (fast_forward: false).
+  void attach_comm(SegmentComm* comm) { comm_ = comm; }
+  /// For SegmentComm: segment `gen` ends at `t` (ignored when it was superseded meanwhile).
+  void end_segment_at(SimTime t, uint64_t gen) { engine_.schedule(t, kPhaseReplica, this, 0, gen); }
+
  protected:
   /// Schedules the end of the replica's current segment (an iteration or a run of them) at
   /// `end`, superseding any end scheduled before: a policy shortens a segment by
   /// scheduling a new end, and the old event is then ignored (is_current is false).
-  void schedule_segment_end(SimTime end) {
+  /// An iteration passes what it computes (`prefill_tokens`, `decode_seqs`) so that live
+  /// communication can be started for it; a segment with no work passes nothing.
+  void schedule_segment_end(SimTime end, int64_t prefill_tokens = 0, int64_t decode_seqs = 0) {
     ++segment_gen_;
-    engine_.schedule(end, kPhaseReplica, this, 0, segment_gen_);
+    if (comm_ != nullptr && end > engine_.now() && (prefill_tokens > 0 || decode_seqs > 0))
+      comm_->iteration(*this, segment_gen_, engine_.now(), end, prefill_tokens, decode_seqs);
+    else
+      engine_.schedule(end, kPhaseReplica, this, 0, segment_gen_);
+  }
+  /// A run of k > 1 iterations in one segment cannot carry live communication.
+  void check_one_iteration(int64_t k) const {
+    if (k > 1 && comm_ != nullptr)
+      throw std::logic_error("replica " + std::to_string(index_) +
+                             ": live communication needs one iteration per segment (fast_forward: false)");
   }
   bool is_current(const core::Event& e) const { return e.data == segment_gen_; }
 
@@ -69,6 +100,7 @@ class Replica : public core::EventTarget {
 
  private:
   uint64_t segment_gen_ = 0;
+  SegmentComm* comm_ = nullptr;
 };
 
 }  // namespace fleetsim::serving

@@ -57,9 +57,9 @@ void Static::submit(const workload::RequestSpec& r) {
   }
 }
 
-void Static::schedule_end(SimTime end) {
+void Static::schedule_end(SimTime end, int64_t prefill_tokens, int64_t decode_seqs) {
   seg_end_ns_ = end;
-  schedule_segment_end(end);
+  schedule_segment_end(end, prefill_tokens, decode_seqs);
 }
 
 void Static::on_event(const core::Event& e) {
@@ -121,7 +121,7 @@ void Static::form_batch(SimTime now) {
   shape.logits_tokens = static_cast<int64_t>(batch_.size());
   segment_ = Segment::kPrefill;
   seg_start_ns_ = now;
-  schedule_end(now + steps_.mixed_step_ns(shape));
+  schedule_end(now + steps_.mixed_step_ns(shape), shape.prefill_tokens);
 }
 
 void Static::finish_emitting() {
@@ -151,7 +151,8 @@ void Static::start_decode(SimTime now) {
   seg_start_ns_ = now;
   seg_k_ = k;
   seg_ctx0_ = prompt_sum_ + n * (batch_iter_ + 1);
-  schedule_end(now + steps_.decode_run_ns(n, seg_ctx0_, k));
+  check_one_iteration(k);
+  schedule_end(now + steps_.decode_run_ns(n, seg_ctx0_, k), 0, n);
 }
 
 void Static::finish_decode(SimTime now) {

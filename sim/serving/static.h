@@ -99,7 +99,8 @@ class Static : public Replica {
   void finish_decode(SimTime now);
   void finish_emitting();           // advance done_ past members with all their tokens
   void complete_batch(SimTime now);
-  void schedule_end(SimTime end);  // records seg_end_ns_, then schedule_segment_end
+  // Records seg_end_ns_, then schedule_segment_end (with the iteration's work).
+  void schedule_end(SimTime end, int64_t prefill_tokens = 0, int64_t decode_seqs = 0);
   int64_t blocks_for(int64_t tokens) const {
     return (tokens + cfg_.block_tokens - 1) / cfg_.block_tokens;
   }

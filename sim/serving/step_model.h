@@ -83,6 +83,15 @@ class StepModel {
   SimTime mixed_step_ns(const hw::BatchShape& shape) const;
   hw::StepBreakdown breakdown(const hw::BatchShape& shape) const;
 
+  /// The target model's expert-parallel all-to-all in an iteration that prefills
+  /// `prefill_tokens` and decodes `decode_seqs` sequences (k + 1 rows each with speculative
+  /// decoding; the draft's own traffic is not counted). calls = 0 without one.
+  hw::EpAllToAll ep_alltoall(int64_t prefill_tokens, int64_t decode_seqs) const {
+    const int64_t rows = decode_seqs * (cfg_.spec ? cfg_.spec->k + 1 : 1);
+    return cfg_.dep.model ? hw::ep_alltoall(cfg_.dep, static_cast<double>(prefill_tokens + rows))
+                          : hw::EpAllToAll{};
+  }
+
   const StepModelConfig& config() const { return cfg_; }
   int64_t max_seqs() const { return static_cast<int64_t>(fixed_ns_.size()) - 1; }
 

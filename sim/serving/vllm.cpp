@@ -287,9 +287,9 @@ void Vllm::admit_prefilled(SimTime now) {
   }
 }
 
-void Vllm::schedule_end(SimTime end) {
+void Vllm::schedule_end(SimTime end, int64_t prefill_tokens, int64_t decode_seqs) {
   seg_end_ns_ = end;
-  schedule_segment_end(end);
+  schedule_segment_end(end, prefill_tokens, decode_seqs);
 }
 
 void Vllm::on_event(const core::Event& e) {
@@ -534,7 +534,8 @@ void Vllm::start_mixed(SimTime now, bool decodes) {
   seg_k_ = 1;
   seg_stall_ns_ = pending_stall_ns_;
   pending_stall_ns_ = 0;
-  schedule_end(now + seg_stall_ns_ + steps_.mixed_step_ns(shape));
+  schedule_end(now + seg_stall_ns_ + steps_.mixed_step_ns(shape), shape.prefill_tokens,
+               shape.decode_seqs);
 }
 
 void Vllm::start_stretch(SimTime now) {
@@ -567,7 +568,8 @@ void Vllm::start_stretch(SimTime now) {
   seg_g_ = tau_sum_;
   seg_kv_start_ = used_blocks_;
   seg_decodes_ = true;
-  schedule_end(now + seg_stall_ns_ + steps_.decode_run_ns(n, seg_g_, seg_ctx0_, k));
+  check_one_iteration(k);
+  schedule_end(now + seg_stall_ns_ + steps_.decode_run_ns(n, seg_g_, seg_ctx0_, k), 0, n);
 }
 
 // ---- end of a segment ----------------------------------------------------------------

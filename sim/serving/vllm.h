@@ -269,7 +269,8 @@ class Vllm final : public Replica {
   void start_stretch(SimTime now);
   void finish_mixed(SimTime now);
   void finish_stretch(SimTime now);
-  void schedule_end(SimTime end);  // records seg_end_ns_, then schedule_segment_end
+  // Records seg_end_ns_, then schedule_segment_end (with the iteration's work).
+  void schedule_end(SimTime end, int64_t prefill_tokens = 0, int64_t decode_seqs = 0);
 
   // Decode-set bookkeeping.
   void join_decode(uint32_t slot);

@@ -286,7 +286,10 @@ TEST_F(Cli, ExampleScenariosRun) {
     if (e.path().extension() != ".yaml") continue;
     ++n;
     const std::string o = (dir_ / e.path().stem()).string();
-    const Result r = run("run " + e.path().string() + " --quiet --out " + o);
+    // SimGrid tables (expert-parallel.yaml) go to this test's folder, not the user's cache.
+    const Result r = run("run " + e.path().string() + " --quiet --out " + o,
+                         "FLEETSIM_CACHE_DIR='" + (dir_ / "cache").string() + "'");
+    if (r.code != 0 && r.err.find("built without SimGrid") != std::string::npos) continue;
     ASSERT_EQ(r.code, 0) << e.path() << "\n" << r.err;
     const json j = json::parse(slurp(o + "/summary.json"));
     EXPECT_GT(j["requests_completed"].get<int>(), 0) << e.path();
