@@ -151,4 +151,14 @@ class Simulation final : public core::EventTarget,
   void finish_alltoall(uint64_t tag, SimTime started, SimTime now);
 };
 
+/// True when `sc` runs live transfers on the process's SimGrid engine (network: {model:
+/// simgrid} with disaggregation or a live all-to-all).
+bool needs_own_engine(const scenario::Scenario& sc);
+
+/// Simulation(sc).run() for batches (sweeps, plans, replications): a scenario that needs
+/// the SimGrid engine runs in a child process of its own (fork), since SimGrid allows one
+/// engine, for one fabric, per process; any number can then run side by side on threads.
+/// The child's InputError and other errors are rethrown here.
+RunResult run_in_own_process(const scenario::Scenario& sc);
+
 }  // namespace fleetsim

@@ -297,6 +297,20 @@ TEST_F(Cli, ExampleScenariosRun) {
   EXPECT_GE(n, 6);
 }
 
+TEST_F(Cli, SweepOfASimGridScenarioRunsEachPointInItsOwnProcess) {
+  // 1 and 2 decode replicas change the SimGrid fabric; one process can hold only one, so
+  // each point runs in a child process (run_in_own_process). Both points complete.
+  const std::string o = (dir_ / "s").string();
+  const Result r = run("sweep scenarios/examples/expert-parallel.yaml --vary serving.replicas=1,2 "
+                       "--set workload.requests=200 --threads 2 --quiet --out " + o,
+                       "FLEETSIM_CACHE_DIR='" + (dir_ / "cache").string() + "'");
+  if (r.code != 0 && r.err.find("built without SimGrid") != std::string::npos) GTEST_SKIP() << r.err;
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string csv = slurp(o + "/sweep.csv");
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 3) << csv;  // header + 2 points
+  EXPECT_EQ(csv.find("error"), std::string::npos) << csv;
+}
+
 TEST_F(Cli, CascadeEscalatesTheConfiguredShare) {
   // 2,000 requests; each escalates when a hash of its id falls below 0.3, so about 600 do
   // (binomial: sd = sqrt(2000·0.3·0.7) = 20.5; ±4 sd = ±82). All complete exactly once.

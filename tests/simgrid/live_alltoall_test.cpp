@@ -9,11 +9,13 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "hw_models/catalog.h"
 #include "hw_models/error.h"
+#include "sim/metrics/summary_codec.h"
 #include "sim/network/live_transfers.h"
 #include "sim/scenario/scenario.h"
 #include "sim/simulation.h"
@@ -202,6 +204,28 @@ TEST(LiveAllToAll, KvTransfersAndAllToAllsSlowEachOther) {
   EXPECT_GT(l.summary.kv_transfer_mean_s, t.summary.kv_transfer_mean_s);
   EXPECT_GT(l.summary.alltoall_delayed, 0u);
   EXPECT_GT(l.summary.alltoall_delay_max_s, 0.0);
+}
+
+TEST(OwnProcess, SimGridRunsOnDifferentFabricsSideBySide) {
+  // One process holds one SimGrid engine for one fabric: 1 and 2 replicas need fabrics of
+  // 16 and 32 GPUs. In child processes both run at once on two threads and give what the
+  // process itself gives (every field of the summary, compared as encoded).
+  const std::string file = write_scenario("ep16", kEpScenario);
+  const scenario::Scenario one = load(file, {"serving.replicas=1"});
+  const scenario::Scenario two = load(file);
+  ASSERT_TRUE(needs_own_engine(one));
+  ASSERT_NE(one.fabric.gpus, two.fabric.gpus);
+  RunResult a, b;
+  std::thread t([&] { a = run_in_own_process(one); });
+  b = run_in_own_process(two);
+  t.join();
+  EXPECT_EQ(a.summary.requests_completed, 300u);
+  EXPECT_EQ(b.summary.requests_completed, 300u);
+  EXPECT_GT(a.summary.ttft.p99_s, b.summary.ttft.p99_s);  // the same load on half the GPUs
+  // This process's own engine, last (children would inherit it).
+  const RunResult here = Simulation(two).run();
+  EXPECT_EQ(metrics::encode_summary(here.summary), metrics::encode_summary(b.summary));
+  EXPECT_EQ(here.events, b.events);
 }
 
 namespace {
