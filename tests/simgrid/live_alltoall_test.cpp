@@ -258,7 +258,7 @@ TEST(Wan, KvTransferBetweenRegionsByHand) {
 TEST(Wan, ParallelFlowsShareTheWanLink) {
   const double S = 131072.0 * 1024, alpha = 1e-6 + 10e-3;
   // tp 8: 8 flows of S/8 from 8 NICs share one 800 Gb/s (100 GB/s) WAN link: 12.5 GB/s
-  // each (below the NIC's 50): α + (S/8) / 12.5e9 = 11.342 ms, not the 10.336 ms of 8
+  // each (below the NIC's 50): α + (S/8) / 12.5e9 = 11.343 ms, not the 10.337 ms of 8
   // flows at NIC speed.
   const std::string eight = wan_scenario(8, "800Gbps");
   EXPECT_NEAR(kv_seconds(eight, "analytic"), alpha + S / 8 / 12.5e9, 1e-9);
