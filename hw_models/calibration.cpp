@@ -222,6 +222,7 @@ std::string CalibrationSet::default_dir() {
 
 CalibrationSet CalibrationSet::load_dir(const std::string& dir, const Catalog& catalog) {
   CalibrationSet set;
+  set.dir_ = dir;
   if (!fs::is_directory(dir)) return set;
   std::vector<std::string> files;
   for (const auto& e : fs::directory_iterator(dir))

@@ -69,9 +69,12 @@ class CalibrationSet {
   static double fraction_large(const std::vector<CalibrationRow>& rows);
 
   const std::vector<CalibrationTable>& tables() const { return tables_; }
+  /// The folder load_dir read ("" for a set built otherwise).
+  const std::string& dir() const { return dir_; }
   bool empty() const { return tables_.empty(); }
 
  private:
+  std::string dir_;
   std::vector<CalibrationTable> tables_;
   std::map<std::string, std::vector<CalibrationRow>> index_;  // "gpu|op|dtype"
 };

@@ -118,7 +118,7 @@ std::string run_sweep_item(const std::string& file, const std::vector<std::strin
     j["tpot_p99_s"] = r.summary.tpot.p99_s;
     j["busy_fraction"] = a.busy_fraction;
   } else {
-    const metrics::Summary m = run_in_own_process(sc).summary;  // SimGrid: a child process
+    const metrics::Summary m = run_in_own_process(sc).summary;  // SimGrid: its own process
     j["requests_completed"] = m.requests_completed;
     j["ttft_p50_s"] = m.ttft.p50_s;
     j["ttft_p99_s"] = m.ttft.p99_s;

@@ -156,9 +156,9 @@ class Simulation final : public core::EventTarget,
 bool needs_own_engine(const scenario::Scenario& sc);
 
 /// Simulation(sc).run() for batches (sweeps, plans, replications): a scenario that needs
-/// the SimGrid engine runs in a child process of its own (fork), since SimGrid allows one
-/// engine, for one fabric, per process; any number can then run side by side on threads.
-/// The child's InputError and other errors are rethrown here.
+/// the SimGrid engine runs in a process of its own (the helper `fleetsim-simgrid run`),
+/// since SimGrid allows one engine, for one fabric, per process; any number can then run
+/// side by side on threads. The helper's InputError and other errors are rethrown here.
 RunResult run_in_own_process(const scenario::Scenario& sc);
 
 }  // namespace fleetsim

@@ -211,21 +211,6 @@ int cmd_run(const std::vector<std::string>& args) {
               << "\n";
     return 0;
   }
-  // Replications first: a SimGrid scenario's replications fork a child each, and the
-  // children must not inherit an engine this process has already used.
-  std::optional<reports::Replications> rep;
-  if (replications) {
-    rep = reports::replicate(replications, sc.seed, threads, [&](uint64_t seed) {
-      const scenario::Scenario s = with_seed(seed);
-      const metrics::Summary m = run_in_own_process(s).summary;  // SimGrid: a child process
-      return std::vector<std::pair<std::string, double>>{
-          {"ttft_p50_s", m.ttft.p50_s},   {"ttft_p99_s", m.ttft.p99_s},
-          {"tpot_p50_s", m.tpot.p50_s},   {"tpot_p99_s", m.tpot.p99_s},
-          {"e2e_p50_s", m.e2e.p50_s},     {"e2e_p99_s", m.e2e.p99_s},
-          {"output_tok_per_s", m.output_tok_per_s}, {"goodput_req_per_s", m.goodput_req_per_s},
-          {"slo_attainment", m.slo_attainment}};
-    });
-  }
   metrics::TimeBucketsObserver over_time(sc.replicas_all_pools());
   opts.observers.push_back(&over_time);
   Simulation sim(sc, opts);
@@ -233,9 +218,19 @@ int cmd_run(const std::vector<std::string>& args) {
   over_time.finish(seconds_to_ns(res.summary.sim_duration_s));
   std::cout << reports::summary_table(sc, res);
   j = reports::summary_json(sc, res);
-  if (rep) {
-    std::cout << reports::replications_table(*rep);
-    j["replications"] = reports::replications_json(*rep);
+  if (replications) {
+    const auto rep = reports::replicate(replications, sc.seed, threads, [&](uint64_t seed) {
+      const scenario::Scenario s = with_seed(seed);
+      const metrics::Summary m = run_in_own_process(s).summary;  // SimGrid: its own process
+      return std::vector<std::pair<std::string, double>>{
+          {"ttft_p50_s", m.ttft.p50_s},   {"ttft_p99_s", m.ttft.p99_s},
+          {"tpot_p50_s", m.tpot.p50_s},   {"tpot_p99_s", m.tpot.p99_s},
+          {"e2e_p50_s", m.e2e.p50_s},     {"e2e_p99_s", m.e2e.p99_s},
+          {"output_tok_per_s", m.output_tok_per_s}, {"goodput_req_per_s", m.goodput_req_per_s},
+          {"slo_attainment", m.slo_attainment}};
+    });
+    std::cout << reports::replications_table(rep);
+    j["replications"] = reports::replications_json(rep);
   }
   reports::write_json(j, json_path);
   const std::vector<std::string> report = reports::write_single_run_report(sc, res, over_time.buckets(), out_dir);

@@ -39,21 +39,25 @@ fs::path cache_root() {
   return fs::temp_directory_path() / "fleetsim-cache";
 }
 
-std::string helper_path() {
-  if (const char* p = std::getenv("FLEETSIM_SIMGRID_TABLES"); p && *p) return p;
+}  // namespace
+
+std::string simgrid_helper_path() {
+  if (const char* p = std::getenv("FLEETSIM_SIMGRID_HELPER"); p && *p) return p;
   std::error_code ec;
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) {
-    const fs::path sibling = self.parent_path() / "fleetsim-simgrid-tables";
+    const fs::path sibling = self.parent_path() / "fleetsim-simgrid";
     if (fs::exists(sibling)) return sibling.string();
   }
-#ifdef FLEETSIM_SIMGRID_TABLES_BIN
-  if (fs::exists(FLEETSIM_SIMGRID_TABLES_BIN)) return FLEETSIM_SIMGRID_TABLES_BIN;
+#ifdef FLEETSIM_SIMGRID_HELPER_BIN
+  if (fs::exists(FLEETSIM_SIMGRID_HELPER_BIN)) return FLEETSIM_SIMGRID_HELPER_BIN;
 #endif
   throw std::runtime_error(
-      "network model simgrid: the helper fleetsim-simgrid-tables was not found next to this "
-      "program (set FLEETSIM_SIMGRID_TABLES to its path)");
+      "network model simgrid: the helper fleetsim-simgrid was not found next to this program "
+      "(set FLEETSIM_SIMGRID_HELPER to its path)");
 }
+
+namespace {
 
 // The fabric the tables need: the scenario's, cut to the GPUs of the largest group (and two
 // domains, for the cross-domain point-to-point, when the nodes have NICs), in one region.
@@ -188,8 +192,8 @@ std::shared_ptr<const TableNetwork> TableNetwork::load_or_build(const hw::Fabric
     s << fabric.serialize();
     for (const auto& g : groups) s << "group=" << g.size << "," << g.per_domain << "\n";
   }
-  const std::string helper = helper_path();
-  std::vector<std::string> args{helper, spec.string(), tmp.string()};
+  const std::string helper = simgrid_helper_path();
+  std::vector<std::string> args{helper, "tables", spec.string(), tmp.string()};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

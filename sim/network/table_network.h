@@ -2,7 +2,7 @@
 // scenario's fabric, per collective, group shape and message size, cached on disk, and
 // interpolated.
 //
-// Tables are built by a helper process (fleetsim-simgrid-tables; SimGrid allows one engine
+// Tables are built by a helper process (fleetsim-simgrid tables; SimGrid allows one engine
 // per process, and this process may need its own for live transfers) and stored as CSV in
 // the cache folder ($FLEETSIM_CACHE_DIR, else $XDG_CACHE_HOME/fleetsim, else
 // ~/.cache/fleetsim), file simgrid/tables-<hash>.csv, the hash covering the fabric, the
@@ -61,6 +61,11 @@ class TableNetwork final : public hw::NetworkModel {
   std::string file_;
   bool built_now_ = false;
 };
+
+/// The helper program for work that needs a SimGrid engine of its own (fleetsim-simgrid:
+/// $FLEETSIM_SIMGRID_HELPER, else next to this program, else where the build put it).
+/// Throws std::runtime_error when it is not found.
+std::string simgrid_helper_path();
 
 /// The groups a deployment's performance model asks about (tp and gpus-per-stage, whole
 /// domains), for `domain` GPUs per scale-up domain.

@@ -401,7 +401,7 @@ std::vector<Candidate> Planner::enumerate() const {
 
 Outcome Planner::evaluate(const Candidate& c, int replicas, std::optional<uint64_t> seed) const {
   const scenario::Scenario sc = resolve(c, replicas, seed);
-  const RunResult r = run_in_own_process(sc);  // SimGrid scenarios in a child process
+  const RunResult r = run_in_own_process(sc);  // SimGrid scenarios in their own process
   const metrics::Summary& s = r.summary;
   Outcome o;
   o.replicas = replicas;

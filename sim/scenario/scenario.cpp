@@ -509,6 +509,9 @@ Scenario load_map(yaml::Map root, const std::string& file,
   Scenario sc;
   sc.file = file;
   sc.overrides = overrides;
+  sc.document = YAML::Dump(root.node());
+  sc.catalog_dir = catalog.dir();
+  sc.calibration_dir = calibration ? calibration->dir() : std::string();
   const std::filesystem::path path(file);
   sc.base_dir = path.parent_path().string();
   // plan: and sweep: are read by `fleetsim plan` (sim/plan/planner.h) and `fleetsim sweep`

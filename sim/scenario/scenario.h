@@ -48,6 +48,11 @@ namespace fleetsim::scenario {
 
 struct Scenario {
   std::string file;
+  /// What it was loaded from, so that another process can load the same scenario
+  /// (run_in_own_process): the YAML document after overrides, the catalog's folder and the
+  /// calibration folder ("" for none).
+  std::string document;
+  std::string catalog_dir, calibration_dir;
   std::string name;
   std::string description;
   uint64_t seed = 1;

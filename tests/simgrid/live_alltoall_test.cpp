@@ -208,7 +208,7 @@ TEST(LiveAllToAll, KvTransfersAndAllToAllsSlowEachOther) {
 
 TEST(OwnProcess, SimGridRunsOnDifferentFabricsSideBySide) {
   // One process holds one SimGrid engine for one fabric: 1 and 2 replicas need fabrics of
-  // 16 and 32 GPUs. In child processes both run at once on two threads and give what the
+  // 16 and 32 GPUs. In helper processes both run at once on two threads and give what the
   // process itself gives (every field of the summary, compared as encoded).
   const std::string file = write_scenario("ep16", kEpScenario);
   const scenario::Scenario one = load(file, {"serving.replicas=1"});
@@ -222,10 +222,12 @@ TEST(OwnProcess, SimGridRunsOnDifferentFabricsSideBySide) {
   EXPECT_EQ(a.summary.requests_completed, 300u);
   EXPECT_EQ(b.summary.requests_completed, 300u);
   EXPECT_GT(a.summary.ttft.p99_s, b.summary.ttft.p99_s);  // the same load on half the GPUs
-  // This process's own engine, last (children would inherit it).
   const RunResult here = Simulation(two).run();
   EXPECT_EQ(metrics::encode_summary(here.summary), metrics::encode_summary(b.summary));
   EXPECT_EQ(here.events, b.events);
+  // And after this process has used its engine, a helper still starts from nothing.
+  const RunResult again = run_in_own_process(one);
+  EXPECT_EQ(metrics::encode_summary(again.summary), metrics::encode_summary(a.summary));
 }
 
 namespace {
