@@ -127,8 +127,7 @@ double predict_simulation(yaml::Map scen, const std::string& file, Case& c,
                           std::shared_ptr<const hw::CalibrationSet> calibration) {
   const scenario::Scenario sc =
       scenario::load_map(scen, file, {}, std::nullopt, catalog, std::move(calibration));
-  Simulation sim(sc);
-  const RunResult r = sim.run();
+  const RunResult r = run_in_own_process(sc);  // cases run on threads; SimGrid: its own process
   const metrics::Summary& s = r.summary;
   c.model = sc.model.id;
   c.gpu = sc.gpu.id;
