@@ -536,6 +536,11 @@ EpAllToAll ep_alltoall(const Deployment& d, double tokens) {
   return out;
 }
 
+bool ep_alltoall_leaves_domain(const Deployment& d) {
+  const EpAllToAll a = ep_alltoall(d, 1.0);
+  return a.calls > 0 && a.group.size > a.group.per_domain;
+}
+
 StepBreakdown estimate_step(const Deployment& d, const BatchShape& batch) {
   return Calc(d, nullptr).run(batch);
 }

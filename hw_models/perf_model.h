@@ -205,6 +205,9 @@ struct EpAllToAll {
   CommGroup group;
 };
 EpAllToAll ep_alltoall(const Deployment& d, double tokens);
+/// True when the deployment's EP all-to-all group is larger than its scale-up domain (its
+/// all-to-all crosses the NICs; network.live_alltoall can run it live).
+bool ep_alltoall_leaves_domain(const Deployment& d);
 
 /// The same iteration, operator by operator (sums to estimate_step's total).
 std::vector<OpCost> explain_step(const Deployment& d, const BatchShape& batch);

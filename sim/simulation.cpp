@@ -64,7 +64,7 @@ Simulation::Simulation(const scenario::Scenario& sc, RunOptions options)
   if (sc.prefill_pool) first_pool_size_ = sc.prefill_pool->replicas;
   for (int i = 0; i < sc.replicas; ++i)
     replicas_.push_back(serving::policy(sc.policy).make(index++, engine_, self, *steps_, vcfg));
-  if (sc.network_model == "simgrid" && (sc.prefill_pool || sc.live_alltoall)) init_live_network();
+  if (needs_own_engine(sc)) init_live_network();
   if (sc.prefill_pool && sc.network_model != "simgrid" && sc.fabric.regions > 1)
     wan_net_ = std::make_unique<hw::AnalyticNetwork>(sc.fabric);
 }

@@ -36,13 +36,12 @@ void Simulation::init_live_alltoall(bool rail0_only) {
                   const serving::StepModel& steps, int base) {
     const hw::Deployment& d = steps.config().dep;
     const int G = d.par.gpus();
-    if (!(d.par.expert_parallel && d.model->is_moe() && d.par.gpus_per_stage() > D))
-      return;  // this pool's all-to-all stays inside a domain (or it has none)
+    if (!hw::ep_alltoall_leaves_domain(d)) return;  // it stays inside a domain (or there is none)
     if (d.par.pp != 1 || G % D != 0 || base % D != 0)
       throw std::logic_error("live all-to-all: replicas must be pp 1 on whole domains");
     // Each flow alone costs latency + bytes / rate with the rates fixed by the pattern, so
     // the group's time alone is affine in the bytes per flow: two runs give it exactly.
-    constexpr double kX1 = 1e8, kX2 = 2e8;
+    constexpr double kBytes1 = 1e8, kBytes2 = 2e8;  // per flow
     for (size_t i = 0; i < reps.size(); ++i) {
       AllToAllReplica& a = a2a_[static_cast<size_t>(reps[i]->index())];
       const int first = base + static_cast<int>(i) * G;
@@ -58,10 +57,10 @@ void Simulation::init_live_alltoall(bool rail0_only) {
           const int src = s / D * D + t % D;
           if (!rail0_only || src % fab.gpus_per_node == 0) a.pairs.emplace_back(src, t);
         }
-      const double t1 = live_net_->time_alone_s(a.pairs, kX1);
-      const double t2 = live_net_->time_alone_s(a.pairs, kX2);
-      a.alone_s_per_byte = (t2 - t1) / (kX2 - kX1);
-      a.alone_s0 = t1 - a.alone_s_per_byte * kX1;
+      const double t1 = live_net_->time_alone_s(a.pairs, kBytes1);
+      const double t2 = live_net_->time_alone_s(a.pairs, kBytes2);
+      a.alone_s_per_byte = (t2 - t1) / (kBytes2 - kBytes1);
+      a.alone_s0 = t1 - a.alone_s_per_byte * kBytes1;
       a.steps = &steps;
       reps[i]->attach_comm(this);
     }
@@ -75,14 +74,15 @@ void Simulation::iteration(serving::Replica& replica, uint64_t gen, SimTime star
   const AllToAllReplica& a = a2a_[static_cast<size_t>(replica.index())];
   const hw::EpAllToAll t = a.steps->ep_alltoall(prefill_tokens, decode_seqs);
   // Each GPU sends bytes_per_gpu / size to every other member per call.
-  const double x = t.calls * t.bytes_per_gpu / t.group.size;
-  if (!(x > 0)) {
+  const double bytes_per_flow = t.calls * t.bytes_per_gpu / t.group.size;
+  if (!(bytes_per_flow > 0)) {
     replica.end_segment_at(end, gen);
     return;
   }
   const uint64_t tag = kAllToAllTag | a2a_next_++;
-  a2a_live_[tag] = {&replica, gen, end, a.alone_s0 + a.alone_s_per_byte * x, x * a.flows};
-  live_net_->start_flows(tag, a.pairs, x, start);
+  a2a_live_[tag] = {&replica, gen, end, a.alone_s0 + a.alone_s_per_byte * bytes_per_flow,
+                    bytes_per_flow * a.flows};
+  live_net_->start_flows(tag, a.pairs, bytes_per_flow, start);
   arm_network(false);
 }
 

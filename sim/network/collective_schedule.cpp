@@ -1,7 +1,7 @@
 // The collective algorithms, as rounds of transfers on the SimGrid fabric. Each is the
 // algorithm AnalyticNetwork prices (hw_models/network.h), so on an uncontended fabric the
 // two agree; they part where flows meet (shared NICs, oversubscribed uplinks).
-#include <cmath>
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -58,10 +58,7 @@ double execute(SimGridFabric& f, const std::vector<Sequence>& seqs) {
   for (size_t s = 0; s < seqs.size(); ++s) start(s);
   std::vector<Completion> done;
   while (!owner.empty()) {
-    const double nt = f.next_event_time();
-    if (!std::isfinite(nt)) throw std::logic_error("simgrid: transfers in flight but no next event");
-    // A next-event time that rounds to the current clock would not move it: nudge by 1 ps.
-    f.advance_to(std::max(nt, f.now() + 1e-12 * std::max(1.0, f.now())), done);
+    f.advance_to_next_event(done);
     for (const Completion& c : done) {
       auto it = owner.find(c.id);
       if (it == owner.end()) continue;

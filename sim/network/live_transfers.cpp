@@ -40,11 +40,10 @@ LiveTransfers::~LiveTransfers() {
   // Let what is still in flight finish (a run that stopped early), so the next user of the
   // engine starts from an idle network.
   std::vector<Completion> done;
-  for (int guard = 0; fabric_.in_flight() > 0 && guard < 100000000; ++guard) {
-    const double t = fabric_.next_event_time();
-    if (!std::isfinite(t)) break;
-    fabric_.advance_to(std::max(t, fabric_.now() + 1e-12), done);
-    done.clear();
+  try {
+    for (int guard = 0; guard < 100000000 && fabric_.advance_to_next_event(done); ++guard) done.clear();
+  } catch (const std::logic_error&) {
+    // no next event: nothing more will finish
   }
   g_in_use = false;
 }
@@ -85,9 +84,7 @@ double LiveTransfers::time_alone_s(const std::vector<std::pair<int, int>>& pairs
   for (const auto& [src, dst] : pairs) fabric_.start_transfer(src, dst, bytes_each, t0);
   double end = t0;
   while (left > 0) {
-    const double t = fabric_.next_event_time();
-    if (!std::isfinite(t)) throw std::logic_error("live transfers: flows in flight but no next event");
-    fabric_.advance_to(std::max(t, fabric_.now() + 1e-12 * std::max(1.0, fabric_.now())), done_);
+    fabric_.advance_to_next_event(done_);
     for (const Completion& c : done_) end = std::max(end, c.time_s);
     left -= std::min(left, done_.size());
     done_.clear();

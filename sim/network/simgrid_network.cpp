@@ -162,11 +162,10 @@ SimGridFabric::~SimGridFabric() {
   // Drain: let every transfer still in flight finish before the engine goes away.
   if (impl_ && impl_->engine) {
     std::vector<Completion> done;
-    for (int guard = 0; in_flight() > 0 && guard < 10000000; ++guard) {
-      const double t = next_event_time();
-      if (!std::isfinite(t)) break;
-      advance_to(std::max(t, now() + 1e-12), done);
-      done.clear();
+    try {
+      for (int guard = 0; guard < 10000000 && advance_to_next_event(done); ++guard) done.clear();
+    } catch (const std::logic_error&) {
+      // no next event: nothing more will finish
     }
     impl_->live.clear();
   }
@@ -233,6 +232,14 @@ double SimGridFabric::next_event_time() const {
   const double d = m.netmodel->next_occurring_event(now);
   if (d < 0) return std::numeric_limits<double>::infinity();
   return now + d - m.origin;
+}
+
+bool SimGridFabric::advance_to_next_event(std::vector<Completion>& done) {
+  if (in_flight() == 0) return false;
+  const double t = next_event_time();
+  if (!std::isfinite(t)) throw std::logic_error("simgrid: transfers in flight but no next event");
+  advance_to(std::max(t, now() + 1e-12 * std::max(1.0, now())), done);
+  return true;
 }
 
 size_t SimGridFabric::in_flight() const { return impl_->live.size() + impl_->instant.size(); }

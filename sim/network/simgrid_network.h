@@ -57,6 +57,10 @@ class SimGridFabric {
   /// When the network next changes (a transfer ends or leaves its latency phase), since the
   /// origin; +infinity when nothing is in flight.
   double next_event_time() const;
+  /// advance_to(next_event_time()), nudged 1 ps (relative, past 1 s) beyond a next event
+  /// that rounds to the current clock and so would not move it. False when nothing is in
+  /// flight; throws std::logic_error when transfers are in flight but no event is due.
+  bool advance_to_next_event(std::vector<Completion>& done);
   size_t in_flight() const;
   /// The route's links (for tests): scale-up, NIC and leaf link names in order.
   std::vector<std::string> route(int src_gpu, int dst_gpu) const;

@@ -26,6 +26,7 @@ double SimGridFabric::now() const { missing(); }
 uint64_t SimGridFabric::start_transfer(int, int, double, double) { missing(); }
 void SimGridFabric::advance_to(double, std::vector<Completion>&) { missing(); }
 double SimGridFabric::next_event_time() const { missing(); }
+bool SimGridFabric::advance_to_next_event(std::vector<Completion>&) { missing(); }
 size_t SimGridFabric::in_flight() const { missing(); }
 std::vector<std::string> SimGridFabric::route(int, int) const { missing(); }
 

@@ -373,14 +373,10 @@ void load_regions_and_alltoall(yaml::Map& root, Scenario& sc) {
              "regions put the prefill and the decode pool in different places, and this "
              "scenario has one pool",
              "add serving.disaggregation, or drop regions");
-  // A pool whose expert-parallel all-to-all leaves the scale-up domain.
-  auto crosses = [](const hw::Deployment& d) {
-    return d.par.expert_parallel && d.model && d.model->is_moe() &&
-           d.par.gpus_per_stage() > d.scaleup_domain_gpus;
-  };
-  const bool prefill_crosses = sc.prefill_pool && crosses(sc.prefill_pool->dep);
-  const bool any = crosses(sc.dep) || prefill_crosses;
-  const bool pipelined = (crosses(sc.dep) && sc.par.pp > 1) ||
+  const bool main_crosses = hw::ep_alltoall_leaves_domain(sc.dep);
+  const bool prefill_crosses = sc.prefill_pool && hw::ep_alltoall_leaves_domain(sc.prefill_pool->dep);
+  const bool any = main_crosses || prefill_crosses;
+  const bool pipelined = (main_crosses && sc.par.pp > 1) ||
                          (prefill_crosses && sc.prefill_pool->par.pp > 1);
   const bool asked = nw && nw->has("live_alltoall");
   if (!(asked ? nw->boolean_or("live_alltoall", false) : sc.network_model == "simgrid")) return;

@@ -286,23 +286,24 @@ TEST(LiveAllToAllScenario, WhatCannotRunIsALocatedError) {
   EXPECT_NE(e.find("bad.yaml:6"), std::string::npos) << e;
   EXPECT_NE(e.find("network.live_alltoall"), std::string::npos) << e;
   EXPECT_NE(e.find("model: simgrid"), std::string::npos) << e;
+  // Llama-3.1-8B on HGX H100 at `tp`, with `serving` and `network` sections.
+  auto llama8b = [&](int tp, const std::string& serving, const std::string& network) {
+    return error_of("model: llama-3.1-8b\nhardware: {gpu: h100-sxm, node: hgx-h100, tp: " +
+                    std::to_string(tp) + "}\nserving: " + serving + "\n" + workload +
+                    "network: " + network + "\n");
+  };
   // A dense model on one node has no all-to-all that leaves the domain.
-  e = error_of("model: llama-3.1-8b\nhardware: {gpu: h100-sxm, node: hgx-h100, tp: 8}\n"
-               "serving: {replicas: 1}\n" + workload + "network: {model: simgrid, live_alltoall: true}\n");
+  e = llama8b(8, "{replicas: 1}", "{model: simgrid, live_alltoall: true}");
   EXPECT_NE(e.find("network.live_alltoall"), std::string::npos) << e;
   EXPECT_NE(e.find("nothing to run live"), std::string::npos) << e;
   // Regions need two pools and a WAN link; a WAN link needs regions.
-  e = error_of("model: llama-3.1-8b\nhardware: {gpu: h100-sxm, node: hgx-h100, tp: 1}\n"
-               "serving: {replicas: 1}\n" + workload + "network: {regions: 2, wan: {bandwidth: 100Gbps, latency: 5ms}}\n");
+  e = llama8b(1, "{replicas: 1}", "{regions: 2, wan: {bandwidth: 100Gbps, latency: 5ms}}");
   EXPECT_NE(e.find("network.regions"), std::string::npos) << e;
   EXPECT_NE(e.find("disaggregation"), std::string::npos) << e;
-  e = error_of("model: llama-3.1-8b\nhardware: {gpu: h100-sxm, node: hgx-h100, tp: 1}\n"
-               "serving: {replicas: 1, disaggregation: {prefill_replicas: 1}}\n" + workload +
-               "network: {regions: 2}\n");
+  e = llama8b(1, "{replicas: 1, disaggregation: {prefill_replicas: 1}}", "{regions: 2}");
   EXPECT_NE(e.find("network.regions"), std::string::npos) << e;
   EXPECT_NE(e.find("wan:"), std::string::npos) << e;
-  e = error_of("model: llama-3.1-8b\nhardware: {gpu: h100-sxm, node: hgx-h100, tp: 1}\n"
-               "serving: {replicas: 1}\n" + workload + "network: {wan: {bandwidth: 100Gbps, latency: 5ms}}\n");
+  e = llama8b(1, "{replicas: 1}", "{wan: {bandwidth: 100Gbps, latency: 5ms}}");
   EXPECT_NE(e.find("network.wan"), std::string::npos) << e;
   EXPECT_NE(e.find("regions: 2"), std::string::npos) << e;
 }

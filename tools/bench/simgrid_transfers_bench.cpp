@@ -6,7 +6,6 @@
 //   fleetsim_microbench --benchmark_filter=SimGrid
 #include <benchmark/benchmark.h>
 
-#include <cmath>
 #include <random>
 
 #include "sim/network/simgrid_network.h"
@@ -46,8 +45,7 @@ void BM_SimGridContendedTransfers(benchmark::State& state) {
   std::vector<fleetsim::net::Completion> done;
   int64_t completed = 0;
   for (auto _ : state) {
-    const double t = f.next_event_time();
-    f.advance_to(std::max(t, f.now() + 1e-12), done);
+    f.advance_to_next_event(done);
     for (size_t i = 0; i < done.size(); ++i) start_one();
     completed += static_cast<int64_t>(done.size());
     done.clear();
@@ -56,10 +54,7 @@ void BM_SimGridContendedTransfers(benchmark::State& state) {
       benchmark::Counter(static_cast<double>(completed), benchmark::Counter::kIsRate);
   state.counters["in_flight"] = in_flight;
   // Drain (after the timed loop), so the next run starts from an idle network.
-  while (f.in_flight() > 0) {
-    f.advance_to(std::max(f.next_event_time(), f.now() + 1e-12), done);
-    done.clear();
-  }
+  while (f.advance_to_next_event(done)) done.clear();
 }
 BENCHMARK(BM_SimGridContendedTransfers)->Arg(64)->Arg(512)->Unit(benchmark::kMicrosecond)->MinTime(2.0);
 
