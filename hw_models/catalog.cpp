@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <stdexcept>
 
 #include "hw_models/error.h"
 #include "hw_models/units.h"
@@ -155,6 +156,11 @@ GpuSpec load_gpu_file(const std::string& path) {
       *out = achieved / peak;
       return true;
     };
+    if (g.fp4_flops_per_s > 0)
+      fraction("fp4_gemm_achieved", Dim::kFlopRate, g.fp4_flops_per_s,
+               "give a measured dense FP4 GEMM rate on a real model shape", &g.fp4_compute_efficiency);
+    else if (e->has("fp4_gemm_achieved"))
+      e->fail("fp4_gemm_achieved", "the GPU has no fp4_dense rate", "drop it, or add fp4_dense");
     measured_compute = fraction("dense_gemm_achieved", Dim::kFlopRate, g.bf16_flops_per_s,
                                 "give the measured dense BF16 GEMM rate (no 2:4 sparsity)",
                                 &g.compute_efficiency);
@@ -282,6 +288,113 @@ NodeSpec load_node_file(const std::string& path) {
   return n;
 }
 
+
+// ---- EngineSpec ----------------------------------------------------------------------------
+
+namespace {
+// Fit parameters: file key (under overhead: or kernels:), unit, bounds (SI).
+struct FitParam {
+  const char* name;
+  double EngineSpec::*field;
+  double lo, hi;
+  const char* section;  // where it is written in the engine file
+  const char* key;
+  bool time;            // a duration (written with a unit)
+};
+const FitParam kFitParams[] = {
+    {"iteration_overhead", &EngineSpec::iteration_overhead_s, 0.0, 0.05, "overhead", "iteration", true},
+    {"per_sequence_overhead", &EngineSpec::per_sequence_overhead_s, 0.0, 2e-4, "overhead",
+     "per_sequence", true},
+    {"kernel_launch", &EngineSpec::kernel_launch_s, 0.0, 5e-5, "overhead", "kernel_launch", true},
+    {"kernel_efficiency", &EngineSpec::kernel_efficiency, 0.3, 1.2, "kernels", "efficiency", false},
+    {"compute_efficiency", &EngineSpec::compute_efficiency, 0.2, 1.2, "kernels", "compute", false},
+    {"moe_half_tokens", &EngineSpec::moe_half_tokens, 0.0, 512.0, "kernels", "moe_half_tokens", false},
+    {"moe_efficiency", &EngineSpec::moe_efficiency, 0.2, 1.2, "kernels", "moe_efficiency", false},
+    {"moe_imbalance", &EngineSpec::moe_imbalance, 1.0, 3.0, "kernels", "moe_imbalance", false},
+    {"quant_bandwidth", &EngineSpec::quant_bandwidth, 0.2, 1.0, "kernels", "quant_bandwidth", false},
+};
+const FitParam& fit_param(const std::string& name) {
+  for (const auto& p : kFitParams)
+    if (name == p.name) return p;
+  throw std::invalid_argument("unknown engine parameter '" + name + "'");
+}
+}  // namespace
+
+const std::vector<std::string>& engine_fit_parameters() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    for (const auto& p : kFitParams) v.push_back(p.name);
+    return v;
+  }();
+  return names;
+}
+
+double engine_parameter(const EngineSpec& e, const std::string& name) {
+  return e.*(fit_param(name).field);
+}
+
+EngineParameterInfo engine_parameter_info(const std::string& name) {
+  const FitParam& p = fit_param(name);
+  return {p.lo, p.hi, p.section, p.key, p.time};
+}
+
+void set_engine_parameter(EngineSpec& e, const std::string& name, double value) {
+  const FitParam& p = fit_param(name);
+  e.*(p.field) = std::clamp(value, p.lo, p.hi);
+}
+
+EngineSpec load_engine_file(const std::string& path) {
+  yaml::Map m = yaml::load_file(path);
+  EngineSpec e;
+  e.id = stem_of(path);
+  e.name = m.str("name");
+  if (auto s = m.map_opt("scheduler")) {
+    e.chunked_prefill = s->boolean_or("chunked_prefill", e.chunked_prefill);
+    e.max_batched_tokens = s->integer_or("max_batched_tokens", 1, 1 << 24, e.max_batched_tokens);
+    e.max_num_seqs = s->integer_or("max_num_seqs", 1, 65536, e.max_num_seqs);
+    e.pipeline_sequential =
+        s->choice_or("pipeline", {"overlapped", "sequential"}, "overlapped") == "sequential";
+    s->finish();
+  }
+  if (auto o = m.map_opt("overhead")) {
+    e.iteration_overhead_s = o->quantity_or("iteration", Dim::kTime, 0.0);
+    e.per_sequence_overhead_s = o->quantity_or("per_sequence", Dim::kTime, 0.0);
+    e.cuda_graph_max_batch = o->integer_or("cuda_graph_max_batch", 0, 1 << 20, 0);
+    e.kernel_launch_s = o->quantity_or("kernel_launch", Dim::kTime, 0.0);
+    e.ep_alltoall_call_s = o->quantity_or("ep_alltoall_call", Dim::kTime, 0.0);
+    o->finish();
+  }
+  if (auto k = m.map_opt("kernels")) {
+    e.kernel_efficiency = k->number_or("efficiency", 0.2, 1.5, 1.0);
+    e.compute_efficiency = k->number_or("compute", 0.2, 1.5, 1.0);
+    e.moe_half_tokens = k->number_or("moe_half_tokens", 0.0, 1024.0, 0.0);
+    e.moe_efficiency = k->number_or("moe_efficiency", 0.2, 1.5, 1.0);
+    e.moe_imbalance = k->number_or("moe_imbalance", 1.0, 4.0, 1.0);
+    e.moe_hot_expert = k->number_or("moe_hot_expert", 1.0, 100.0, 1.0);
+    e.quant_bandwidth = k->number_or("quant_bandwidth", 0.1, 1.0, 1.0);
+    k->finish();
+  }
+  e.rocm_variant = m.str_or("rocm_variant", "");
+  e.fit = m.str_list_or("fit", {});
+  if (e.fit.size() > 4)
+    m.fail("fit", "at most 4 fitted parameters per engine, got " + std::to_string(e.fit.size()),
+           "fit the few parameters the training cases can pin down");
+  for (const auto& f : e.fit)
+    if (std::find(engine_fit_parameters().begin(), engine_fit_parameters().end(), f) ==
+        engine_fit_parameters().end()) {
+      std::string list;
+      for (const auto& n : engine_fit_parameters()) list += (list.empty() ? "" : ", ") + n;
+      m.fail("fit", "unknown parameter '" + f + "'", "fit parameters: " + list);
+    }
+  if (m.has("fitted")) {
+    const YAML::Node n = m.node()["fitted"];
+    e.fitted = YAML::Dump(n);
+  }
+  e.sources = required_sources(m, "cite where the overheads and scheduler defaults come from");
+  m.finish();
+  return e;
+}
+
 // ---- Catalog -------------------------------------------------------------------------------
 
 namespace {
@@ -368,6 +481,14 @@ Catalog Catalog::load(const std::string& dir) {
     ModelSpec s = load_model_file(f);
     c.models_.emplace(s.id, std::move(s));
   }
+  for (const auto& f : yaml_files(fs::path(dir) / "engines")) {
+    EngineSpec e = load_engine_file(f);
+    c.engines_.emplace(e.id, std::move(e));
+  }
+  for (const auto& [id, e] : c.engines_)
+    if (!e.rocm_variant.empty())
+      check_ref((fs::path(dir) / "engines" / (id + ".yaml")).string(), "rocm_variant",
+                e.rocm_variant, "rocm_variant", [&](const std::string& v) { return c.engine(v); });
   for (const auto& f : yaml_files(fs::path(dir) / "nodes")) {
     NodeSpec n = load_node_file(f);
     check_ref(f, "gpu", n.gpu, "gpu", [&](const std::string& id) { return c.gpu(id); });
@@ -381,6 +502,10 @@ const NodeSpec* Catalog::default_node_for(const std::string& gpu_id) const {
   for (const auto& [id, n] : nodes_)
     if (n.gpu == gpu_id) return &n;
   return nullptr;
+}
+
+const EngineSpec& Catalog::engine(const std::string& id) const {
+  return find_or_fail(engines_, id, "engine");
 }
 
 const NodeSpec& Catalog::node(const std::string& id) const {

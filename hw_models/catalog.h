@@ -1,6 +1,6 @@
 // The hardware and model catalog: data files, one per item, each citing its sources.
 //
-// Layout: <catalog>/{gpus,models,nodes,interconnects}/<id>.yaml, where <id> is the file
+// Layout: <catalog>/{gpus,models,nodes,interconnects,engines}/<id>.yaml, where <id> is the file
 // name without extension ("h100-sxm", "llama-3.1-8b"). The schema of each kind of file is
 // in hw_models/catalog/README.md. Dimensioned fields carry units in strings. Datasheet
 // figures and measured figures (the `empirical:` section) are stored apart, each with its
@@ -41,6 +41,9 @@ struct GpuSpec {
   /// below, and `efficiency_basis` says "assumed".
   double compute_efficiency = 0;
   double memory_efficiency = 0;
+  /// Measured FP4 GEMM rate / fp4 peak (`empirical: fp4_gemm_achieved`); 0 = not measured
+  /// (FP4 GEMMs then run at compute_efficiency of the FP4 peak).
+  double fp4_compute_efficiency = 0;
   std::string efficiency_basis;         ///< "measured" | "assumed" | "measured compute, assumed memory" ...
   std::vector<std::string> efficiency_sources;
 
@@ -151,9 +154,47 @@ struct NodeSpec {
   std::vector<std::string> sources;
 };
 
+/// A serving engine and version family (vLLM V1, TensorRT-LLM 1.x, llama.cpp, ...): its
+/// scheduler semantics, the CPU and launch overheads it leaves exposed per iteration, and
+/// how much of the calibrated kernel rates its kernels reach. Engines are data
+/// (<catalog>/engines/<id>.yaml, schema in hw_models/catalog/README.md); the parameters named
+/// in `fit` are fitted on the validation suite's training split by `fleetsim calibrate
+/// fit`, which records what it did under `fitted`.
+struct EngineSpec {
+  std::string id;    ///< file stem, e.g. "vllm-v1"
+  std::string name;  ///< e.g. "vLLM, V1 engine (0.8 and later)"
+  // Scheduler semantics: defaults for the serving fields a scenario leaves out.
+  bool chunked_prefill = true;          ///< prompts split into chunks mixed with decodes
+  int64_t max_batched_tokens = 8192;    ///< token budget per iteration
+  int64_t max_num_seqs = 256;           ///< running sequences per replica
+  bool pipeline_sequential = false;     ///< pp stages run one after another (no micro-batches)
+  // Overheads (seconds), exposed on the critical path of every iteration.
+  double iteration_overhead_s = 0;      ///< scheduling, sampling set-up, Python, per iteration
+  double per_sequence_overhead_s = 0;   ///< per sequence that samples a token this iteration
+  int64_t cuda_graph_max_batch = 0;     ///< decode batches up to this size replay a graph (0: all)
+  double kernel_launch_s = 0;           ///< per kernel launched eagerly
+  // Kernels, relative to the calibrated rates (hw_models/calibration).
+  double kernel_efficiency = 1.0;       ///< achieved / calibrated rate, every GPU operator
+  double compute_efficiency = 1.0;      ///< and on top, of compute-bound operators only
+  double moe_half_tokens = 0;           ///< grouped GEMM: tokens per expert at half its rate
+  double moe_efficiency = 1.0;          ///< grouped GEMM rate / the dense GEMM tables' rate
+  double moe_imbalance = 1.0;           ///< busiest expert-parallel GPU's tokens / mean (floor)
+  /// Hottest routed expert's tokens / the mean expert's (routing skew without a load
+  /// balancer); sets the busiest EP GPU's share (hw_models/perf_model.h).
+  double moe_hot_expert = 1.0;
+  double ep_alltoall_call_s = 0;        ///< fixed cost of one EP dispatch or combine call
+  double quant_bandwidth = 1.0;         ///< block-quantised (GGUF) mat-vec bandwidth / 16-bit's
+  /// The profile this engine runs as on AMD GPUs (its ROCm build: other kernels, other
+  /// efficiencies), "" = the same profile everywhere.
+  std::string rocm_variant;
+  std::vector<std::string> fit;         ///< parameters `calibrate fit` may change (at most 4)
+  std::string fitted;                   ///< provenance of the last fit ("" = never fitted)
+  std::vector<std::string> sources;
+};
+
 class Catalog {
  public:
-  /// Loads every {gpus,models,nodes,interconnects}/*.yaml under `dir` and checks the
+  /// Loads every {gpus,models,nodes,interconnects,engines}/*.yaml under `dir` and checks the
   /// references between them. Any malformed file is an InputError naming the file, line
   /// and field.
   static Catalog load(const std::string& dir);
@@ -165,6 +206,9 @@ class Catalog {
   const ModelSpec& model(const std::string& id) const;
   const NodeSpec& node(const std::string& id) const;
   const InterconnectSpec& interconnect(const std::string& id) const;
+  const EngineSpec& engine(const std::string& id) const;
+  /// Adds or replaces an engine (`calibrate fit` tries parameter values on a copy).
+  void put_engine(EngineSpec e) { engines_[e.id] = std::move(e); }
   /// The first node (by id) built from `gpu_id`, or nullptr.
   const NodeSpec* default_node_for(const std::string& gpu_id) const;
 
@@ -172,6 +216,7 @@ class Catalog {
   const std::map<std::string, ModelSpec>& models() const { return models_; }
   const std::map<std::string, NodeSpec>& nodes() const { return nodes_; }
   const std::map<std::string, InterconnectSpec>& interconnects() const { return links_; }
+  const std::map<std::string, EngineSpec>& engines() const { return engines_; }
   const std::string& dir() const { return dir_; }
 
  private:
@@ -180,12 +225,30 @@ class Catalog {
   std::map<std::string, ModelSpec> models_;
   std::map<std::string, NodeSpec> nodes_;
   std::map<std::string, InterconnectSpec> links_;
+  std::map<std::string, EngineSpec> engines_;
 };
+
+/// The engine a scenario runs on when it names none (README "Serving engines").
+inline constexpr const char* kDefaultEngine = "vllm-v1";
+/// The parameters of an engine file that `calibrate fit` may fit, in file order.
+const std::vector<std::string>& engine_fit_parameters();
+/// Value of fit parameter `name` in `e` (SI units), and setting it.
+double engine_parameter(const EngineSpec& e, const std::string& name);
+void set_engine_parameter(EngineSpec& e, const std::string& name, double value);
+/// A fit parameter's bounds (SI) and where the engine file keeps it (section.key; durations
+/// carry a unit).
+struct EngineParameterInfo {
+  double lo = 0, hi = 0;
+  std::string section, key;
+  bool time = false;
+};
+EngineParameterInfo engine_parameter_info(const std::string& name);
 
 /// Parse one file (exposed for tests of bad catalog files).
 GpuSpec load_gpu_file(const std::string& path);
 ModelSpec load_model_file(const std::string& path);
 NodeSpec load_node_file(const std::string& path);
 InterconnectSpec load_interconnect_file(const std::string& path);
+EngineSpec load_engine_file(const std::string& path);
 
 }  // namespace fleetsim::hw

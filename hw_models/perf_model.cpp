@@ -62,6 +62,7 @@ Precision Precision::of(DType w, DType a, DType kv) {
   p.weight_bytes = dtype_bytes(w);
   p.act_bytes = dtype_bytes(a);
   p.kv_bytes = dtype_bytes(kv);
+  p.block_quant = w == DType::kQ8_0 || w == DType::kQ4_0 || w == DType::kQ4KM;
   if (a == DType::kFp8 && (w == DType::kFp8 || w == DType::kInt4 || w == DType::kFp4))
     p.math = DType::kFp8;
   else if (a == DType::kInt8 && (w == DType::kInt8 || w == DType::kInt4))
@@ -105,6 +106,9 @@ const char* calib_gemm_dtype(const GpuSpec& gpu, DType math) {
 struct Unit {
   double gemm_peak = 0, attn_peak = 0, bw_peak = 0;
   double eff_compute = 1, eff_memory = 1;
+  double eff_gemm_compute = 1;  // GEMMs' compute efficiency (eff_compute, or FP4's measured one)
+  double kernel_eff = 1;   // the engine's kernels against the calibrated/catalog rates
+  double compute_eff = 1;  // and their compute side
   const std::vector<CalibrationRow>* const (*rows)[2] = nullptr;  // Deployment::calib_rows
 };
 
@@ -113,8 +117,14 @@ Unit gpu_unit(const Deployment& d) {
   u.gemm_peak = math_rate(*d.gpu, d.prec.math);
   u.attn_peak = d.gpu->bf16_flops_per_s;
   u.bw_peak = d.gpu->memory_bw_bytes_per_s;
-  u.eff_compute = d.eff.compute;
+  u.eff_compute = u.eff_gemm_compute = d.eff.compute;
   u.eff_memory = d.eff.memory;
+  // FP4 GEMMs on an FP4 unit: its measured fraction where the catalog has one (no
+  // calibration table covers FP4, and best-shape BF16 fractions overstate it).
+  if (d.prec.math == DType::kFp4 && d.gpu->fp4_flops_per_s > 0 && d.gpu->fp4_compute_efficiency > 0)
+    u.eff_gemm_compute = d.gpu->fp4_compute_efficiency;
+  u.kernel_eff = d.eff.kernel_efficiency;
+  u.compute_eff = d.eff.compute_efficiency;
   u.rows = d.calib_rows;
   return u;
 }
@@ -128,6 +138,22 @@ Unit host_unit(const Deployment& d) {
 }
 
 enum class Kind { kGemm, kPrefill, kDecode, kOther };
+
+// Busiest expert-parallel GPU's routed tokens / the mean GPU's: it holds the hottest expert
+// (hot × the mean expert's tokens) and n − 1 average ones, n = E/G experts per GPU; at
+// least the explicit floor eff.moe_imbalance.
+double ep_imbalance(const Deployment& d) {
+  const double n = static_cast<double>(d.model->moe->experts) / d.par.gpus_per_stage();
+  const double hot = std::max(1.0, d.eff.moe_hot_expert);
+  return std::max(d.eff.moe_imbalance, (hot + n - 1.0) / n);
+}
+
+// Micro-batches in flight: pp with overlapped stages (each GPU runs its layers for each of
+// pp micro-batches of T/pp tokens), 1 when the stages run one after another on the whole
+// batch (llama.cpp's layer split), which costs the same layer count on T tokens.
+double micro_batches(const Deployment& d) {
+  return d.eff.pipeline_sequential ? 1.0 : static_cast<double>(d.par.pp);
+}
 
 const std::vector<CalibrationRow>* calib_rows(const Unit& u, int kind, bool compute_bound) {
   if (u.rows == nullptr || kind < 0 || kind > 2) return nullptr;
@@ -165,12 +191,19 @@ class Calc {
 
  private:
   // Adds `count` occurrences of an operator of `flops` and `bytes` (each) to `bucket`.
+  // `compute_scale` (≤ 1) slows the compute side only (grouped-GEMM tile occupancy).
   void op(double* bucket, const char* cat, const char* name, double count, double flops,
-          double bytes, Kind kind, const Unit& u);
+          double bytes, Kind kind, const Unit& u, double compute_scale = 1.0,
+          double time_scale = 1.0);
   void fixed(double* bucket, const char* cat, const char* name, double count, double t,
              const char* bound);
+  // Weights of a GGUF block format stream at quant_bandwidth of the 16-bit rate (the
+  // dequantising mat-vec kernels are not purely bandwidth-bound): charged as extra bytes.
+  double weight_bytes(double params) const {
+    return params * d_.prec.weight_bytes / (d_.prec.block_quant ? d_.eff.quant_bandwidth : 1.0);
+  }
   double gemm_bytes(double rows, double in, double out) const {
-    return in * out * d_.prec.weight_bytes + rows * (in + out) * d_.prec.act_bytes;
+    return weight_bytes(in * out) + rows * (in + out) * d_.prec.act_bytes;
   }
   void gemm(double* bucket, const char* cat, const char* name, double count, double rows,
             double in, double out, const Unit& u) {
@@ -193,9 +226,9 @@ class Calc {
 };
 
 void Calc::op(double* bucket, const char* cat, const char* name, double count, double flops,
-              double bytes, Kind kind, const Unit& u) {
+              double bytes, Kind kind, const Unit& u, double compute_scale, double time_scale) {
   const double peak = kind == Kind::kGemm ? u.gemm_peak : u.attn_peak;
-  const double tf = flops / peak, tb = bytes / u.bw_peak;
+  const double tf = flops / (peak * compute_scale * u.compute_eff), tb = bytes / u.bw_peak;
   const bool compute_bound = tf >= tb;
   const std::vector<CalibrationRow>* rows = calib_rows(u, static_cast<int>(kind), compute_bound);
   double t;
@@ -204,10 +237,12 @@ void Calc::op(double* bucket, const char* cat, const char* name, double count, d
     t = std::max(tf, tb) / CalibrationSet::fraction_at(*rows, compute_bound ? flops : bytes);
     bound = compute_bound ? "compute (calibrated)" : "memory (calibrated)";
   } else {
-    const double tc = tf / u.eff_compute, tm = tb / u.eff_memory;
+    const double tc = tf / (kind == Kind::kGemm ? u.eff_gemm_compute : u.eff_compute),
+                 tm = tb / u.eff_memory;
     t = std::max(tc, tm);
     bound = tc >= tm ? "compute" : "memory";
   }
+  t /= u.kernel_eff * time_scale;
   *bucket += count * t;
   if (ops_ != nullptr) ops_->push_back({cat, name, count, flops, bytes, count * t, bound});
 }
@@ -234,11 +269,11 @@ double Calc::decode_unit_s(const Unit& u) const {
   }
   // Decode attention is memory-bound; with a table, the long-kernel fraction of its
   // memory-bound rows, so that the cost stays exactly linear in the context.
-  const double tf = flops / u.attn_peak, tb = bytes / u.bw_peak;
+  const double tf = flops / (u.attn_peak * u.compute_eff), tb = bytes / u.bw_peak;
   const auto* rows = calib_rows(u, static_cast<int>(Kind::kDecode), tf >= tb);
   if (rows != nullptr && !rows->empty())
-    return std::max(tf, tb) / CalibrationSet::fraction_large(*rows);
-  return std::max(tf / u.eff_compute, tb / u.eff_memory);
+    return std::max(tf, tb) / CalibrationSet::fraction_large(*rows) / u.kernel_eff;
+  return std::max(tf / u.eff_compute, tb / u.eff_memory) / u.kernel_eff;
 }
 
 // The per-layer operators of one iteration, `scale` of the layers (1 when nothing is
@@ -248,7 +283,7 @@ void Calc::layer_ops(StepBreakdown& s, const BatchShape& b, double scale, const 
                      bool on_host) {
   const Parallelism& p = d_.par;
   const int tp = p.tp, D = p.dp_attention, G = p.gpus_per_stage();
-  const double mb = static_cast<double>(p.pp), split = mb * D;
+  const double mb = micro_batches(d_), split = mb * D;
   const double h = m_.hidden, act = d_.prec.act_bytes;
   const double T = static_cast<double>(b.prefill_tokens + b.decode_seqs);
   const double Tm = T / mb, Ta = Tm / D;
@@ -340,12 +375,18 @@ void Calc::layer_ops(StepBreakdown& s, const BatchShape& b, double scale, const 
     const double E = e.experts, k = e.top_k, fe = e.expert_ffn;
     // Expected experts hit by Tm tokens each choosing k of E.
     const double hit = E * (1.0 - std::pow(1.0 - k / E, Tm));
-    const double wb = d_.prec.weight_bytes;
+    // Grouped GEMM: with m token rows per expert its tiles are mostly empty at small m; the
+    // compute side runs at m / (m + m_half) of the dense rate (m_half = 0: at the dense rate).
+    auto occupancy = [&](double m) {
+      const double mh = d_.eff.moe_half_tokens;
+      return mh > 0 && m > 0 ? m / (m + mh) : 1.0;
+    };
     if (p.expert_parallel) {
       gemm(e_bucket, "moe", "router", Lmoe, Tm / G, h, E, u);
-      const double copies = d_.eff.moe_imbalance * Tm * k / G;
+      const double copies = ep_imbalance(d_) * Tm * k / G;
       op(e_bucket, "moe", "routed experts (grouped GEMM, EP)", Lmoe, 2.0 * copies * 3.0 * h * fe,
-         hit / G * 3.0 * h * fe * wb + copies * (2.0 * h + 3.0 * fe) * act, Kind::kGemm, u);
+         weight_bytes(hit / G * 3.0 * h * fe) + copies * (2.0 * h + 3.0 * fe) * act, Kind::kGemm,
+         u, occupancy(Tm * k / hit), d_.eff.moe_efficiency);
       if (e.shared_experts > 0) {
         const double fs = static_cast<double>(e.shared_experts) * fe;
         gemm(e_bucket, "moe", "shared expert up+gate", Lmoe, Tm / G, h, 2.0 * fs, u);
@@ -356,7 +397,8 @@ void Calc::layer_ops(StepBreakdown& s, const BatchShape& b, double scale, const 
       const double copies = Tm * k;
       op(e_bucket, "moe", "routed experts (grouped GEMM, TP)", Lmoe,
          2.0 * copies * 3.0 * h * fe / G,
-         hit * 3.0 * h * fe / G * wb + copies * (2.0 * h + 3.0 * fe / G) * act, Kind::kGemm, u);
+         weight_bytes(hit * 3.0 * h * fe / G) + copies * (2.0 * h + 3.0 * fe / G) * act,
+         Kind::kGemm, u, occupancy(copies / hit), d_.eff.moe_efficiency);
       if (e.shared_experts > 0) {
         const double fs = static_cast<double>(e.shared_experts) * fe;
         gemm(e_bucket, "moe", "shared expert up+gate", Lmoe, Tm, h, 2.0 * fs / G, u);
@@ -375,7 +417,7 @@ StepBreakdown Calc::run(const BatchShape& b) {
 
   const Parallelism& p = d_.par;
   const int tp = p.tp, D = p.dp_attention, G = p.gpus_per_stage();
-  const double mb = p.pp;
+  const double mb = micro_batches(d_);
   const double h = m_.hidden, act = d_.prec.act_bytes;
   const double T = static_cast<double>(tokens), Tm = T / mb, Ta = Tm / D;
   const Offload& off = d_.offload;
@@ -414,7 +456,8 @@ StepBreakdown Calc::run(const BatchShape& b) {
       if (ep_layers > 0) {
         const EpAllToAll a2a = ep_alltoall(d_, T);
         fixed(&s.communication_s, "communication", "EP dispatch + combine all-to-all", a2a.calls,
-              net_->alltoall_s(a2a.bytes_per_gpu, a2a.group), "network");
+              net_->alltoall_s(a2a.bytes_per_gpu, a2a.group) + d_.eff.ep_alltoall_call_s,
+              "network");
       }
     }
     if (p.pp > 1) {
@@ -473,8 +516,12 @@ StepBreakdown Calc::run(const BatchShape& b) {
   // Overheads: scheduler time, and kernel launches (one graph for decode-only iterations).
   fixed(&s.overhead_s, "overhead", "scheduler (iteration overhead)", 1,
         d_.eff.iteration_overhead_s, "fixed");
+  fixed(&s.overhead_s, "overhead", "per-sequence CPU work (sampling, detokenisation)",
+        static_cast<double>(b.logits_tokens), d_.eff.per_sequence_overhead_s, "fixed");
   if (d_.eff.kernel_launch_s > 0) {
-    const bool graph = d_.eff.cuda_graphs && b.prefill_tokens == 0;
+    const bool graph_fits =
+        d_.eff.cuda_graph_max_batch == 0 || b.decode_seqs <= d_.eff.cuda_graph_max_batch;
+    const bool graph = d_.eff.cuda_graphs && b.prefill_tokens == 0 && graph_fits;
     const double per_layer = 9.0 + (m_.is_moe() ? 3.0 : 0.0) + (G > 1 ? 2.0 : 0.0);
     const double kernels = graph ? 1.0 : per_layer * m_.layers / p.pp + 2.0;
     fixed(&s.overhead_s, "overhead", graph ? "CUDA graph launch" : "kernel launches", kernels * mb,
@@ -497,6 +544,22 @@ void Deployment::bind_calibration(std::shared_ptr<const CalibrationSet> set) {
     calib_rows[1][regime] = calibration->rows(gpu->id, CalibOp::kAttnPrefill, "bf16", cb);
     calib_rows[2][regime] = calibration->rows(gpu->id, CalibOp::kAttnDecode, "bf16", cb);
   }
+}
+
+void apply_engine(const EngineSpec& engine, Efficiency* eff) {
+  eff->iteration_overhead_s = engine.iteration_overhead_s;
+  eff->per_sequence_overhead_s = engine.per_sequence_overhead_s;
+  eff->kernel_launch_s = engine.kernel_launch_s;
+  eff->cuda_graph_max_batch = engine.cuda_graph_max_batch;
+  eff->kernel_efficiency = engine.kernel_efficiency;
+  eff->compute_efficiency = engine.compute_efficiency;
+  eff->moe_half_tokens = engine.moe_half_tokens;
+  eff->moe_efficiency = engine.moe_efficiency;
+  eff->moe_imbalance = engine.moe_imbalance;
+  eff->quant_bandwidth = engine.quant_bandwidth;
+  eff->pipeline_sequential = engine.pipeline_sequential;
+  eff->moe_hot_expert = engine.moe_hot_expert;
+  eff->ep_alltoall_call_s = engine.ep_alltoall_call_s;
 }
 
 Efficiency catalog_efficiency(const GpuSpec& gpu) {
@@ -529,7 +592,7 @@ EpAllToAll ep_alltoall(const Deployment& d, double tokens) {
   if (!p.expert_parallel || !m.is_moe() || G <= 1 || m.moe_layers() == 0) return out;
   // Per micro-batch (pp of them), each GPU dispatches its Tm/G tokens' top-k activations
   // and gets them back combined: 2 all-to-alls per MoE layer.
-  const double Tm = tokens / p.pp;
+  const double Tm = tokens / micro_batches(d);
   out.calls = 2.0 * m.moe_layers();
   out.bytes_per_gpu = Tm / G * m.moe->top_k * m.hidden * d.prec.act_bytes;
   out.group = {G, std::min(G, std::max(1, d.scaleup_domain_gpus))};

@@ -36,20 +36,32 @@
 //   MoE            router (T, hidden, experts); expected experts hit by T tokens choosing
 //                  top_k of E: A = E·(1 − (1 − k/E)^T). Expert-parallel (experts whole, E/G
 //                  per GPU): the busiest GPU gets imbalance·T·k/G token copies and reads A/G
-//                  experts' weights. Tensor-parallel experts: each GPU does 1/G of every
+//                  experts' weights; imbalance = max(eff.moe_imbalance, (hot + n − 1)/n)
+//                  with n = E/G experts per GPU and hot = eff.moe_hot_expert (the busiest
+//                  GPU holds the hottest expert and n − 1 average ones). Tensor-parallel experts: each GPU does 1/G of every
 //                  expert for all T·k copies and reads 1/G of the A experts hit. Shared
 //                  experts: a dense gated MLP of shared·expert_ffn (replicated under EP).
 //   LM head        (logits_tokens/D, hidden, vocab/tp)
 //   communication  per layer: all-reduce of (T/D)·hidden·act_bytes over tp after O; then
 //                  an all-reduce of T·hidden·act_bytes over G after the MLP (all-gather +
 //                  reduce-scatter when D > 1), or, for expert-parallel MoE layers, dispatch
-//                  and combine all-to-alls of (T/G)·top_k·hidden·act_bytes per GPU;
+//                  and combine all-to-alls of (T/G)·top_k·hidden·act_bytes per GPU, each
+//                  plus eff.ep_alltoall_call_s (the kernels' fixed cost);
 //                  pipeline: a point-to-point hand-off of (T/pp)·hidden·act_bytes per stage.
 //   offload        layers or cold experts kept in host memory: streamed over the host link
 //                  each pass (`stream`), or computed by the host (`host_compute`) at its rate
-//   overhead       eff.iteration_overhead_s (scheduler) + launches: one per kernel
-//                  (kernels_per_layer·layers + 2), or one graph launch for decode-only
-//                  iterations with CUDA graphs.
+//   overhead       eff.iteration_overhead_s (scheduler) + eff.per_sequence_overhead_s per
+//                  sampling sequence + launches: one per kernel (kernels_per_layer·layers +
+//                  2), or one graph launch for decode-only iterations with CUDA graphs of at
+//                  most eff.cuda_graph_max_batch sequences.
+// Engine terms (hw_models/catalog/engines): every GPU operator's time is divided by
+// eff.kernel_efficiency, and its compute side (FLOPs / rate) by eff.compute_efficiency
+// before the roofline's max; the routed-expert grouped GEMM's compute side runs at m/(m + m_half)
+// of its rate, m = token rows per expert hit, m_half = eff.moe_half_tokens: each expert's
+// GEMM does the work of m + m_half rows (tile padding and per-group cost), and the whole
+// operator at eff.moe_efficiency of the dense GEMM tables' rates; GGUF block
+// weights stream at eff.quant_bandwidth of the byte rate (dequantisation work); with
+// eff.pipeline_sequential the pp stages run one after another on the whole batch.
 // Math units: GEMMs run at the FP8 rate for W8A8 FP8 (and W4A8), INT8 for W8A8 INT8, FP4 for
 // W4A4 FP4, and at the 16-bit rate for weight-only quantisation (dequantised in the kernel);
 // a part without the unit falls back to the next wider one. Attention runs at the 16-bit rate.
@@ -101,6 +113,7 @@ struct Precision {
   double act_bytes = 2;
   double kv_bytes = 2;
   DType math = DType::kBf16;  ///< the tensor-core format GEMMs use
+  bool block_quant = false;   ///< weights in a GGUF block format (q8_0, q4_0, q4_k_m)
   /// Bytes from the dtypes, and the math unit by the rule in the header comment.
   static Precision of(DType weights, DType activations, DType kv);
 };
@@ -116,7 +129,22 @@ struct Efficiency {
   double moe_imbalance = 1.0;      ///< busiest expert-parallel GPU / mean (≥ 1)
   double allreduce_latency_s = 0;  ///< α of the scale-up level
   double link_bw_bytes_per_s = 0;  ///< β⁻¹ of the scale-up level (per GPU, per direction)
+  // Serving-engine terms (hw_models/catalog/engines; apply_engine sets them).
+  double per_sequence_overhead_s = 0;  ///< CPU time per sampling sequence per iteration
+  int64_t cuda_graph_max_batch = 0;    ///< decode batches above this run eagerly (0: none do)
+  double kernel_efficiency = 1.0;      ///< achieved / calibrated rate of every GPU operator
+  double compute_efficiency = 1.0;     ///< and of the compute side of each operator
+  double moe_half_tokens = 0;          ///< grouped GEMM rate ∝ m / (m + this), m tokens/expert
+  double moe_efficiency = 1.0;         ///< routed-expert grouped GEMM / dense GEMM rate
+  double quant_bandwidth = 1.0;        ///< GGUF block-format weight streaming / 16-bit's
+  bool pipeline_sequential = false;    ///< pp stages one after another (llama.cpp layer split)
+  double moe_hot_expert = 1.0;         ///< hottest expert's tokens / mean expert's (EP imbalance)
+  double ep_alltoall_call_s = 0;       ///< fixed cost per EP dispatch/combine call
 };
+
+/// Sets the engine's overhead and kernel terms on `eff` (scheduler defaults are the
+/// scenario loader's business).
+void apply_engine(const EngineSpec& engine, Efficiency* eff);
 
 /// Weights kept in host memory (the llama.cpp partial-offload case, MoE expert offload).
 struct Offload {

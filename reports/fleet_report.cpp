@@ -9,6 +9,7 @@
 #include "hw_models/error.h"
 #include "hw_models/units.h"
 #include "reports/format.h"
+#include "reports/summary.h"
 
 namespace fleetsim::reports {
 
@@ -447,6 +448,11 @@ std::string fleet_report(const scenario::Scenario& sc, const fleet::FleetResult&
     for (const auto& p : prose.why_not_at_home) o << wrap(p);
   }
   if (!prose.cost.empty()) o << "\n  COST AND ENERGY\n" << wrap(prose.cost);
+  o << "\n  ACCURACY\n"
+    << wrap("Serving engine: " + engine_line(sc) + ". " +
+            (sc.error_band ? accuracy_line(sc, a.gpus)
+                           : std::string("No validation error band is available "
+                                         "(scenarios/validation/error_bands.json is missing).")));
   o << "\n" << indent(fleet_users_notes(sc, res, a));
   for (const auto& tb : fleet_tables(sc, res)) o << "\n" << table_text(tb);
   o << "\n" << indent(fleet_events_notes(res));
@@ -464,6 +470,8 @@ json fleet_json(const scenario::Scenario& sc, const fleet::FleetResult& res) {
   j["seed"] = sc.seed;
   j["overrides"] = sc.overrides;
   j["users"] = sc.workload_description;
+  j["engine"] = sc.engine.id;
+  j["validation_error"] = accuracy_json(sc, a.gpus);
   j["sample"] = res.sample;
   j["answer"] = {{"calls_per_day", a.calls_per_day},
                  {"calls_per_day_expected", a.calls_per_day_expected},

@@ -174,6 +174,14 @@ std::string plan_answer(const PlanResult& r) {
   for (const auto& tr : c.tried) o << " " << tr.replicas << (tr.attainment >= r.spec.target ? " met" : " missed") << ",";
   std::string s = o.str();
   s.back() = '.';
+  if (c.error_band) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, ": %d GPUs instead of %d",
+                  static_cast<int>(std::ceil(c.total_gpus * c.error_band->capacity_factor_p75())),
+                  c.total_gpus);
+    s += " Validation error of configurations like this one (" + validation::describe(*c.error_band) +
+         ")" + buf + ".";
+  }
   return s;
 }
 

@@ -1,5 +1,6 @@
 #include "reports/summary.h"
 
+#include <cmath>
 #include <cstdio>
 #include <iomanip>
 #include <sstream>
@@ -51,9 +52,18 @@ json resolved_scenario(const scenario::Scenario& sc) {
                      {"kernel_launch_s", sc.eff.kernel_launch_s},
                      {"cuda_graphs", sc.eff.cuda_graphs},
                      {"moe_imbalance", sc.eff.moe_imbalance},
+                     {"per_sequence_overhead_s", sc.eff.per_sequence_overhead_s},
+                     {"cuda_graph_max_batch", sc.eff.cuda_graph_max_batch},
+                     {"kernel_efficiency", sc.eff.kernel_efficiency},
+                     {"moe_half_tokens", sc.eff.moe_half_tokens},
+                     {"quant_bandwidth", sc.eff.quant_bandwidth},
+                     {"pipeline_sequential", sc.eff.pipeline_sequential},
                      {"calibration_tables", sc.calibration_used},
                      {"source", sc.efficiency_source}};
-  j["serving"] = {{"replicas", sc.replicas},
+  j["serving"] = {{"engine", sc.engine.id},
+                  {"engine_defaulted", sc.engine_defaulted},
+                  {"engine_fitted", !sc.engine.fitted.empty()},
+                  {"replicas", sc.replicas},
                   {"router", sc.router},
                   {"policy", sc.policy},
                   {"chunked_prefill", sc.vllm.chunked_prefill},
@@ -101,6 +111,8 @@ json summary_json(const scenario::Scenario& sc, const RunResult& run) {
   json j;
   j["fleetsim_version"] = FLEETSIM_VERSION;
   j["seed"] = sc.seed;
+  j["engine"] = sc.engine.id;
+  j["validation_error"] = accuracy_json(sc, static_cast<double>(sc.replicas_all_pools() * sc.par.gpus()));
   j["requests_arrived"] = s.requests_arrived;
   j["requests_completed"] = s.requests_completed;
   j["requests_rejected"] = s.requests_rejected;
@@ -183,6 +195,10 @@ Table latency_table(const metrics::Summary& s) {
 std::string summary_notes(const scenario::Scenario& sc, const RunResult& run) {
   const auto& s = run.summary;
   std::ostringstream o;
+  o << "engine      " << engine_line(sc) << "\n";
+  if (sc.error_band)
+    o << "accuracy    "
+      << accuracy_line(sc, static_cast<double>(sc.replicas_all_pools() * sc.par.gpus())) << "\n";
   o << "requests    " << s.requests_completed << " completed of " << s.requests_arrived
     << " arrived, " << s.requests_rejected << " rejected, " << s.preemptions << " preemptions\n";
   for (const auto& c : s.classes) {
@@ -250,6 +266,46 @@ std::string summary_table(const scenario::Scenario& sc, const RunResult& run) {
   return o.str();
 }
 
+std::string accuracy_line(const scenario::Scenario& sc, double gpus) {
+  if (!sc.error_band) return "";
+  const validation::ErrorBand& b = *sc.error_band;
+  std::string s = "Validation error of scenarios like this one (" + validation::describe(b) + ")";
+  if (gpus > 0) {
+    char buf[128];
+    std::snprintf(buf, sizeof buf, ": %s GPUs instead of %s",
+                  units::format_count(std::ceil(gpus * b.capacity_factor_p75())).c_str(),
+                  units::format_count(gpus).c_str());
+    s += buf;
+  }
+  return s + ".";
+}
+
+nlohmann::json accuracy_json(const scenario::Scenario& sc, double gpus) {
+  if (!sc.error_band) return nullptr;
+  const validation::ErrorBand& b = *sc.error_band;
+  json j = {{"group", b.group},
+            {"cases", b.n},
+            {"median_abs_error", b.median_abs},
+            {"p75_abs_error", b.p75_abs},
+            {"median_optimism", b.median_optimism},
+            {"capacity_factor_at_p75", b.capacity_factor_p75()},
+            {"source", "fleetsim validate (scenarios/validation/error_bands.json)"}};
+  if (gpus > 0) j["gpus_at_p75_error"] = std::ceil(gpus * b.capacity_factor_p75());
+  return j;
+}
+
+std::string engine_line(const scenario::Scenario& sc) {
+  const hw::EngineSpec& e = sc.engine;
+  std::ostringstream o;
+  o << e.id << " (" << e.name << ")" << (sc.engine_defaulted ? ", the default: the scenario names no serving.engine" : "")
+    << "; overhead " << units::format(sc.eff.iteration_overhead_s, Dim::kTime) << "/iteration + "
+    << units::format(sc.eff.per_sequence_overhead_s, Dim::kTime) << "/sequence, kernels at "
+    << sc.eff.kernel_efficiency << " of the calibrated rates";
+  if (sc.model.is_moe()) o << ", MoE imbalance " << sc.eff.moe_imbalance;
+  o << (e.fitted.empty() ? ", not fitted" : ", fitted on the validation suite");
+  return o.str();
+}
+
 std::string check_report(const scenario::Scenario& sc) {
   std::ostringstream o;
   const auto& m = sc.memory;
@@ -263,6 +319,7 @@ std::string check_report(const scenario::Scenario& sc) {
     << " (tp " << sc.par.tp << ", pp " << sc.par.pp << ", dp_attention " << sc.par.dp_attention
     << (sc.par.expert_parallel ? ", expert-parallel" : "") << ")"
     << (sc.node ? ", node " + sc.node->id : std::string()) << "\n";
+  o << "  engine     " << engine_line(sc) << "\n";
   o << "  efficiency " << sc.efficiency_source << "\n";
   o << "  memory/GPU usable " << b(m.usable_bytes) << " = weights " << b(m.weight_bytes)
     << " + activations " << b(m.activation_bytes) << " + reserve " << b(m.reserve_bytes)

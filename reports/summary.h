@@ -35,6 +35,14 @@ std::string summary_table(const scenario::Scenario& sc, const RunResult& run);
 
 /// What `fleetsim check` prints: the resolved configuration and memory budget.
 std::string check_report(const scenario::Scenario& sc);
+/// One line naming the scenario's serving engine, whether it was defaulted, its overheads
+/// and whether its profile was fitted.
+std::string engine_line(const scenario::Scenario& sc);
+
+/// The scenario's validation error band as a sentence ("" without one), and as JSON (null
+/// without one). `gpus`: the answer's GPU count, scaled by the band's 75th-percentile factor.
+std::string accuracy_line(const scenario::Scenario& sc, double gpus = 0);
+nlohmann::json accuracy_json(const scenario::Scenario& sc, double gpus = 0);
 
 /// Writes summary.json (pretty, keys sorted) to `path`; throws InputError if it cannot.
 void write_json(const nlohmann::json& j, const std::string& path);

@@ -2,7 +2,9 @@
 // logic lives here.
 #include <boost/program_options.hpp>
 
+#include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -31,6 +33,7 @@
 #include "sim/scenario/scenario.h"
 #include "sim/serving/registry.h"
 #include "sim/simulation.h"
+#include "sim/validation/fit.h"
 #include "sim/validation/validation.h"
 
 namespace po = boost::program_options;
@@ -50,6 +53,7 @@ const char* kUsage =
     "  list WHAT        list gpus | models | nodes | interconnects | policies | routers\n"
     "  validate [DIR]   predict the published measurements of the validation suite\n"
     "  calibrate import FILE   check a kernel calibration table and install it\n"
+    "  calibrate fit    fit serving-engine profiles on the validation suite's training split\n"
     "\n"
     "  fleetsim --version          print the version\n"
     "  fleetsim <command> --help   options of a command\n";
@@ -369,16 +373,16 @@ int cmd_check(const std::vector<std::string>& args) {
 }
 
 int cmd_list(const std::vector<std::string>& args) {
-  const std::vector<std::string> what = {"gpus", "models", "nodes", "interconnects", "policies", "routers"};
+  const std::vector<std::string> what = {"gpus", "models", "nodes", "interconnects", "engines", "policies", "routers"};
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
-    std::cout << "usage: fleetsim list gpus|models|nodes|interconnects|policies|routers [--catalog DIR]\n";
+    std::cout << "usage: fleetsim list gpus|models|nodes|interconnects|engines|policies|routers [--catalog DIR]\n";
     return args.empty() ? 2 : 0;
   }
   std::string dir = hw::Catalog::default_dir();
   for (size_t i = 1; i + 1 < args.size(); ++i)
     if (args[i] == "--catalog") dir = args[i + 1];
   const std::string& w = args[0];
-  if (w == "gpus" || w == "models" || w == "nodes" || w == "interconnects") {
+  if (w == "gpus" || w == "models" || w == "nodes" || w == "interconnects" || w == "engines") {
     const hw::Catalog cat = hw::Catalog::load(dir);
     if (w == "gpus") {
       for (const auto& [id, g] : cat.gpus()) {
@@ -407,6 +411,16 @@ int cmd_list(const std::vector<std::string>& args) {
                     n.name.substr(0, 40).c_str(), n.gpus_per_node, n.gpu.c_str(), n.nics_per_node,
                     n.nic.c_str(), units::format(n.node_power_w, units::Dim::kPower).c_str(),
                     n.nodes_per_rack);
+    } else if (w == "engines") {
+      for (const auto& [id, e] : cat.engines())
+        std::printf("%-10s %-42s %s, budget %lld tokens, overhead %s/iteration + %s/sequence, kernels x%.2f%s%s\n",
+                    id.c_str(), e.name.substr(0, 42).c_str(),
+                    e.chunked_prefill ? "chunked prefill" : "prefill-first",
+                    static_cast<long long>(e.max_batched_tokens),
+                    units::format(e.iteration_overhead_s, units::Dim::kTime).c_str(),
+                    units::format(e.per_sequence_overhead_s, units::Dim::kTime).c_str(),
+                    e.kernel_efficiency, e.fitted.empty() ? "" : ", fitted",
+                    id == hw::kDefaultEngine ? " (default)" : "");
     } else {
       for (const auto& [id, l] : cat.interconnects())
         std::printf("%-20s %-9s %-44s %11s %9s\n", id.c_str(), l.kind.c_str(),
@@ -431,7 +445,7 @@ int cmd_list(const std::vector<std::string>& args) {
     }
   } else {
     throw InputError("unknown list '" + w + "'" + did_you_mean(w, what),
-                     "one of gpus, models, nodes, interconnects, policies, routers");
+                     "one of gpus, models, nodes, interconnects, engines, policies, routers");
   }
   return 0;
 }
@@ -441,7 +455,7 @@ int cmd_validate(const std::vector<std::string>& args) {
   desc.add_options()
       ("dir", po::value<std::string>(), "folder of case files (default: scenarios/validation)")
       ("check-baseline", "exit 1 if a group's median error is worse than the committed baseline")
-      ("update-baseline", "write the current errors as the baseline (DIR/baseline.json)")
+      ("update-baseline", "write the current errors as the baseline (DIR/baseline.json) and the error bands (DIR/error_bands.json)")
       ("catalog", po::value<std::string>(), "catalog folder")
       ("calibration", po::value<std::string>(), "calibration folder, or 'none'")
       ("help,h", "show this help");
@@ -462,7 +476,9 @@ int cmd_validate(const std::vector<std::string>& args) {
   const std::string baseline = (std::filesystem::path(dir) / "baseline.json").string();
   if (vm.count("update-baseline")) {
     validation::write_baseline(cases, baseline);
-    std::cout << "wrote " << baseline << "\n";
+    const std::string bands = (std::filesystem::path(dir) / "error_bands.json").string();
+    validation::write_error_bands(cases, bands);
+    std::cout << "wrote " << baseline << " and " << bands << "\n";
   }
   if (vm.count("check-baseline")) {
     const std::string worse = validation::check_baseline(cases, baseline);
@@ -476,12 +492,115 @@ int cmd_validate(const std::vector<std::string>& args) {
   return 0;
 }
 
+// Today's date (UTC), YYYY-MM-DD, for provenance lines.
+std::string today_utc() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char b[16];
+  std::strftime(b, sizeof b, "%Y-%m-%d", &tm);
+  return b;
+}
+
+// `calibrate fit`: fits engine profiles on the validation suite's training split.
+int cmd_calibrate_fit(const std::vector<std::string>& args) {
+  po::options_description desc("calibrate fit options");
+  desc.add_options()
+      ("engine", po::value<std::vector<std::string>>(), "engine id(s) to fit (default: every engine with fit: parameters)")
+      ("dir", po::value<std::string>(), "folder of case files (default: scenarios/validation)")
+      ("write", "write the fitted values and their provenance into the engine files")
+      ("no-loso", "skip the leave-one-source-out refits")
+      ("threads", po::value<int>()->default_value(2), "threads running cases")
+      ("catalog", po::value<std::string>(), "catalog folder")
+      ("calibration", po::value<std::string>(), "calibration folder, or 'none'")
+      ("help,h", "show this help");
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(desc).run(), vm);
+  po::notify(vm);
+  if (vm.count("help")) {
+    std::cout << "usage: fleetsim calibrate fit [--engine ID ...] [--write] [options]\n"
+                 "  fits the parameters each engine file lists under 'fit:' (at most 4) on the\n"
+                 "  validation suite's training cases of that engine (held-out cases are never\n"
+                 "  used), then prints training, held-out and leave-one-source-out errors\n\n"
+              << desc << "\n";
+    return 0;
+  }
+  const int threads = vm["threads"].as<int>();
+  if (threads < 1 || threads > 256)
+    throw InputError("--threads must be between 1 and 256, got " + std::to_string(threads), "");
+  const std::string dir = vm.count("dir") ? vm["dir"].as<std::string>()
+                                          : std::string(FLEETSIM_VALIDATION_DIR);
+  const hw::Catalog catalog = load_catalog(vm);
+  const auto calibration = load_calibration(vm, catalog);
+  std::vector<std::string> engines;
+  if (vm.count("engine")) {
+    engines = vm["engine"].as<std::vector<std::string>>();
+    for (const auto& e : engines) (void)catalog.engine(e);  // unknown: error with the list
+  } else {
+    for (const auto& [id, e] : catalog.engines())
+      if (!e.fit.empty()) engines.push_back(id);
+  }
+  const std::vector<std::string> files = validation::case_files(dir);
+  validation::FitOptions opt;
+  opt.loso = !vm.count("no-loso");
+  opt.threads = threads;
+  char line[256];
+  std::snprintf(line, sizeof line, "%-10s %5s %5s %4s  %-8s %-8s %-8s %-8s  %s\n", "engine", "train",
+                "held", "src", "train0", "train", "held", "loso", "parameters (before -> after)");
+  std::cout << line;
+  for (const auto& id : engines) {
+    const validation::FitResult r = validation::fit_engine(files, catalog, calibration, id, opt);
+    std::string params;
+    std::ostringstream prov;
+    prov << "  by: fleetsim calibrate fit\n  date: " << today_utc() << "\n  objective: mean |ln(predicted/measured)| over the training cases\n  training_cases: "
+         << r.train_cases << "\n  heldout_cases: " << r.heldout_cases << "\n  training_sources: " << r.sources
+         << "\n  train_median_abs_error: " << std::round(r.train_median_after * 1e4) / 1e4
+         << "\n  heldout_median_abs_error: " << std::round(r.heldout_median_after * 1e4) / 1e4;
+    if (!std::isnan(r.loso_median))
+      prov << "\n  loso_median_abs_error: " << std::round(r.loso_median * 1e4) / 1e4;
+    prov << "\n  before:";
+    for (size_t i = 0; i < r.params.size(); ++i) {
+      char b[128];
+      std::snprintf(b, sizeof b, "%s%s %.4g -> %.4g", i ? ", " : "", r.params[i].c_str(),
+                    r.before[i], r.after[i]);
+      params += b;
+      std::snprintf(b, sizeof b, "\n    %s: %.6g", r.params[i].c_str(), r.before[i]);
+      prov << b;
+    }
+    prov << "\n";
+    auto pct = [](double v) {
+      char b[16];
+      if (std::isnan(v)) return std::string("-");
+      std::snprintf(b, sizeof b, "%.1f%%", 100 * v);
+      return std::string(b);
+    };
+    std::snprintf(line, sizeof line, "%-10s %5d %5d %4d  %-8s %-8s %-8s %-8s  ", id.c_str(),
+                  r.train_cases, r.heldout_cases, r.sources, pct(r.train_median_before).c_str(),
+                  pct(r.train_median_after).c_str(), pct(r.heldout_median_after).c_str(),
+                  pct(r.loso_median).c_str());
+    std::cout << line << params << "\n";
+    if (vm.count("write")) {
+      const std::string file =
+          (std::filesystem::path(catalog.dir()) / "engines" / (id + ".yaml")).string();
+      validation::write_fit(file, r, prov.str());
+      std::cout << "  wrote " << file << "\n";
+    }
+  }
+  std::cout << "(median |error|: train0 before the fit, train after it, held = held-out cases,\n"
+               " loso = each training case predicted by a fit without its source)\n";
+  return 0;
+}
+
 int cmd_calibrate(const std::vector<std::string>& args) {
+  if (!args.empty() && args[0] == "fit")
+    return cmd_calibrate_fit(std::vector<std::string>(args.begin() + 1, args.end()));
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] != "import" ||
       args.size() < 2) {
     std::cout << "usage: fleetsim calibrate import FILE [--force] [--calibration DIR]\n"
                  "  checks a calibration table (hw_models/calibration/README.md) and copies it\n"
-                 "  into the calibration folder; --force replaces a table of the same name\n";
+                 "  into the calibration folder; --force replaces a table of the same name\n"
+                 "       fleetsim calibrate fit [--engine ID ...] [--write]\n"
+                 "  fits serving-engine profiles on the validation suite (calibrate fit --help)\n";
     return args.empty() || (args[0] != "--help" && args[0] != "-h") ? 2 : 0;
   }
   const std::string file = args[1];

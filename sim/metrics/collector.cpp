@@ -82,6 +82,7 @@ void Collector::on_completion(const serving::RequestRecord& rec) {
   ++completed_;
   input_tokens_ += static_cast<uint64_t>(spec.prompt_tokens);
   output_tokens_ += static_cast<uint64_t>(spec.output_tokens);
+  if (spec.id < warmup_) return;  // warm-up: throughput only
   const double ttft = ns_to_seconds(rec.first_token_ns - spec.arrival_ns);
   ttft_.add(ttft);
   e2e_.add(ns_to_seconds(rec.done_ns - spec.arrival_ns));

@@ -95,6 +95,8 @@ class Collector final : public serving::ServingObserver {
   /// Adds another collector's counts and histograms (a partition of the same run, e.g.
   /// fleet pools simulated apart). Both must have the same classes.
   void merge(const Collector& other);
+  /// Requests with id < n count towards throughput only, not latency (Workload::warmup_requests).
+  void set_warmup_requests(uint64_t n) { warmup_ = n; }
   /// Per-class metrics for these classes (call before the run).
   void set_classes(const std::vector<workload::RequestClass>& classes);
   /// Summary over [0, sim_end_ns].
@@ -106,6 +108,7 @@ class Collector final : public serving::ServingObserver {
  private:
   int replicas_;
   std::optional<double> slo_ttft_s_, slo_tpot_s_;
+  uint64_t warmup_ = 0;
   Histogram ttft_, tpot_, itl_, e2e_, queue_;
   struct PerClass {
     workload::RequestClass info;

@@ -265,6 +265,7 @@ void Planner::estimate(Candidate& c, const scenario::Scenario& sc) const {
   const double P = stats_.mean_prompt, O = std::max(1.0, stats_.mean_output);
   const hw::Deployment& d = sc.dep;
   c.gpus_per_replica = sc.par.gpus();
+  c.error_band = sc.error_band;
   hw::BatchShape pre;
   pre.prefill_tokens = static_cast<int64_t>(std::llround(P));
   pre.prefill_attn_pairs = P * (P + 1) / 2;

@@ -106,6 +106,8 @@ struct Candidate {
 
   // Resolved deployment.
   int gpus_per_replica = 0;
+  /// Validation error of configurations like this one (its GPU, model kind and engine).
+  std::optional<validation::ErrorBand> error_band;
   double usd_per_gpu_hour = 0;
   double prefill_share = 0;
 

@@ -176,18 +176,28 @@ void load_deployment(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
   }
   sc.prec = hw::Precision::of(w, a, kv);
 
-  // Efficiency: the GPU's measured figures unless the scenario overrides them.
+  // Efficiency: the GPU's measured figures and the serving engine's overhead and kernel
+  // terms, unless the scenario overrides them.
   sc.eff = hw::catalog_efficiency(sc.gpu);
+  // On AMD GPUs an engine runs its ROCm build, a profile of its own.
+  if (sc.gpu.vendor == "AMD" && !sc.engine.rocm_variant.empty())
+    sc.engine = catalog.engine(sc.engine.rocm_variant);
+  hw::apply_engine(sc.engine, &sc.eff);
   sc.efficiency_source = "catalog (" + sc.gpu.id + ", " + sc.gpu.efficiency_basis + ")";
   bool use_calibration = true;
   if (auto ef = root.map_opt("efficiency")) {
     if (ef->has("compute") || ef->has("memory")) sc.efficiency_source = "scenario override";
     sc.eff.compute = ef->number_or("compute", 0.01, 1.0, sc.eff.compute);
     sc.eff.memory = ef->number_or("memory", 0.01, 1.0, sc.eff.memory);
-    sc.eff.iteration_overhead_s = ef->quantity_or("iteration_overhead", units::Dim::kTime, 0.0);
-    sc.eff.kernel_launch_s = ef->quantity_or("kernel_launch", units::Dim::kTime, 0.0);
+    sc.eff.iteration_overhead_s =
+        ef->quantity_or("iteration_overhead", units::Dim::kTime, sc.eff.iteration_overhead_s);
+    sc.eff.per_sequence_overhead_s = ef->quantity_or("per_sequence_overhead", units::Dim::kTime,
+                                                     sc.eff.per_sequence_overhead_s);
+    sc.eff.kernel_launch_s = ef->quantity_or("kernel_launch", units::Dim::kTime, sc.eff.kernel_launch_s);
     sc.eff.cuda_graphs = ef->boolean_or("cuda_graphs", true);
-    sc.eff.moe_imbalance = ef->number_or("moe_imbalance", 1.0, 100.0, 1.0);
+    sc.eff.moe_imbalance = ef->number_or("moe_imbalance", 1.0, 100.0, sc.eff.moe_imbalance);
+    sc.eff.kernel_efficiency =
+        ef->number_or("kernel_efficiency", 0.05, 2.0, sc.eff.kernel_efficiency);
     use_calibration = ef->boolean_or("calibration", true);
     ef->finish();
   }
@@ -284,6 +294,7 @@ Pool load_pool(const yaml::Map& root, yaml::Map& section, const std::string& ove
   yaml::Map mroot(merged, std::make_shared<yaml::Source>(yaml::Source{root.file(), {}}), "");
   Scenario tmp;
   tmp.model = model;
+  tmp.engine = sc.engine;
   load_deployment(mroot, tmp, catalog, calibration);
   pool.gpu = tmp.gpu;
   pool.node = tmp.node;
@@ -526,6 +537,23 @@ Scenario load_map(yaml::Map root, const std::string& file,
   } catch (const InputError& e) {
     throw root.locate("model", e);
   }
+  // The serving engine, first: its overheads enter the deployment and its scheduler
+  // semantics the serving defaults below.
+  {
+    std::string engine_id = hw::kDefaultEngine;
+    sc.engine_defaulted = true;
+    if (auto sv = root.map_opt("serving"); sv && sv->has("engine")) {
+      engine_id = sv->str("engine");
+      sc.engine_defaulted = false;
+      try {
+        sc.engine = catalog.engine(engine_id);
+      } catch (const InputError& e) {
+        throw sv->locate("engine", e);
+      }
+    } else {
+      sc.engine = catalog.engine(engine_id);
+    }
+  }
   load_deployment(root, sc, catalog, calibration);
 
   // Serving.
@@ -536,14 +564,18 @@ Scenario load_map(yaml::Map root, const std::string& file,
     sc.router_params.prefix_balance_slack = sv.integer_or("prefix_balance_slack", 0, 1LL << 40, 8);
     if (sv.has("prefix_balance_slack") && sc.router != "prefix-aware")
       sv.fail("prefix_balance_slack", "prefix_balance_slack applies to router: prefix-aware", "");
+    (void)sv.has("engine");  // read above
     sc.policy = sv.choice_or("policy", serving::policy_names(), "vllm");
-    sc.vllm.chunked_prefill = sv.boolean_or("chunked_prefill", sc.policy == "sarathi");
+    sc.vllm.chunked_prefill =
+        sv.boolean_or("chunked_prefill", sc.policy == "sarathi" ||
+                                             (sc.policy == "vllm" && sc.engine.chunked_prefill));
     if (sc.policy == "sarathi" && !sc.vllm.chunked_prefill)
       sv.fail("chunked_prefill", "the sarathi policy is chunked prefill",
               "drop chunked_prefill, or use policy: vllm for prefill-first");
     sc.vllm.block_tokens = static_cast<int>(sv.integer_or("block_tokens", 1, 1024, 16));
-    sc.vllm.max_num_seqs = sv.integer_or("max_num_seqs", 1, 65536, 256);
-    sc.vllm.max_batched_tokens = sv.integer_or("max_batched_tokens", 1, 1 << 24, 8192);
+    sc.vllm.max_num_seqs = sv.integer_or("max_num_seqs", 1, 65536, sc.engine.max_num_seqs);
+    sc.vllm.max_batched_tokens =
+        sv.integer_or("max_batched_tokens", 1, 1 << 24, sc.engine.max_batched_tokens);
     sc.vllm.fast_forward = sv.boolean_or("fast_forward", true);
     sc.vllm.prefix_caching = sv.boolean_or("prefix_caching", false);
     if (sc.router == "prefix-aware" && !sc.vllm.prefix_caching)
@@ -721,6 +753,9 @@ Scenario load_map(yaml::Map root, const std::string& file,
     }
   }
   root.finish();
+  sc.error_band = validation::error_band(validation::default_band_cases(),
+                                         sc.model.is_moe() ? "moe" : "dense",
+                                         validation::gpu_family(sc.gpu), sc.engine.id);
   return sc;
 }
 

@@ -15,6 +15,7 @@
 //   serving:
 //     replicas: 4
 //     router: least-outstanding
+//     engine: vllm-v1              # serving engine profile (default vllm-v1, said in reports)
 //     policy: vllm
 //     chunked_prefill: false
 //     block_tokens: 16
@@ -43,6 +44,7 @@
 #include "sim/workload/workload.h"
 #include "sim/fleet/spec.h"
 #include "sim/scenario/pool.h"
+#include "sim/validation/error_band.h"
 
 namespace fleetsim::scenario {
 
@@ -65,6 +67,13 @@ struct Scenario {
   std::string weights_dtype = "bf16", activations_dtype = "bf16", kv_dtype = "bf16";
   hw::Efficiency eff;
   std::string efficiency_source;  ///< where compute/memory efficiency came from
+  /// serving.engine: the serving engine profile (hw_models/catalog/engines) whose overheads,
+  /// kernel efficiency and scheduler defaults apply; hw::kDefaultEngine when not named.
+  hw::EngineSpec engine;
+  bool engine_defaulted = false;  ///< the scenario named no engine
+  /// How far fleetsim was from published measurements of scenarios like this one (model
+  /// kind × GPU family × engine, sim/validation/error_band.h); empty without a bands file.
+  std::optional<validation::ErrorBand> error_band;
   std::string calibration_used;   ///< calibration tables used for this GPU ("" = none)
   hw::Offload offload;
   /// Everything the performance model needs, built from the fields above.

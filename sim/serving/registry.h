@@ -47,7 +47,7 @@ struct RouterInfo {
   std::string name;
   std::string summary;
   std::function<std::unique_ptr<Router>(const RngStreams&, const RouterParams&)> make;
-  std::vector<ParamInfo> params;
+  std::vector<ParamInfo> params = {};
 };
 
 const std::vector<PolicyInfo>& policies();

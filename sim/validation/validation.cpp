@@ -1,4 +1,5 @@
 #include "sim/validation/validation.h"
+#include "sim/validation/error_band.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +7,11 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <sstream>
+#include <atomic>
+#include <exception>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -56,23 +61,13 @@ std::string unit_of(const std::string& metric) {
   return "s";
 }
 
-std::string family_of(const hw::GpuSpec& g) {
-  const std::string& id = g.id;
-  auto starts = [&](const char* p) { return id.rfind(p, 0) == 0; };
-  if (g.vendor == "NVIDIA") {
-    if (starts("a100")) return "NVIDIA Ampere";
-    if (starts("h100") || starts("h200") || starts("h800")) return "NVIDIA Hopper";
-    if (starts("b200") || starts("gb200") || starts("rtx-5090")) return "NVIDIA Blackwell";
-    if (starts("l40") || starts("rtx-4090")) return "NVIDIA Ada";
-    return "NVIDIA";
-  }
-  return g.vendor;
-}
+std::string family_of(const hw::GpuSpec& g) { return gpu_family(g); }
 
 // One iteration of the performance model.
 double predict_step(yaml::Map step, Case& c, const hw::Catalog& catalog,
                     std::shared_ptr<const hw::CalibrationSet> calibration) {
   scenario::Scenario sc;
+  sc.engine = catalog.engine(c.engine);
   const std::string model_id = step.str("model");
   try {
     sc.model = catalog.model(model_id);
@@ -112,6 +107,7 @@ double predict_step(yaml::Map step, Case& c, const hw::Catalog& catalog,
     throw step.locate("hardware", InputError(e.message() + " [memory fit]", e.hint()));
   }
   const double t = hw::estimate_step(sc.dep, b).total_s();
+  c.engine = sc.engine.id;  // the profile that ran (an AMD GPU runs the ROCm build's)
   c.model = sc.model.id;
   c.gpu = sc.gpu.id;
   c.gpu_family = family_of(sc.gpu);
@@ -125,10 +121,16 @@ double predict_step(yaml::Map step, Case& c, const hw::Catalog& catalog,
 double predict_simulation(yaml::Map scen, const std::string& file, Case& c,
                           const hw::Catalog& catalog,
                           std::shared_ptr<const hw::CalibrationSet> calibration) {
+  // The case's engine is the scenario's, unless the scenario names one itself.
+  {
+    YAML::Node root = scen.node();
+    if (!root["serving"] || !root["serving"]["engine"]) root["serving"]["engine"] = c.engine;
+  }
   const scenario::Scenario sc =
       scenario::load_map(scen, file, {}, std::nullopt, catalog, std::move(calibration));
   const RunResult r = run_in_own_process(sc);  // cases run on threads; SimGrid: its own process
   const metrics::Summary& s = r.summary;
+  c.engine = sc.engine.id;
   c.model = sc.model.id;
   c.gpu = sc.gpu.id;
   c.gpu_family = family_of(sc.gpu);
@@ -196,11 +198,37 @@ double predict_collective(yaml::Map coll, Case& c, const hw::Catalog& catalog) {
   return bytes / t * factor / 1e9;
 }
 
+// Case files without `engine:` (older suites, others' cases): the engine named in the
+// system, case and citation text, by the rules of scenarios/validation/README.md.
+std::string infer_engine(const std::string& text) {
+  auto has = [&](const char* s) { return text.find(s) != std::string::npos; };
+  std::smatch m;
+  if (has("llama.cpp") || has("llama-bench") || has("llamacpp")) return "llamacpp";
+  if (has("SGLang") || has("sglang")) return "sglang";
+  static const std::regex trt(R"((?:TensorRT-LLM|TRT-LLM|trtllm)\s*v?(\d+)\.(\d+))");
+  if (std::regex_search(text, m, trt)) return std::stoi(m[1]) >= 1 ? "trtllm-1" : "trtllm-0";
+  if (has("PyTorch backend")) return "trtllm-1";
+  if (has("TensorRT-LLM") || has("TRT-LLM") || has("NIM")) return "trtllm-0";
+  static const std::regex vllm(R"(vLLM\s*v?0\.(\d+))");
+  if (std::regex_search(text, m, vllm)) return std::stoi(m[1]) >= 8 ? "vllm-v1" : "vllm-v0";
+  return hw::kDefaultEngine;
+}
+
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// Linear interpolation between order statistics (q = 0.5 is the median above).
+double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const double pos = q * static_cast<double>(v.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(pos));
+  const size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
 }
 
 }  // namespace
@@ -216,6 +244,21 @@ Case run_case(const std::string& file, const hw::Catalog& catalog,
   c.system = m.str_or("system", "");
   c.heldout = m.boolean_or("heldout", false);
   c.setup = m.choice("setup", {"step", "simulate", "collective"});
+  // The serving engine that produced the measurement (collectives: none).
+  if (c.setup == "collective") {
+    c.engine = m.str_or("engine", "none");
+    if (c.engine != "none") m.fail("engine", "a collective case runs no serving engine", "use engine: none");
+  } else if (m.has("engine")) {
+    c.engine = m.str("engine");
+    try {
+      (void)catalog.engine(c.engine);
+    } catch (const InputError& e) {
+      throw m.locate("engine", e);
+    }
+  } else {
+    c.engine = infer_engine(c.system + " " + c.description + " " + c.citation);
+  }
+  c.source = m.str_or("source", c.citation.substr(0, c.citation.find(',')));
   c.metric = m.choice("metric", c.setup == "step"         ? kStepMetrics
                                 : c.setup == "collective" ? kCollectiveMetrics
                                                           : kSimMetrics);
@@ -239,53 +282,119 @@ Case run_case(const std::string& file, const hw::Catalog& catalog,
   return c;
 }
 
-std::vector<Case> run_suite(const std::string& dir, const hw::Catalog& catalog,
-                            std::shared_ptr<const hw::CalibrationSet> calibration) {
+std::vector<std::string> case_files(const std::string& dir) {
   if (!fs::is_directory(dir))
     throw InputError("validation directory not found", "give the folder of case files", dir);
   std::vector<std::string> files;
   for (const auto& e : fs::directory_iterator(dir))
     if (e.is_regular_file() && e.path().extension() == ".yaml") files.push_back(e.path().string());
   std::sort(files.begin(), files.end());
-  std::vector<Case> out;
-  for (const auto& f : files) out.push_back(run_case(f, catalog, calibration));
+  return files;
+}
+
+std::vector<Case> run_cases(const std::vector<std::string>& files, const hw::Catalog& catalog,
+                            std::shared_ptr<const hw::CalibrationSet> calibration, int threads) {
+  std::vector<Case> out(files.size());
+  std::vector<std::exception_ptr> errors(files.size());
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i = next++; i < files.size(); i = next++) {
+      try {
+        out[i] = run_case(files[i], catalog, calibration);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < std::max(1, threads); ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+  for (const auto& e : errors)
+    if (e) std::rethrow_exception(e);  // the first failing file, whatever the thread count
   return out;
 }
 
+std::vector<Case> run_suite(const std::string& dir, const hw::Catalog& catalog,
+                            std::shared_ptr<const hw::CalibrationSet> calibration) {
+  return run_cases(case_files(dir), catalog, std::move(calibration), 2);
+}
+
+double optimism(const Case& c) {
+  if (c.unit == "s") return (c.measured - c.predicted) / c.predicted;
+  return c.error;
+}
+
 std::vector<GroupStats> group_stats(const std::vector<Case>& cases) {
-  std::map<std::string, std::vector<double>> groups;
+  std::map<std::string, std::vector<double>> groups, signed_groups;
   std::vector<std::string> order;
-  auto add = [&](const std::string& g, double e) {
+  const Case* current = nullptr;  // the case being added (its signed optimism)
+  auto add_signed = [&](const std::string& g, double e, double opt) {
     if (!groups.count(g)) order.push_back(g);
     groups[g].push_back(std::fabs(e));
+    signed_groups[g].push_back(opt);
+  };
+  auto add = [&](const std::string& g, double e) {
+    add_signed(g, e, current != nullptr ? optimism(*current) : e);
   };
   // Collective cases (network model, issue 7) form their own group and stay out of the
   // end-to-end ones, whose baselines they would otherwise move.
   std::vector<Case> e2e;
   for (const auto& c : cases)
     if (c.category != "collective") e2e.push_back(c);
-  for (const auto& c : e2e) add("all", c.error);
+  for (const auto& c : e2e) {
+    current = &c;
+    add("all", c.error);
+  }
   for (const char* cat : {"throughput", "ttft", "tpot", "e2e"})
     for (const auto& c : e2e)
-      if (c.category == cat) add(std::string("category ") + cat, c.error);
+      if (c.category == cat) {
+        current = &c;
+        add(std::string("category ") + cat, c.error);
+      }
   for (const char* k : {"dense", "moe"})
     for (const auto& c : e2e)
-      if (c.model_kind == k) add(std::string("model ") + k, c.error);
+      if (c.model_kind == k) {
+        current = &c;
+        add(std::string("model ") + k, c.error);
+      }
   std::vector<std::string> fams;
   for (const auto& c : e2e)
     if (std::find(fams.begin(), fams.end(), c.gpu_family) == fams.end()) fams.push_back(c.gpu_family);
   std::sort(fams.begin(), fams.end());
   for (const auto& f : fams)
     for (const auto& c : e2e)
-      if (c.gpu_family == f) add("gpu " + f, c.error);
-  for (const auto& c : e2e) add(c.gpus == 1 ? "single-GPU" : "multi-GPU", c.error);
-  for (const auto& c : e2e) add(c.heldout ? "held out" : "tuned on", c.error);
+      if (c.gpu_family == f) {
+        current = &c;
+        add("gpu " + f, c.error);
+      }
+  std::vector<std::string> engines;
+  for (const auto& c : e2e)
+    if (std::find(engines.begin(), engines.end(), c.engine) == engines.end())
+      engines.push_back(c.engine);
+  std::sort(engines.begin(), engines.end());
+  for (const auto& en : engines)
+    for (const auto& c : e2e)
+      if (c.engine == en) {
+        current = &c;
+        add("engine " + en, c.error);
+      }
+  for (const auto& c : e2e) {
+    current = &c;
+    add(c.gpus == 1 ? "single-GPU" : "multi-GPU", c.error);
+  }
+  for (const auto& c : e2e) {
+    current = &c;
+    add(c.heldout ? "held out" : "tuned on", c.error);
+  }
+  current = nullptr;
   for (const auto& c : cases)
     if (c.category == "collective") add("category collective", c.error);
   std::vector<GroupStats> out;
   for (const auto& g : order) {
     const auto& v = groups[g];
-    out.push_back({g, static_cast<int>(v.size()), median(v), *std::max_element(v.begin(), v.end())});
+    out.push_back({g, static_cast<int>(v.size()), median(v), *std::max_element(v.begin(), v.end()),
+                   median(signed_groups[g]), quantile(v, 0.75)});
   }
   return out;
 }
@@ -313,11 +422,13 @@ std::string format_report(const std::vector<Case>& cases) {
     o << line;
   }
   o << "\n";
-  std::snprintf(line, sizeof line, "%-28s %4s %14s %14s\n", "group", "n", "median |err|", "worst |err|");
+  std::snprintf(line, sizeof line, "%-28s %4s %14s %14s %14s %14s\n", "group", "n", "median |err|",
+                "p75 |err|", "worst |err|", "optimism p50");
   o << line;
   for (const auto& g : group_stats(cases)) {
-    std::snprintf(line, sizeof line, "%-28s %4d %13.1f%% %13.1f%%\n", g.group.c_str(), g.n,
-                  100 * g.median_abs, 100 * g.worst_abs);
+    std::snprintf(line, sizeof line, "%-28s %4d %13.1f%% %13.1f%% %13.1f%% %+13.1f%%\n",
+                  g.group.c_str(), g.n, 100 * g.median_abs, 100 * g.p75_abs, 100 * g.worst_abs,
+                  100 * g.median_signed);
     o << line;
   }
   return o.str();
@@ -347,6 +458,30 @@ std::string check_baseline(const std::vector<Case>& cases, const std::string& ba
     }
   }
   return out;
+}
+
+void write_error_bands(const std::vector<Case>& cases, const std::string& file) {
+  nlohmann::json j;
+  j["note"] = "Every validation case's error, written by 'fleetsim validate --update-baseline'. "
+              "Runs look up the group their scenario falls into (sim/validation/error_band.h).";
+  j["cases"] = nlohmann::json::array();
+  for (const auto& c : cases) {
+    if (c.category == "collective") continue;
+    // Rounded so that the file does not churn with the last bits of a prediction.
+    auto r4 = [](double v) { return std::round(v * 1e4) / 1e4; };
+    j["cases"].push_back({{"id", c.id},
+                          {"engine", c.engine},
+                          {"model_kind", c.model_kind},
+                          {"gpu_family", c.gpu_family},
+                          {"category", c.category},
+                          {"abs_error", r4(std::fabs(c.error))},
+                          {"optimism", r4(optimism(c))},
+                          {"heldout", c.heldout}});
+  }
+  std::ofstream out(file);
+  if (!out) throw InputError("cannot write the error bands", "check the path", file);
+  out << j.dump(1) << "\n";
+  if (!out) throw InputError("writing the error bands failed", "check free space", file);
 }
 
 void write_baseline(const std::vector<Case>& cases, const std::string& baseline_file) {

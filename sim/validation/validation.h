@@ -19,6 +19,8 @@ struct Case {
   std::string category;            ///< throughput | ttft | tpot
   std::string setup;               ///< step | simulate
   std::string model, gpu, gpu_family, model_kind;  ///< model_kind: dense | moe
+  std::string engine;              ///< serving engine profile ("none" for collectives)
+  std::string source;              ///< publication/table id (leave-one-source-out)
   int gpus = 1;                    ///< GPUs in the measured system
   bool heldout = false;
   double measured = 0;
@@ -33,14 +35,24 @@ std::vector<Case> run_suite(const std::string& dir, const hw::Catalog& catalog,
 /// One case file.
 Case run_case(const std::string& file, const hw::Catalog& catalog,
               std::shared_ptr<const hw::CalibrationSet> calibration);
+/// The case files of a folder, sorted.
+std::vector<std::string> case_files(const std::string& dir);
+/// Runs `files` on `threads` threads (results in file order, identical for any count).
+std::vector<Case> run_cases(const std::vector<std::string>& files, const hw::Catalog& catalog,
+                            std::shared_ptr<const hw::CalibrationSet> calibration, int threads);
 
 /// Median and worst absolute error of a group of cases.
 struct GroupStats {
   std::string group;
   int n = 0;
   double median_abs = 0, worst_abs = 0;
+  double median_signed = 0;  ///< > 0: the model predicts more throughput / less time (optimistic)
+  double p75_abs = 0;        ///< 75th percentile of |error|
 };
-/// Groups: all, by category, dense/moe, GPU family, single/multi-GPU, tuned/held-out.
+/// Signed error with "optimistic" positive for every metric: (predicted − measured)/measured
+/// for throughputs, (measured − predicted)/predicted for times (a time predicted too short).
+double optimism(const Case& c);
+/// Groups: all, by category, dense/moe, GPU family, engine, single/multi-GPU, tuned/held-out.
 std::vector<GroupStats> group_stats(const std::vector<Case>& cases);
 
 /// The printed report: one line per case, then the group table.
@@ -53,5 +65,8 @@ std::string check_baseline(const std::vector<Case>& cases, const std::string& ba
                            double slack = 1e-9);
 /// Writes the current per-category medians as the new baseline.
 void write_baseline(const std::vector<Case>& cases, const std::string& baseline_file);
+/// Writes every end-to-end case's error (sim/validation/error_band.h) for the error bands
+/// that runs, plans and fleet reports print.
+void write_error_bands(const std::vector<Case>& cases, const std::string& file);
 
 }  // namespace fleetsim::validation

@@ -47,11 +47,11 @@ struct Lengths {
     RequestClass info;
     std::shared_ptr<Distribution> prompt, output;  // null: the defaults
   };
-  std::vector<Class> classes;
-  std::vector<double> cumulative;  // normalised cumulative shares
+  std::vector<Class> classes = {};
+  std::vector<double> cumulative = {};  // normalised cumulative shares
   Rng class_rng{0};
   // LoRA adapters: adapter i (1-based) with probability ∝ i^-s, from the "adapters" stream.
-  std::vector<double> adapter_cdf;
+  std::vector<double> adapter_cdf = {};
   Rng adapter_rng{0};
 
   void fill(RequestSpec& r) {
@@ -381,8 +381,23 @@ RequestClass read_request_class(yaml::Map& c) {
   return k;
 }
 
+namespace {
+std::unique_ptr<Workload> from_yaml_source(yaml::Map& section, const RngStreams& rng,
+                                           const std::string& base_dir);
+}  // namespace
+
 std::unique_ptr<Workload> Workload::from_yaml(yaml::Map& section, const RngStreams& rng,
                                               const std::string& base_dir) {
+  // Read before the source's parser finishes the section (it rejects keys nobody read).
+  const uint64_t warmup = static_cast<uint64_t>(section.integer_or("warmup_requests", 0, 1LL << 40, 0));
+  std::unique_ptr<Workload> w = from_yaml_source(section, rng, base_dir);
+  w->set_warmup_requests(warmup);
+  return w;
+}
+
+namespace {
+std::unique_ptr<Workload> from_yaml_source(yaml::Map& section, const RngStreams& rng,
+                                           const std::string& base_dir) {
   // Exactly one source of requests.
   std::vector<std::string> given;
   for (const char* k : {"arrival", "clients", "trace", "conversations"})
@@ -554,5 +569,7 @@ std::unique_ptr<Workload> Workload::from_yaml(yaml::Map& section, const RngStrea
   w->set_classes(std::move(classes));
   return w;
 }
+
+}  // namespace
 
 }  // namespace fleetsim::workload

@@ -64,12 +64,18 @@ class Workload {
   /// The request classes (`classes:`), empty when the workload has none.
   const std::vector<RequestClass>& classes() const { return classes_; }
   void set_classes(std::vector<RequestClass> c) { classes_ = std::move(c); }
+  /// `warmup_requests: N`: the first N requests (ids 0 … N−1) count towards throughput but
+  /// not towards latency statistics, as benchmark clients measure a steady-state window
+  /// (a closed loop's first wave arrives all at once).
+  uint64_t warmup_requests() const { return warmup_requests_; }
+  void set_warmup_requests(uint64_t n) { warmup_requests_ = n; }
   /// One line, e.g. "poisson 20/s, prompt lognormal(median=400, sigma=1), output fixed(128)".
   virtual std::string describe() const = 0;
   /// Expected request rate for progress/ETA (0 when unknown).
   virtual double nominal_rate_per_s() const = 0;
 
  protected:
+  uint64_t warmup_requests_ = 0;
   std::vector<RequestClass> classes_;
 };
 

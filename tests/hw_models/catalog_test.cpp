@@ -45,7 +45,9 @@ TEST(Catalog, LoadsTheShippedFiles) {
     EXPECT_EQ(g.id, id);
     EXPECT_FALSE(g.sources.empty()) << id;
     // Measured efficiencies cite their measurement; assumed ones say so.
-    if (g.efficiency_basis != "assumed") EXPECT_FALSE(g.efficiency_sources.empty()) << id;
+    if (g.efficiency_basis != "assumed") {
+      EXPECT_FALSE(g.efficiency_sources.empty()) << id;
+    }
     EXPECT_GT(g.compute_efficiency, 0.3) << id;
     EXPECT_LE(g.compute_efficiency, 1.0) << id;
     EXPECT_GT(g.memory_efficiency, 0.3) << id;

@@ -94,7 +94,9 @@ TEST(Planner, AnalyticCapacityIsPrefillPlusDecodeShareOfTheReplica) {
     return a.fixed_s + a.per_ctx_token_s * static_cast<double>(n) * 550.0;
   };
   EXPECT_LE(step(c.decode_batch), 0.048);
-  if (c.decode_batch < 64) EXPECT_GT(step(c.decode_batch + 1), 0.048);
+  if (c.decode_batch < 64) {
+    EXPECT_GT(step(c.decode_batch + 1), 0.048);
+  }
   // Each request holds the replica for t_prefill + O·t(n)/n: capacity is its inverse.
   const double expect_cap = 1.0 / (c.prefill_mean_s + 100.0 * step(c.decode_batch) / c.decode_batch);
   EXPECT_NEAR(c.capacity_per_s, expect_cap, 1e-9 * expect_cap);
@@ -147,7 +149,9 @@ TEST(Planner, ChoosesTheCheapestAndItsReplicaCountIsMinimal) {
   for (int i : r.ranking) EXPECT_LE(w.usd_per_hour, r.candidates[i].usd_per_hour);
   // Minimal: the chosen count meets the target, one fewer does not (checked afresh).
   EXPECT_GE(p.evaluate(w, w.best->replicas).attainment, 0.95);
-  if (w.best->replicas > 1) EXPECT_LT(p.evaluate(w, w.best->replicas - 1).attainment, 0.95);
+  if (w.best->replicas > 1) {
+    EXPECT_LT(p.evaluate(w, w.best->replicas - 1).attainment, 0.95);
+  }
 }
 
 TEST(Planner, ResultDoesNotDependOnTheThreadCount) {
@@ -180,7 +184,9 @@ TEST(Planner, PrunesByAnalyticCostWithinSlackAndCap) {
       ++simulated;
       EXPECT_LE(c.analytic_usd_per_hour, 1.25 * best + 1e-9) << c.label;
     }
-    if (c.status == Status::kPruned) EXPECT_NE(c.reason.find("analytic estimate"), std::string::npos);
+    if (c.status == Status::kPruned) {
+      EXPECT_NE(c.reason.find("analytic estimate"), std::string::npos);
+    }
   }
   EXPECT_LE(simulated, 2);
   EXPECT_GE(simulated, 1);

@@ -1,0 +1,217 @@
+#include "sim/validation/fit.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+
+#include "hw_models/error.h"
+#include "hw_models/units.h"
+
+namespace fleetsim::validation {
+
+namespace {
+
+double median_abs(const std::vector<Case>& cases) {
+  std::vector<double> v;
+  for (const auto& c : cases) v.push_back(std::fabs(c.error));
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+std::vector<std::string> files_of(const std::vector<Case>& cases) {
+  std::vector<std::string> f;
+  for (const auto& c : cases) f.push_back(c.file);
+  return f;
+}
+
+// Runs `files` with the engine's parameters set to `x`.
+std::vector<Case> evaluate(const std::vector<std::string>& files, const hw::Catalog& base,
+                           const std::shared_ptr<const hw::CalibrationSet>& calibration,
+                           const hw::EngineSpec& engine, const std::vector<std::string>& params,
+                           const std::vector<double>& x, int threads) {
+  hw::Catalog catalog = base;
+  hw::EngineSpec e = engine;
+  for (size_t i = 0; i < params.size(); ++i) hw::set_engine_parameter(e, params[i], x[i]);
+  catalog.put_engine(e);
+  return run_cases(files, catalog, calibration, threads);
+}
+
+// Coordinate descent with golden-section line searches, from `x0`.
+std::vector<double> minimise(const std::vector<std::string>& files, const hw::Catalog& catalog,
+                             const std::shared_ptr<const hw::CalibrationSet>& calibration,
+                             const hw::EngineSpec& engine, const std::vector<std::string>& params,
+                             std::vector<double> x, const FitOptions& opt) {
+  auto f = [&](const std::vector<double>& v) {
+    return fit_objective(evaluate(files, catalog, calibration, engine, params, v, opt.threads));
+  };
+  double best = f(x);
+  const double phi = (std::sqrt(5.0) - 1.0) / 2.0;  // 0.618…
+  for (int sweep = 0; sweep < opt.sweeps; ++sweep) {
+    for (size_t i = 0; i < params.size(); ++i) {
+      const hw::EngineParameterInfo info = hw::engine_parameter_info(params[i]);
+      double a = info.lo, b = info.hi;
+      auto at = [&](double v) {
+        std::vector<double> y = x;
+        y[i] = v;
+        return f(y);
+      };
+      double c = b - phi * (b - a), d = a + phi * (b - a);
+      double fc = at(c), fd = at(d);
+      for (int k = 0; k < opt.golden_steps; ++k) {
+        if (fc <= fd) {
+          b = d;
+          d = c;
+          fd = fc;
+          c = b - phi * (b - a);
+          fc = at(c);
+        } else {
+          a = c;
+          c = d;
+          fc = fd;
+          d = a + phi * (b - a);
+          fd = at(d);
+        }
+      }
+      const double v = fc <= fd ? c : d, fv = std::min(fc, fd);
+      // Keep the old value unless the search found a strictly better one (the objective
+      // is piecewise flat where a parameter does not matter: leave it where it was).
+      if (fv < best - 1e-12) {
+        best = fv;
+        x[i] = v;
+      }
+    }
+  }
+  return x;
+}
+
+std::string format_param(const std::string& name, double v) {
+  const hw::EngineParameterInfo info = hw::engine_parameter_info(name);
+  char buf[64];
+  if (info.time) {
+    std::snprintf(buf, sizeof buf, "%.4gus", v * 1e6);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.4g", v);
+  }
+  return buf;
+}
+
+}  // namespace
+
+double fit_objective(const std::vector<Case>& cases) {
+  if (cases.empty()) return 0;
+  double s = 0;
+  for (const auto& c : cases) s += std::fabs(std::log(c.predicted / c.measured));
+  return s / static_cast<double>(cases.size());
+}
+
+FitResult fit_engine(const std::vector<std::string>& files, const hw::Catalog& catalog,
+                     std::shared_ptr<const hw::CalibrationSet> calibration,
+                     const std::string& engine_id, const FitOptions& opt) {
+  const hw::EngineSpec& engine = catalog.engine(engine_id);
+  if (engine.fit.empty())
+    throw InputError("engine '" + engine_id + "' names no parameters to fit",
+                     "list up to 4 under 'fit:' in its catalog file");
+  // Which cases are the engine's, and which of those train.
+  const std::vector<Case> all = run_cases(files, catalog, calibration, opt.threads);
+  std::vector<Case> train, held;
+  for (const auto& c : all) {
+    if (c.engine != engine_id || c.category == "collective") continue;
+    (c.heldout ? held : train).push_back(c);
+  }
+  if (train.empty())
+    throw InputError("engine '" + engine_id + "' has no training cases in the suite",
+                     "add published measurements of it (scenarios/validation/README.md)");
+  FitResult r;
+  r.engine = engine_id;
+  // At least kCasesPerParameter training cases per fitted parameter, taken in the order the
+  // engine file lists them (most important first); fewer cases fit fewer parameters.
+  r.params = engine.fit;
+  r.params.resize(std::min(r.params.size(), train.size() / kCasesPerParameter));
+  for (const auto& p : r.params) r.before.push_back(hw::engine_parameter(engine, p));
+  r.train_cases = static_cast<int>(train.size());
+  r.heldout_cases = static_cast<int>(held.size());
+  r.train_median_before = median_abs(train);
+  r.heldout_median_before = median_abs(held);
+
+  const std::vector<std::string> train_files = files_of(train);
+  r.after = minimise(train_files, catalog, calibration, engine, r.params, r.before, opt);
+  const std::vector<Case> train_after =
+      evaluate(train_files, catalog, calibration, engine, r.params, r.after, opt.threads);
+  r.train_median_after = median_abs(train_after);
+  const std::vector<Case> held_after =
+      evaluate(files_of(held), catalog, calibration, engine, r.params, r.after, opt.threads);
+  r.heldout_median_after = median_abs(held_after);
+  r.after_cases = train_after;
+  r.after_cases.insert(r.after_cases.end(), held_after.begin(), held_after.end());
+
+  std::map<std::string, std::vector<Case>> by_source;
+  for (const auto& c : train) by_source[c.source].push_back(c);
+  r.sources = static_cast<int>(by_source.size());
+  if (opt.loso && by_source.size() > 1) {
+    std::vector<Case> predicted;
+    FitOptions lo = opt;
+    lo.sweeps = std::max(1, opt.sweeps - 1);
+    for (const auto& [source, cases] : by_source) {
+      std::vector<std::string> rest;
+      for (const auto& c : train)
+        if (c.source != source) rest.push_back(c.file);
+      const std::vector<double> x = minimise(rest, catalog, calibration, engine, r.params, r.before, lo);
+      const std::vector<Case> out =
+          evaluate(files_of(cases), catalog, calibration, engine, r.params, x, opt.threads);
+      predicted.insert(predicted.end(), out.begin(), out.end());
+    }
+    r.loso_median = median_abs(predicted);
+  } else {
+    r.loso_median = std::nan("");
+  }
+  return r;
+}
+
+void write_fit(const std::string& engine_file, const FitResult& r, const std::string& provenance) {
+  std::ifstream in(engine_file);
+  if (!in) throw InputError("cannot read the engine file", "check the catalog folder", engine_file);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string text = ss.str();
+  // Drop an old `fitted:` block (it is the file's last top-level section).
+  const std::regex fitted_block(R"((^|\n)fitted:[\s\S]*$)");
+  text = std::regex_replace(text, fitted_block, "$1");
+  if (!text.empty() && text.back() != '\n') text += '\n';
+  for (size_t i = 0; i < r.params.size(); ++i) {
+    const hw::EngineParameterInfo info = hw::engine_parameter_info(r.params[i]);
+    // "<section>:" then, before the next top-level key, "  <key>: <value>" (comments kept).
+    const size_t sec = text.find("\n" + info.section + ":");
+    if (sec == std::string::npos)
+      throw InputError("engine file has no '" + info.section + ":' section for fitted parameter " +
+                           r.params[i],
+                       "write '" + info.section + ": {" + info.key + ": ...}' as a block mapping",
+                       engine_file);
+    const std::regex line("(\n  " + info.key + ":[ \t]*)([^ \t\n#]+)");
+    std::smatch m;
+    const std::string tail = text.substr(sec + 1);
+    const size_t next_top = [&] {
+      std::smatch t;
+      const std::regex top("\n[A-Za-z_]");
+      return std::regex_search(tail, t, top) ? static_cast<size_t>(t.position(0)) : tail.size();
+    }();
+    std::string section = tail.substr(0, next_top);
+    if (!std::regex_search(section, m, line))
+      throw InputError("engine file's '" + info.section + ":' has no '" + info.key + ":' line",
+                       "write every fitted parameter on its own line", engine_file);
+    section = m.prefix().str() + m[1].str() + format_param(r.params[i], r.after[i]) + m.suffix().str();
+    text = text.substr(0, sec + 1) + section + tail.substr(next_top);
+  }
+  text += "fitted:\n" + provenance;
+  std::ofstream out(engine_file);
+  if (!out) throw InputError("cannot write the engine file", "check permissions", engine_file);
+  out << text;
+  if (!out) throw InputError("writing the engine file failed", "check free space", engine_file);
+}
+
+}  // namespace fleetsim::validation

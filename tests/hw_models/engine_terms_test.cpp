@@ -1,0 +1,240 @@
+// Tests for the serving-engine terms of hw_models/perf_model (issue 16): per-sequence CPU
+// overhead, the CUDA-graph batch limit, kernel and compute efficiency, the MoE grouped-GEMM
+// occupancy curve and efficiency, expert-parallel imbalance from the hottest expert, the
+// fixed all-to-all call cost, GGUF dequantisation bandwidth, sequential pipeline stages and
+// the measured FP4 GEMM rate. Each test changes one term and checks the difference against
+// the formula in perf_model.h, worked out in the comment.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "hw_models/catalog.h"
+#include "hw_models/perf_model.h"
+
+namespace fleetsim::hw {
+namespace {
+
+const Catalog& catalog() {
+  static const Catalog c = Catalog::load(std::string(FLEETSIM_SOURCE_DIR) + "/hw_models/catalog");
+  return c;
+}
+
+void expect_rel(double actual, double expected, double rel = 1e-12) {
+  EXPECT_NEAR(actual, expected, rel * std::abs(expected)) << "expected " << expected;
+}
+
+// Llama-2-7B on one A100 with the ideal engine's terms (none) and no calibration tables.
+Deployment llama7b(Efficiency* e = nullptr) {
+  const auto& g = catalog().gpu("a100-80gb-sxm");
+  Efficiency eff = catalog_efficiency(g);
+  apply_engine(catalog().engine("ideal"), &eff);
+  if (e != nullptr) eff = *e;
+  return make_deployment(catalog().model("llama-2-7b"), {}, g, {}, eff);
+}
+
+BatchShape decode(int64_t n, int64_t ctx_each) {
+  BatchShape b;
+  b.decode_seqs = n;
+  b.logits_tokens = n;
+  b.decode_ctx_tokens = n * ctx_each;
+  return b;
+}
+
+BatchShape prefill(int64_t tokens) {
+  BatchShape b;
+  b.prefill_tokens = tokens;
+  b.prefill_kv_tokens = tokens;
+  const double t = static_cast<double>(tokens);
+  b.prefill_attn_pairs = t * (t + 1.0) / 2.0;
+  b.logits_tokens = 1;
+  return b;
+}
+
+const OpCost& find_op(const std::vector<OpCost>& ops, const std::string& name) {
+  for (const auto& o : ops)
+    if (o.name == name) return o;
+  static const OpCost none;
+  ADD_FAILURE() << "no operator " << name;
+  return none;
+}
+
+TEST(EngineTerms, IdealEngineAddsNothing) {
+  Efficiency e = catalog_efficiency(catalog().gpu("a100-80gb-sxm"));
+  const StepBreakdown a = estimate_step(llama7b(&e), decode(16, 1000));
+  const StepBreakdown b = estimate_step(llama7b(), decode(16, 1000));
+  EXPECT_EQ(a.total_s(), b.total_s());
+  EXPECT_EQ(b.overhead_s, 0.0);
+}
+
+TEST(EngineTerms, PerSequenceOverheadIsPerSamplingSequence) {
+  // 16 sequences sample a token: overhead = 16 · 10 µs = 160 µs, nothing else moves.
+  Deployment d = llama7b();
+  const StepBreakdown base = estimate_step(d, decode(16, 1000));
+  d.eff.per_sequence_overhead_s = 10e-6;
+  const StepBreakdown s = estimate_step(d, decode(16, 1000));
+  expect_rel(s.overhead_s - base.overhead_s, 160e-6);
+  EXPECT_EQ(s.gemm_s, base.gemm_s);
+  // A prefill iteration of one prompt samples once: 10 µs.
+  expect_rel(estimate_step(d, prefill(512)).overhead_s, 10e-6);
+}
+
+TEST(EngineTerms, DecodeBatchesAboveTheGraphLimitLaunchEagerly) {
+  // kernel_launch 5 µs. Graph-replayed decode: one launch = 5 µs. Eager: (9 kernels per layer
+  // · 32 layers + 2) = 290 launches = 1.45 ms (dense model, one GPU: no MoE or collective
+  // kernels).
+  Deployment d = llama7b();
+  d.eff.kernel_launch_s = 5e-6;
+  d.eff.cuda_graphs = true;
+  d.eff.cuda_graph_max_batch = 8;
+  expect_rel(estimate_step(d, decode(8, 100)).overhead_s, 5e-6);
+  expect_rel(estimate_step(d, decode(9, 100)).overhead_s, 290 * 5e-6);
+  d.eff.cuda_graph_max_batch = 0;  // 0: every decode batch replays a graph
+  expect_rel(estimate_step(d, decode(4096, 100)).overhead_s, 5e-6);
+}
+
+TEST(EngineTerms, KernelEfficiencyScalesEveryGpuOperator) {
+  // At 0.5 every GPU operator takes twice as long; overheads do not change.
+  Deployment d = llama7b();
+  d.eff.iteration_overhead_s = 1e-3;
+  const StepBreakdown base = estimate_step(d, decode(32, 2000));
+  d.eff.kernel_efficiency = 0.5;
+  const StepBreakdown s = estimate_step(d, decode(32, 2000));
+  expect_rel(s.gemm_s, 2 * base.gemm_s);
+  expect_rel(s.attention_s, 2 * base.attention_s);
+  EXPECT_EQ(s.overhead_s, base.overhead_s);
+}
+
+TEST(EngineTerms, ComputeEfficiencySlowsOnlyTheComputeSide) {
+  // A 4096-token prefill: the MLP up+gate GEMM (4096 × 4096 × 22016, 739 GFLOP) is
+  // compute-bound and takes 1/0.5 = 2x as long; the embedding gather (bytes only) does not
+  // change; a batch-1 decode (memory-bound GEMMs) does not change at all.
+  Deployment d = llama7b();
+  const auto base = explain_step(d, prefill(4096));
+  const double dec = estimate_step(d, decode(1, 100)).gemm_s;
+  d.eff.compute_efficiency = 0.5;
+  const auto slow = explain_step(d, prefill(4096));
+  expect_rel(find_op(slow, "MLP up+gate").time_s, 2 * find_op(base, "MLP up+gate").time_s);
+  EXPECT_EQ(find_op(slow, "embedding gather").time_s, find_op(base, "embedding gather").time_s);
+  EXPECT_EQ(estimate_step(d, decode(1, 100)).gemm_s, dec);
+}
+
+// Mixtral-8x7B (8 experts, top-2, expert ffn 14336, hidden 4096, 32 MoE layers) on H100s.
+Deployment mixtral(int tp, bool ep) {
+  const auto& g = catalog().gpu("h100-sxm");
+  Efficiency eff = catalog_efficiency(g);
+  apply_engine(catalog().engine("ideal"), &eff);
+  Parallelism p;
+  p.tp = tp;
+  p.expert_parallel = ep;
+  return make_deployment(catalog().model("mixtral-8x7b"), p, g, {}, eff);
+}
+
+TEST(EngineTerms, GroupedGemmOccupancyCurve) {
+  // Tensor-parallel experts, 4096 prompt tokens: every expert is hit (A = 8), m = T·k / A =
+  // 4096·2/8 = 1024 rows per expert. With m_half = 1024 the compute side runs at
+  // m/(m + m_half) = 1/2 of the rate: the compute-bound grouped GEMM takes 2x as long.
+  Deployment d = mixtral(1, false);
+  const auto base = explain_step(d, prefill(4096));
+  d.eff.moe_half_tokens = 1024;
+  const auto slow = explain_step(d, prefill(4096));
+  const char* op = "routed experts (grouped GEMM, TP)";
+  expect_rel(find_op(slow, op).time_s, 2 * find_op(base, op).time_s, 1e-9);
+  // One decode token, m_half = 64: A = 8·(1 − (6/8)^1) = 2 experts hit, m = 2/2 = 1 row each,
+  // so the compute side costs (1 + 64)/1 = 65x: 2·2·3·4096·14336 = 7.05e8 FLOPs → 46 µs at
+  // the 989 TFLOP/s peak (66 µs at 0.7 of it), still under the weight read of 2 experts,
+  // 2·3·4096·14336·2 B = 704.6 MB → 263 µs at 3.35 TB/s · 0.8: memory-bound, unchanged.
+  d.eff.moe_half_tokens = 64;
+  const auto one = explain_step(d, decode(1, 10));
+  d.eff.moe_half_tokens = 0;
+  const auto one_base = explain_step(d, decode(1, 10));
+  EXPECT_EQ(find_op(one, op).time_s, find_op(one_base, op).time_s);
+}
+
+TEST(EngineTerms, MoeEfficiencyScalesTheRoutedExperts) {
+  Deployment d = mixtral(1, false);
+  const char* op = "routed experts (grouped GEMM, TP)";
+  const auto base = explain_step(d, prefill(2048));
+  d.eff.moe_efficiency = 0.8;  // 1/0.8 = 1.25x as long; the router is a dense GEMM
+  const auto slow = explain_step(d, prefill(2048));
+  expect_rel(find_op(slow, op).time_s, 1.25 * find_op(base, op).time_s);
+  EXPECT_EQ(find_op(slow, "router").time_s, find_op(base, "router").time_s);
+}
+
+TEST(EngineTerms, HottestExpertSetsTheBusiestGpu) {
+  // EP over G GPUs, n = E/G = 8/G experts each; the busiest GPU gets (hot + n − 1)/n of the
+  // mean GPU's token copies: G = 8, n = 1: hot = 3 → 3x; G = 2, n = 4: (3 + 3)/4 = 1.5x. The
+  // routed-expert FLOPs are 2·copies·3·h·fe, so their ratio is the imbalance.
+  const char* op = "routed experts (grouped GEMM, EP)";
+  for (const auto& [tp, expected] : {std::pair{8, 3.0}, std::pair{2, 1.5}}) {
+    Deployment d = mixtral(tp, true);
+    const double base = find_op(explain_step(d, prefill(1024)), op).flops;
+    d.eff.moe_hot_expert = 3.0;
+    expect_rel(find_op(explain_step(d, prefill(1024)), op).flops, expected * base);
+    // An explicit floor above it wins.
+    d.eff.moe_imbalance = 4.0;
+    expect_rel(find_op(explain_step(d, prefill(1024)), op).flops, 4.0 * base);
+  }
+}
+
+TEST(EngineTerms, AllToAllCallCost) {
+  // EP over 8 GPUs: 2 calls (dispatch, combine) per MoE layer · 32 layers = 64 calls; each
+  // costs 25 µs more: 1.6 ms.
+  Deployment d = mixtral(8, true);
+  const StepBreakdown base = estimate_step(d, decode(64, 100));
+  d.eff.ep_alltoall_call_s = 25e-6;
+  expect_rel(estimate_step(d, decode(64, 100)).communication_s - base.communication_s, 64 * 25e-6,
+             1e-9);
+}
+
+TEST(EngineTerms, GgufWeightsStreamAtQuantBandwidth) {
+  // q4_0 weights (18 bytes per 32): the QKV projection of Llama-2-7B (4096 × 12288) reads
+  // 4096·12288·18/32 = 28,311,552 B; at quant_bandwidth 0.5 it is charged twice that, plus
+  // the activations 1·(4096 + 12288)·2 = 32,768 B either way.
+  Deployment d = llama7b();
+  d.prec = Precision::of(DType::kQ4_0, DType::kFp16, DType::kFp16);
+  d.eff.quant_bandwidth = 0.5;
+  const auto ops = explain_step(d, decode(1, 100));
+  expect_rel(find_op(ops, "QKV projection").bytes, 2 * 28311552.0 + 32768.0);
+  // BF16 weights are not block-quantised: no extra bytes.
+  d.prec = Precision::of(DType::kBf16, DType::kBf16, DType::kBf16);
+  expect_rel(find_op(explain_step(d, decode(1, 100)), "QKV projection").bytes,
+             4096.0 * 12288 * 2 + 32768.0);
+}
+
+TEST(EngineTerms, SequentialPipelineRunsTheWholeBatchThroughEachStage) {
+  // pp = 2, 2048 prompt tokens. Overlapped: 2 micro-batches of 1024 rows; each GPU runs its
+  // 16 layers for each (count 32 per GPU), so an MLP op has 1024 rows. Sequential: one
+  // micro-batch of 2048 rows through 16 + 16 layers (count 32): twice the FLOPs per op.
+  Deployment d = llama7b();
+  d.par.pp = 2;
+  const auto over = explain_step(d, prefill(2048));
+  d.eff.pipeline_sequential = true;
+  const auto seq = explain_step(d, prefill(2048));
+  EXPECT_EQ(find_op(seq, "MLP down").count, find_op(over, "MLP down").count);
+  expect_rel(find_op(seq, "MLP down").flops, 2 * find_op(over, "MLP down").flops);
+}
+
+TEST(EngineTerms, Fp4GemmsRunAtTheMeasuredFp4Rate) {
+  // B200, W4A4 FP4, no calibration tables: a compute-bound GEMM runs at the measured NVFP4
+  // rate (catalog: fp4_gemm_achieved 3797.9 TFLOP/s of 9,000), not at compute_efficiency
+  // (0.776, BF16's best shape) of the FP4 peak. MLP up+gate of Llama-3.1-70B at 8192 tokens:
+  // 2 · 8192 · 8192 · 57344 FLOPs / 3797.9e12.
+  const auto& g = catalog().gpu("b200");
+  ASSERT_NEAR(g.fp4_compute_efficiency, 3797.9 / 9000, 1e-12);
+  Efficiency eff = catalog_efficiency(g);
+  apply_engine(catalog().engine("ideal"), &eff);
+  const Deployment d = make_deployment(catalog().model("llama-3.1-70b"), {}, g,
+                                       Precision::of(DType::kFp4, DType::kFp4, DType::kFp8), eff);
+  const auto ops = explain_step(d, prefill(8192));
+  const OpCost& up = find_op(ops, "MLP up+gate");
+  expect_rel(up.flops, 2.0 * 8192 * 8192 * 57344);
+  expect_rel(up.time_s, up.count * up.flops / 3797.9e12, 1e-9);
+  // Attention keeps the 16-bit unit's efficiency.
+  const OpCost& at = find_op(ops, "prefill attention");
+  EXPECT_EQ(at.bound, "compute");
+  expect_rel(at.time_s, at.count * at.flops / (g.bf16_flops_per_s * g.compute_efficiency), 1e-9);
+}
+
+}  // namespace
+}  // namespace fleetsim::hw
