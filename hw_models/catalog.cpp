@@ -389,6 +389,19 @@ EngineSpec load_engine_file(const std::string& path) {
   if (m.has("fitted")) {
     const YAML::Node n = m.node()["fitted"];
     e.fitted = YAML::Dump(n);
+    if (n.IsMap() && n["before"] && n["before"].IsMap())
+      for (const auto& kv : n["before"]) {
+        const std::string k = kv.first.as<std::string>();
+        const auto& names = engine_fit_parameters();
+        if (std::find(names.begin(), names.end(), k) == names.end())
+          m.fail("fitted", "fitted.before names an unknown parameter '" + k + "'",
+                 "rerun 'fleetsim calibrate fit --write'");
+        try {
+          e.priors[k] = kv.second.as<double>();
+        } catch (const YAML::Exception&) {
+          m.fail("fitted", "fitted.before." + k + " is not a number", "rerun 'fleetsim calibrate fit --write'");
+        }
+      }
   }
   e.sources = required_sources(m, "cite where the overheads and scheduler defaults come from");
   m.finish();

@@ -189,6 +189,9 @@ struct EngineSpec {
   std::string rocm_variant;
   std::vector<std::string> fit;         ///< parameters `calibrate fit` may change (at most 4)
   std::string fitted;                   ///< provenance of the last fit ("" = never fitted)
+  /// The values a fit started from (`fitted: {before: ...}`): a refit starts there again, so
+  /// fitting is reproducible and never compounds on its own output.
+  std::map<std::string, double> priors;
   std::vector<std::string> sources;
 };
 

@@ -565,10 +565,13 @@ Scenario load_map(yaml::Map root, const std::string& file,
     if (sv.has("prefix_balance_slack") && sc.router != "prefix-aware")
       sv.fail("prefix_balance_slack", "prefix_balance_slack applies to router: prefix-aware", "");
     (void)sv.has("engine");  // read above
+    // A scenario that names no policy gets the engine's scheduler: the vllm replica,
+    // chunked or prefill-first as the engine runs. One that names `vllm` means vLLM's
+    // prefill-first scheduling unless it also sets chunked_prefill.
+    const bool policy_named = sv.has("policy");
     sc.policy = sv.choice_or("policy", serving::policy_names(), "vllm");
-    sc.vllm.chunked_prefill =
-        sv.boolean_or("chunked_prefill", sc.policy == "sarathi" ||
-                                             (sc.policy == "vllm" && sc.engine.chunked_prefill));
+    sc.vllm.chunked_prefill = sv.boolean_or(
+        "chunked_prefill", sc.policy == "sarathi" || (!policy_named && sc.engine.chunked_prefill));
     if (sc.policy == "sarathi" && !sc.vllm.chunked_prefill)
       sv.fail("chunked_prefill", "the sarathi policy is chunked prefill",
               "drop chunked_prefill, or use policy: vllm for prefill-first");

@@ -42,20 +42,30 @@ std::vector<Case> evaluate(const std::vector<std::string>& files, const hw::Cata
   return run_cases(files, catalog, calibration, threads);
 }
 
-// Coordinate descent with golden-section line searches, from `x0`.
+// Coordinate descent with golden-section line searches from `x`, then a Nelder–Mead polish
+// in the box normalised to [0, 1]^n (coordinate steps crawl along a valley where two
+// parameters trade off, e.g. overhead against kernel efficiency).
 std::vector<double> minimise(const std::vector<std::string>& files, const hw::Catalog& catalog,
                              const std::shared_ptr<const hw::CalibrationSet>& calibration,
                              const hw::EngineSpec& engine, const std::vector<std::string>& params,
                              std::vector<double> x, const FitOptions& opt) {
+  if (params.empty() || files.empty()) return x;
   auto f = [&](const std::vector<double>& v) {
     return fit_objective(evaluate(files, catalog, calibration, engine, params, v, opt.threads));
   };
+  const size_t n = params.size();
+  std::vector<double> lo(n), hi(n);
+  for (size_t i = 0; i < n; ++i) {
+    const hw::EngineParameterInfo info = hw::engine_parameter_info(params[i]);
+    lo[i] = info.lo;
+    hi[i] = info.hi;
+    x[i] = std::clamp(x[i], lo[i], hi[i]);
+  }
   double best = f(x);
   const double phi = (std::sqrt(5.0) - 1.0) / 2.0;  // 0.618…
   for (int sweep = 0; sweep < opt.sweeps; ++sweep) {
-    for (size_t i = 0; i < params.size(); ++i) {
-      const hw::EngineParameterInfo info = hw::engine_parameter_info(params[i]);
-      double a = info.lo, b = info.hi;
+    for (size_t i = 0; i < n; ++i) {
+      double a = lo[i], b = hi[i];
       auto at = [&](double v) {
         std::vector<double> y = x;
         y[i] = v;
@@ -87,7 +97,115 @@ std::vector<double> minimise(const std::vector<std::string>& files, const hw::Ca
       }
     }
   }
-  return x;
+  if (n < 2 || opt.polish_evals <= 0) return x;
+  // Nelder–Mead (reflection 1, expansion 2, contraction 1/2, shrink 1/2) on u ∈ [0, 1]^n.
+  auto to_x = [&](const std::vector<double>& u) {
+    std::vector<double> v(n);
+    for (size_t i = 0; i < n; ++i) v[i] = lo[i] + std::clamp(u[i], 0.0, 1.0) * (hi[i] - lo[i]);
+    return v;
+  };
+  std::vector<std::vector<double>> simplex(n + 1, std::vector<double>(n));
+  for (size_t i = 0; i < n; ++i) simplex[0][i] = (x[i] - lo[i]) / (hi[i] - lo[i]);
+  for (size_t k = 1; k <= n; ++k) {
+    simplex[k] = simplex[0];
+    const double step = 0.02;
+    simplex[k][k - 1] += simplex[k][k - 1] + step <= 1.0 ? step : -step;
+  }
+  std::vector<double> fs(n + 1);
+  fs[0] = best;
+  for (size_t k = 1; k <= n; ++k) fs[k] = f(to_x(simplex[k]));
+  int evals = static_cast<int>(n);
+  while (evals < opt.polish_evals) {
+    std::vector<size_t> order(n + 1);
+    for (size_t k = 0; k <= n; ++k) order[k] = k;
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return fs[a] < fs[b]; });
+    const size_t b = order[0], w = order[n], sw = order[n - 1];
+    if (fs[w] - fs[b] < 1e-10) break;
+    std::vector<double> centroid(n, 0.0);
+    for (size_t k = 0; k <= n; ++k)
+      if (k != w)
+        for (size_t i = 0; i < n; ++i) centroid[i] += simplex[k][i] / static_cast<double>(n);
+    auto along = [&](double t) {
+      std::vector<double> p(n);
+      for (size_t i = 0; i < n; ++i)
+        p[i] = std::clamp(centroid[i] + t * (simplex[w][i] - centroid[i]), 0.0, 1.0);
+      return p;
+    };
+    const std::vector<double> r = along(-1.0);
+    const double fr = f(to_x(r));
+    ++evals;
+    if (fr < fs[b]) {
+      const std::vector<double> e = along(-2.0);
+      const double fe = f(to_x(e));
+      ++evals;
+      if (fe < fr) {
+        simplex[w] = e;
+        fs[w] = fe;
+      } else {
+        simplex[w] = r;
+        fs[w] = fr;
+      }
+    } else if (fr < fs[sw]) {
+      simplex[w] = r;
+      fs[w] = fr;
+    } else {
+      const std::vector<double> c = along(fr < fs[w] ? -0.5 : 0.5);
+      const double fc = f(to_x(c));
+      ++evals;
+      if (fc < std::min(fr, fs[w])) {
+        simplex[w] = c;
+        fs[w] = fc;
+      } else {
+        for (size_t k = 0; k <= n; ++k) {
+          if (k == b) continue;
+          for (size_t i = 0; i < n; ++i) simplex[k][i] = simplex[b][i] + 0.5 * (simplex[k][i] - simplex[b][i]);
+          fs[k] = f(to_x(simplex[k]));
+          ++evals;
+        }
+      }
+    }
+  }
+  size_t bi = 0;
+  for (size_t k = 1; k <= n; ++k)
+    if (fs[k] < fs[bi]) bi = k;
+  return fs[bi] < best ? to_x(simplex[bi]) : x;
+}
+
+// MoE-only parameters are fitted on MoE cases, the others on dense cases (with the MoE
+// terms at their starting values); the dense stage first, so that the MoE terms explain
+// what is left of the MoE cases' error once the shared operators are pinned by dense ones.
+bool moe_parameter(const std::string& p) {
+  return p == "moe_efficiency" || p == "moe_half_tokens" || p == "moe_imbalance";
+}
+
+struct Staged {
+  std::vector<std::string> params;  // dense-stage parameters, then MoE-stage ones
+  std::vector<double> values;
+};
+
+// The two-stage fit of `engine` on `train`; each stage fits at most size/kCasesPerParameter
+// of its parameters, in the order of the engine's fit: list.
+Staged fit_stages(const std::vector<Case>& train, const hw::Catalog& catalog,
+                  const std::shared_ptr<const hw::CalibrationSet>& calibration,
+                  const hw::EngineSpec& engine, const FitOptions& opt) {
+  std::vector<std::string> dense_files, moe_files, dense_params, moe_params;
+  for (const auto& c : train) (c.model_kind == "moe" ? moe_files : dense_files).push_back(c.file);
+  for (const auto& p : engine.fit) (moe_parameter(p) ? moe_params : dense_params).push_back(p);
+  dense_params.resize(std::min(dense_params.size(), dense_files.size() / kCasesPerParameter));
+  moe_params.resize(std::min(moe_params.size(), moe_files.size() / kCasesPerParameter));
+  hw::EngineSpec e = engine;
+  Staged out;
+  for (const auto& [params, files] : {std::pair{dense_params, dense_files}, std::pair{moe_params, moe_files}}) {
+    std::vector<double> x;
+    for (const auto& p : params) x.push_back(hw::engine_parameter(e, p));
+    x = minimise(files, catalog, calibration, e, params, x, opt);
+    for (size_t i = 0; i < params.size(); ++i) {
+      hw::set_engine_parameter(e, params[i], x[i]);
+      out.params.push_back(params[i]);
+      out.values.push_back(x[i]);
+    }
+  }
+  return out;
 }
 
 std::string format_param(const std::string& name, double v) {
@@ -129,23 +247,25 @@ FitResult fit_engine(const std::vector<std::string>& files, const hw::Catalog& c
                      "add published measurements of it (scenarios/validation/README.md)");
   FitResult r;
   r.engine = engine_id;
-  // At least kCasesPerParameter training cases per fitted parameter, taken in the order the
-  // engine file lists them (most important first); fewer cases fit fewer parameters.
-  r.params = engine.fit;
-  r.params.resize(std::min(r.params.size(), train.size() / kCasesPerParameter));
-  for (const auto& p : r.params) r.before.push_back(hw::engine_parameter(engine, p));
   r.train_cases = static_cast<int>(train.size());
   r.heldout_cases = static_cast<int>(held.size());
-  r.train_median_before = median_abs(train);
-  r.heldout_median_before = median_abs(held);
 
-  const std::vector<std::string> train_files = files_of(train);
-  r.after = minimise(train_files, catalog, calibration, engine, r.params, r.before, opt);
+  // Start from the priors the last fit recorded, so a refit does not compound on its output.
+  hw::EngineSpec start = engine;
+  for (const auto& [p, v] : engine.priors) hw::set_engine_parameter(start, p, v);
+  r.train_median_before =
+      median_abs(evaluate(files_of(train), catalog, calibration, start, {}, {}, opt.threads));
+  r.heldout_median_before =
+      median_abs(evaluate(files_of(held), catalog, calibration, start, {}, {}, opt.threads));
+  const Staged fit = fit_stages(train, catalog, calibration, start, opt);
+  r.params = fit.params;
+  r.after = fit.values;
+  for (const auto& p : r.params) r.before.push_back(hw::engine_parameter(start, p));
   const std::vector<Case> train_after =
-      evaluate(train_files, catalog, calibration, engine, r.params, r.after, opt.threads);
+      evaluate(files_of(train), catalog, calibration, start, r.params, r.after, opt.threads);
   r.train_median_after = median_abs(train_after);
   const std::vector<Case> held_after =
-      evaluate(files_of(held), catalog, calibration, engine, r.params, r.after, opt.threads);
+      evaluate(files_of(held), catalog, calibration, start, r.params, r.after, opt.threads);
   r.heldout_median_after = median_abs(held_after);
   r.after_cases = train_after;
   r.after_cases.insert(r.after_cases.end(), held_after.begin(), held_after.end());
@@ -155,15 +275,13 @@ FitResult fit_engine(const std::vector<std::string>& files, const hw::Catalog& c
   r.sources = static_cast<int>(by_source.size());
   if (opt.loso && by_source.size() > 1) {
     std::vector<Case> predicted;
-    FitOptions lo = opt;
-    lo.sweeps = std::max(1, opt.sweeps - 1);
     for (const auto& [source, cases] : by_source) {
-      std::vector<std::string> rest;
+      std::vector<Case> rest;
       for (const auto& c : train)
-        if (c.source != source) rest.push_back(c.file);
-      const std::vector<double> x = minimise(rest, catalog, calibration, engine, r.params, r.before, lo);
+        if (c.source != source) rest.push_back(c);
+      const Staged x = fit_stages(rest, catalog, calibration, start, opt);
       const std::vector<Case> out =
-          evaluate(files_of(cases), catalog, calibration, engine, r.params, x, opt.threads);
+          evaluate(files_of(cases), catalog, calibration, start, x.params, x.values, opt.threads);
       predicted.insert(predicted.end(), out.begin(), out.end());
     }
     r.loso_median = median_abs(predicted);

@@ -5,9 +5,15 @@
 // Objective: the mean over the engine's training cases of |ln(predicted / measured)|, a
 // symmetric relative error that a 2x over- and a 2x under-prediction cost alike. Held-out
 // cases (heldout: true) are never evaluated during the fit; their error is reported after
-// it. Minimised by cyclic coordinate descent, a golden-section search per parameter inside
-// its physical bounds (hw::engine_parameter_info), a few sweeps: deterministic, and every
-// value it returns lies inside the bounds.
+// it. Two stages: the parameters every model uses (overheads, kernel and compute
+// efficiency) on the dense-model cases, then the MoE-only ones (moe_efficiency,
+// moe_half_tokens, moe_imbalance) on the MoE cases with the first stage's values in place,
+// so a slow MoE kernel is not mistaken for a slow engine. Each stage fits at most
+// (its cases / kCasesPerParameter) of its parameters, in the order the engine file lists
+// them; an engine without dense cases keeps its priors for the shared parameters.
+// Minimised by cyclic coordinate descent (a golden-section search per parameter inside its
+// physical bounds, hw::engine_parameter_info) and a Nelder–Mead polish in the normalised
+// box: deterministic, and every value it returns lies inside the bounds.
 //
 // Leave-one-source-out (LOSO): for every source (publication or table) among the training
 // cases, the parameters are refitted without that source's cases and those cases are
@@ -31,6 +37,7 @@ inline constexpr size_t kCasesPerParameter = 5;
 struct FitOptions {
   int sweeps = 3;        ///< coordinate-descent sweeps over the parameters
   int golden_steps = 16; ///< golden-section steps per parameter and sweep
+  int polish_evals = 80; ///< Nelder–Mead evaluations after the sweeps (0: none)
   bool loso = true;      ///< also run leave-one-source-out
   int threads = 2;
 };

@@ -59,7 +59,7 @@ struct Fixture {
   }
 };
 
-// Decode batches from 1 to 256 (overhead-dominated to memory-bound) and prefills (compute-
+// Decode batches from 1 to 512 (overhead-dominated to memory-bound) and prefills (compute-
 // bound) pin both parameters: the overhead moves small batches, the kernel efficiency all.
 const struct Shape {
   const char* mode;
@@ -67,7 +67,8 @@ const struct Shape {
 } kShapes[] = {{"decode", 1, 512},  {"decode", 4, 1024}, {"decode", 16, 512},
                {"decode", 64, 2048}, {"decode", 256, 512}, {"prefill", 1, 2048},
                {"prefill", 1, 512}, {"prefill", 4, 1024}, {"decode", 8, 4096},
-               {"decode", 128, 1024}, {"prefill", 2, 4096}, {"decode", 2, 256}};
+               {"decode", 128, 1024}, {"prefill", 2, 4096}, {"decode", 2, 256},
+               {"decode", 32, 2048}, {"prefill", 1, 1024}, {"decode", 512, 256}};
 
 TEST(Fit, RecoversKnownParametersFromSyntheticCases) {
   Fixture fx;
@@ -100,19 +101,20 @@ TEST(Fit, RecoversKnownParametersFromSyntheticCases) {
   opt.sweeps = 4;
   const FitResult r = fit_engine(files, cat, nullptr, "synthetic", opt);
   ASSERT_EQ(r.params, (std::vector<std::string>{"kernel_efficiency", "iteration_overhead"}));
-  EXPECT_EQ(r.train_cases, 12);
+  EXPECT_EQ(r.train_cases, 15);
   EXPECT_EQ(r.heldout_cases, 1);
   EXPECT_EQ(r.sources, 3);
   EXPECT_NEAR(r.after[0], 0.8, 0.8 * 1e-3);
   EXPECT_NEAR(r.after[1], 2e-3, 2e-3 * 1e-2);
   EXPECT_LT(r.train_median_after, 1e-3);
   EXPECT_GT(r.train_median_before, 0.05);  // the starting point was visibly wrong
-  // Leave-one-source-out: each third of the cases, predicted by a fit on the other two
-  // thirds, is still (nearly) exact, since every source spans both regimes.
+  // Leave-one-source-out: each third of the cases (5), predicted by a fit on the other two
+  // thirds (10 cases: both parameters, at 5 cases each), is still (nearly) exact, since
+  // every source spans both regimes.
   EXPECT_LT(r.loso_median, 0.02);
 
   // Written back: values in place, comment kept, provenance appended; the file reloads.
-  write_fit(fx.engine_file(), r, "  by: test\n  training_cases: 12\n");
+  write_fit(fx.engine_file(), r, "  by: test\n  training_cases: 15\n");
   std::stringstream text;
   text << std::ifstream(fx.engine_file()).rdbuf();
   EXPECT_NE(text.str().find("# kept comment"), std::string::npos);

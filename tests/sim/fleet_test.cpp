@@ -26,7 +26,7 @@ name: t
 seed: 3
 model: llama-3.1-8b
 hardware: {gpu: h100-sxm, tp: 1}
-serving: {policy: vllm, chunked_prefill: true, max_num_seqs: 64, max_batched_tokens: 2048}
+serving: {engine: ideal, policy: vllm, chunked_prefill: true, max_num_seqs: 64, max_batched_tokens: 2048}
 users:
   weekly_active: 1e6
   daily_active_fraction: 0.4
