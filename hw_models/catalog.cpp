@@ -212,6 +212,8 @@ ModelSpec load_model_file(const std::string& path) {
     x.shared_experts = to_int(e->integer_or("shared_experts", 0, 1 << 10, 0));
     x.expert_ffn = to_int(e->integer("expert_ffn", 1, 1 << 22));
     x.dense_layers = to_int(e->integer_or("dense_layers", 0, s.layers, 0));
+    // An expert cannot be chosen by more than every token: hot ≤ experts / top_k.
+    x.hot_expert = e->number_or("hot_expert", 1.0, static_cast<double>(x.experts) / x.top_k, 1.0);
     e->finish();
     s.moe = x;
   }
@@ -370,7 +372,6 @@ EngineSpec load_engine_file(const std::string& path) {
     e.moe_half_tokens = k->number_or("moe_half_tokens", 0.0, 1024.0, 0.0);
     e.moe_efficiency = k->number_or("moe_efficiency", 0.2, 1.5, 1.0);
     e.moe_imbalance = k->number_or("moe_imbalance", 1.0, 4.0, 1.0);
-    e.moe_hot_expert = k->number_or("moe_hot_expert", 1.0, 100.0, 1.0);
     e.quant_bandwidth = k->number_or("quant_bandwidth", 0.1, 1.0, 1.0);
     k->finish();
   }

@@ -69,6 +69,10 @@ struct MoeSpec {
   int shared_experts = 0;  ///< experts every token goes through
   int expert_ffn = 0;      ///< intermediate size of one expert
   int dense_layers = 0;    ///< the first N layers use a dense MLP of size `ffn`
+  /// Routing skew measured without a load balancer: the hottest expert's tokens / the mean
+  /// expert's (1 = balanced, the default where no routing statistics are published). Sets
+  /// the busiest expert-parallel GPU's share (hw_models/perf_model.h).
+  double hot_expert = 1.0;
 };
 
 /// A decoder-only transformer: dense or MoE MLP, MHA/GQA/MQA or MLA attention.
@@ -179,9 +183,6 @@ struct EngineSpec {
   double moe_half_tokens = 0;           ///< grouped GEMM: tokens per expert at half its rate
   double moe_efficiency = 1.0;          ///< grouped GEMM rate / the dense GEMM tables' rate
   double moe_imbalance = 1.0;           ///< busiest expert-parallel GPU's tokens / mean (floor)
-  /// Hottest routed expert's tokens / the mean expert's (routing skew without a load
-  /// balancer); sets the busiest EP GPU's share (hw_models/perf_model.h).
-  double moe_hot_expert = 1.0;
   double ep_alltoall_call_s = 0;        ///< fixed cost of one EP dispatch or combine call
   double quant_bandwidth = 1.0;         ///< block-quantised (GGUF) mat-vec bandwidth / 16-bit's
   /// The profile this engine runs as on AMD GPUs (its ROCm build: other kernels, other

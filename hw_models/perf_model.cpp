@@ -144,7 +144,7 @@ enum class Kind { kGemm, kPrefill, kDecode, kOther };
 // least the explicit floor eff.moe_imbalance.
 double ep_imbalance(const Deployment& d) {
   const double n = static_cast<double>(d.model->moe->experts) / d.par.gpus_per_stage();
-  const double hot = std::max(1.0, d.eff.moe_hot_expert);
+  const double hot = std::max(1.0, d.model->moe->hot_expert);
   return std::max(d.eff.moe_imbalance, (hot + n - 1.0) / n);
 }
 
@@ -558,7 +558,6 @@ void apply_engine(const EngineSpec& engine, Efficiency* eff) {
   eff->moe_imbalance = engine.moe_imbalance;
   eff->quant_bandwidth = engine.quant_bandwidth;
   eff->pipeline_sequential = engine.pipeline_sequential;
-  eff->moe_hot_expert = engine.moe_hot_expert;
   eff->ep_alltoall_call_s = engine.ep_alltoall_call_s;
 }
 

@@ -37,7 +37,7 @@
 //                  top_k of E: A = E·(1 − (1 − k/E)^T). Expert-parallel (experts whole, E/G
 //                  per GPU): the busiest GPU gets imbalance·T·k/G token copies and reads A/G
 //                  experts' weights; imbalance = max(eff.moe_imbalance, (hot + n − 1)/n)
-//                  with n = E/G experts per GPU and hot = eff.moe_hot_expert (the busiest
+//                  with n = E/G experts per GPU and hot = the model's moe.hot_expert (the busiest
 //                  GPU holds the hottest expert and n − 1 average ones). Tensor-parallel experts: each GPU does 1/G of every
 //                  expert for all T·k copies and reads 1/G of the A experts hit. Shared
 //                  experts: a dense gated MLP of shared·expert_ffn (replicated under EP).
@@ -138,7 +138,6 @@ struct Efficiency {
   double moe_efficiency = 1.0;         ///< routed-expert grouped GEMM / dense GEMM rate
   double quant_bandwidth = 1.0;        ///< GGUF block-format weight streaming / 16-bit's
   bool pipeline_sequential = false;    ///< pp stages one after another (llama.cpp layer split)
-  double moe_hot_expert = 1.0;         ///< hottest expert's tokens / mean expert's (EP imbalance)
   double ep_alltoall_call_s = 0;       ///< fixed cost per EP dispatch/combine call
 };
 

@@ -300,8 +300,11 @@ std::string engine_line(const scenario::Scenario& sc) {
   o << e.id << " (" << e.name << ")" << (sc.engine_defaulted ? ", the default: the scenario names no serving.engine" : "")
     << "; overhead " << units::format(sc.eff.iteration_overhead_s, Dim::kTime) << "/iteration + "
     << units::format(sc.eff.per_sequence_overhead_s, Dim::kTime) << "/sequence, kernels at "
-    << sc.eff.kernel_efficiency << " of the calibrated rates";
-  if (sc.model.is_moe()) o << ", MoE imbalance " << sc.eff.moe_imbalance;
+    << std::fixed << std::setprecision(2) << sc.eff.kernel_efficiency << "x the calibrated rates";
+  if (sc.model.is_moe())
+    o << ", MoE grouped GEMMs at " << sc.eff.moe_efficiency << "x the dense rate, hottest expert "
+      << sc.model.moe->hot_expert << "x the mean"
+      << (sc.model.moe->hot_expert > 1 ? "" : " (no published routing statistics: balanced)");
   o << (e.fitted.empty() ? ", not fitted" : ", fitted on the validation suite");
   return o.str();
 }

@@ -579,7 +579,10 @@ int cmd_calibrate_fit(const std::vector<std::string>& args) {
                   pct(r.train_median_after).c_str(), pct(r.heldout_median_after).c_str(),
                   pct(r.loso_median).c_str());
     std::cout << line << params << "\n";
-    if (vm.count("write")) {
+    if (r.params.empty()) {
+      std::cout << "  too few training cases to fit any parameter (" << validation::kCasesPerParameter
+                << " per parameter and model kind): the priors stay\n";
+    } else if (vm.count("write")) {
       const std::string file =
           (std::filesystem::path(catalog.dir()) / "engines" / (id + ".yaml")).string();
       validation::write_fit(file, r, prov.str());

@@ -555,6 +555,9 @@ Scenario load_map(yaml::Map root, const std::string& file,
     }
   }
   load_deployment(root, sc, catalog, calibration);
+  sc.error_band = validation::error_band(validation::default_band_cases(),
+                                         sc.model.is_moe() ? "moe" : "dense",
+                                         validation::gpu_family(sc.gpu), sc.engine.id);
 
   // Serving.
   {
@@ -756,9 +759,6 @@ Scenario load_map(yaml::Map root, const std::string& file,
     }
   }
   root.finish();
-  sc.error_band = validation::error_band(validation::default_band_cases(),
-                                         sc.model.is_moe() ? "moe" : "dense",
-                                         validation::gpu_family(sc.gpu), sc.engine.id);
   return sc;
 }
 

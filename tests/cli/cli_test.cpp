@@ -380,10 +380,10 @@ TEST_F(Cli, DefaultScenarioOpensWithTheFleetAnswer) {
   EXPECT_NE(r.out.find("sampling error"), std::string::npos);
   const json j = json::parse(slurp(o + "/summary.json"));
   // 700e6 · 0.4 DAU · 2.5 sessions = 700M sessions a day; every configured GPU is in the
-  // answer: americas 1224·8 + 408, europe 1020·8 + 408, south-asia 612·8 + 204,
-  // east-asia 816·8 + 204 = (9,792 + 8,160 + 4,896 + 6,528) + (408 + 408 + 204 + 204)
-  // = 29,376 + 1,224 = 30,600.
-  EXPECT_DOUBLE_EQ(j["answer"]["gpus_configured"].get<double>(), 30600.0);
+  // answer, (replicas + spares) · GPUs per replica: americas 4896·8 + 1224, europe
+  // 4080·8 + 1224, south-asia 2448·8 + 612, east-asia 3264·8 + 612 = (39,168 + 32,640 +
+  // 19,584 + 26,112) + (1,224 + 1,224 + 612 + 612) = 117,504 + 3,672 = 121,176.
+  EXPECT_DOUBLE_EQ(j["answer"]["gpus_configured"].get<double>(), 121176.0);
   EXPECT_GT(j["answer"]["cost_usd_per_day"].get<double>(), 0.0);
   EXPECT_EQ(j["calls_arrived"].get<uint64_t>(), j["calls_completed"].get<uint64_t>() +
                                                    j["calls_failed"].get<uint64_t>() +

@@ -119,15 +119,18 @@ TEST(EngineTerms, ComputeEfficiencySlowsOnlyTheComputeSide) {
   EXPECT_EQ(estimate_step(d, decode(1, 100)).gemm_s, dec);
 }
 
-// Mixtral-8x7B (8 experts, top-2, expert ffn 14336, hidden 4096, 32 MoE layers) on H100s.
-Deployment mixtral(int tp, bool ep) {
+// Mixtral-8x7B (8 experts, top-2, expert ffn 14336, hidden 4096, 32 MoE layers) on H100s,
+// its hottest expert at `hot` × the mean expert's tokens.
+Deployment mixtral(int tp, bool ep, double hot = 1.0) {
   const auto& g = catalog().gpu("h100-sxm");
   Efficiency eff = catalog_efficiency(g);
   apply_engine(catalog().engine("ideal"), &eff);
   Parallelism p;
   p.tp = tp;
   p.expert_parallel = ep;
-  return make_deployment(catalog().model("mixtral-8x7b"), p, g, {}, eff);
+  ModelSpec m = catalog().model("mixtral-8x7b");
+  m.moe->hot_expert = hot;
+  return make_deployment(m, p, g, {}, eff);
 }
 
 TEST(EngineTerms, GroupedGemmOccupancyCurve) {
@@ -167,9 +170,8 @@ TEST(EngineTerms, HottestExpertSetsTheBusiestGpu) {
   // routed-expert FLOPs are 2·copies·3·h·fe, so their ratio is the imbalance.
   const char* op = "routed experts (grouped GEMM, EP)";
   for (const auto& [tp, expected] : {std::pair{8, 3.0}, std::pair{2, 1.5}}) {
-    Deployment d = mixtral(tp, true);
-    const double base = find_op(explain_step(d, prefill(1024)), op).flops;
-    d.eff.moe_hot_expert = 3.0;
+    const double base = find_op(explain_step(mixtral(tp, true), prefill(1024)), op).flops;
+    Deployment d = mixtral(tp, true, 3.0);
     expect_rel(find_op(explain_step(d, prefill(1024)), op).flops, expected * base);
     // An explicit floor above it wins.
     d.eff.moe_imbalance = 4.0;
