@@ -32,9 +32,9 @@ double ModelSpec::attention_params_per_layer() const {
     const double q = a.q_lora_rank > 0
                          ? h * a.q_lora_rank + a.q_lora_rank + a.q_lora_rank * heads * qk
                          : h * heads * qk;
-    const double kv = h * (a.kv_lora_rank + a.qk_rope_head_dim) + a.kv_lora_rank +
-                      static_cast<double>(a.kv_lora_rank) * heads *
-                          (a.qk_nope_head_dim + a.v_head_dim);
+    const double kv =
+        h * (a.kv_lora_rank + a.qk_rope_head_dim) + a.kv_lora_rank +
+        static_cast<double>(a.kv_lora_rank) * heads * (a.qk_nope_head_dim + a.v_head_dim);
     const double o = static_cast<double>(heads) * a.v_head_dim * h;
     return q + kv + o;
   }
@@ -62,8 +62,8 @@ namespace {
 double params_with(const ModelSpec& s, double experts_per_moe_layer) {
   const double h = s.hidden;
   const double common = s.attention_params_per_layer() + 2.0 * h;
-  double total = s.embedding_params() + h + s.layers * common +
-                 s.dense_mlp_layers() * s.dense_mlp_params();
+  double total =
+      s.embedding_params() + h + s.layers * common + s.dense_mlp_layers() * s.dense_mlp_params();
   if (s.moe) {
     const double router = h * s.moe->experts;
     total += s.moe_layers() *
@@ -142,8 +142,7 @@ GpuSpec load_gpu_file(const std::string& path) {
   g.memory_efficiency = GpuSpec::kAssumedMemoryEfficiency;
   bool measured_compute = false, measured_memory = false;
   if (auto e = m.map_opt("empirical")) {
-    g.efficiency_sources =
-        required_sources(*e, "cite where the measured figures come from");
+    g.efficiency_sources = required_sources(*e, "cite where the measured figures come from");
     // A measured rate as a fraction of its datasheet peak (never above it).
     auto fraction = [&](const char* key, Dim dim, double peak, const char* hint, double* out) {
       if (!e->has(key)) return false;
@@ -158,16 +157,16 @@ GpuSpec load_gpu_file(const std::string& path) {
     };
     if (g.fp4_flops_per_s > 0)
       fraction("fp4_gemm_achieved", Dim::kFlopRate, g.fp4_flops_per_s,
-               "give a measured dense FP4 GEMM rate on a real model shape", &g.fp4_compute_efficiency);
+               "give a measured dense FP4 GEMM rate on a real model shape",
+               &g.fp4_compute_efficiency);
     else if (e->has("fp4_gemm_achieved"))
       e->fail("fp4_gemm_achieved", "the GPU has no fp4_dense rate", "drop it, or add fp4_dense");
-    measured_compute = fraction("dense_gemm_achieved", Dim::kFlopRate, g.bf16_flops_per_s,
-                                "give the measured dense BF16 GEMM rate (no 2:4 sparsity)",
-                                &g.compute_efficiency);
-    measured_memory = fraction("memory_bandwidth_achieved", Dim::kBandwidth,
-                               g.memory_bw_bytes_per_s,
-                               "give the measured streaming bandwidth (e.g. STREAM triad)",
-                               &g.memory_efficiency);
+    measured_compute =
+        fraction("dense_gemm_achieved", Dim::kFlopRate, g.bf16_flops_per_s,
+                 "give the measured dense BF16 GEMM rate (no 2:4 sparsity)", &g.compute_efficiency);
+    measured_memory =
+        fraction("memory_bandwidth_achieved", Dim::kBandwidth, g.memory_bw_bytes_per_s,
+                 "give the measured streaming bandwidth (e.g. STREAM triad)", &g.memory_efficiency);
     g.scaleup_latency_s = e->quantity_or("scaleup_latency", Dim::kTime, 0.0, 0.0);
     e->finish();
   }
@@ -226,24 +225,25 @@ ModelSpec load_model_file(const std::string& path) {
   s.published_params = m.number("published_params", 1.0, 1e15);
   s.published_rounding = m.number_or("published_rounding", 0.0, 1e15, 0.0);
   s.active_excludes_input_embedding = m.boolean_or("active_excludes_input_embedding", false);
-  if (s.moe) s.published_active_params = m.number("published_active_params", 1.0, 1e15);
+  if (s.moe)
+    s.published_active_params = m.number("published_active_params", 1.0, 1e15);
   else if (m.has("published_active_params"))
     m.fail("published_active_params", "a dense model has no separate active count",
            "drop the field, or add a 'moe:' section");
   s.sources = required_sources(m, "cite the config.json / model card / paper the shape comes from");
   if (s.heads % s.kv_heads != 0)
-    m.fail("kv_heads",
-           "heads (" + std::to_string(s.heads) + ") must be a multiple of kv_heads (" +
-               std::to_string(s.kv_heads) + ")");
+    m.fail("kv_heads", "heads (" + std::to_string(s.heads) + ") must be a multiple of kv_heads (" +
+                           std::to_string(s.kv_heads) + ")");
   if (s.dense_mlp_layers() > 0 && s.ffn == 0)
-    m.fail("ffn", "ffn is 0 but " + std::to_string(s.dense_mlp_layers()) + " layers have a dense MLP",
+    m.fail("ffn",
+           "ffn is 0 but " + std::to_string(s.dense_mlp_layers()) + " layers have a dense MLP",
            "give the dense intermediate size, or set moe.dense_layers: 0");
   // A typo in a shape field shows up as a parameter count far from the published one.
   auto check = [&](const char* key, double derived, double published) {
     if (std::fabs(derived - published) > 0.10 * published)
       m.fail(key,
-             "the shape gives " + units::format_count(derived) + " parameters but " + key +
-                 " is " + units::format_count(published) + " (more than 10% apart)",
+             "the shape gives " + units::format_count(derived) + " parameters but " + key + " is " +
+                 units::format_count(published) + " (more than 10% apart)",
              "check layers, hidden, heads, kv_heads, head_dim, ffn, vocab and the moe/mla "
              "sections against config.json");
   };
@@ -273,11 +273,12 @@ NodeSpec load_node_file(const std::string& path) {
   n.name = m.str("name");
   n.gpu = m.str("gpu");
   n.gpus_per_node = to_int(m.integer("gpus_per_node", 1, 1024));
-  n.scaleup_domain_gpus =
-      to_int(m.integer_or("scaleup_domain_gpus", 1, 1 << 20, n.gpus_per_node));
+  n.scaleup_domain_gpus = to_int(m.integer_or("scaleup_domain_gpus", 1, 1 << 20, n.gpus_per_node));
   n.nics_per_node = to_int(m.integer("nics_per_node", 0, 1024));
-  if (n.nics_per_node > 0) n.nic = m.str("nic");
-  else n.nic = m.str_or("nic", "");
+  if (n.nics_per_node > 0)
+    n.nic = m.str("nic");
+  else
+    n.nic = m.str_or("nic", "");
   n.host_memory_bytes = m.quantity("host_memory", Dim::kBytes, 1.0);
   n.host_memory_bw_bytes_per_s = m.quantity_or("host_memory_bandwidth", Dim::kBandwidth, 0.0, 1.0);
   n.host_flops_per_s = m.quantity_or("host_compute", Dim::kFlopRate, 0.0, 1.0);
@@ -290,7 +291,6 @@ NodeSpec load_node_file(const std::string& path) {
   return n;
 }
 
-
 // ---- EngineSpec ----------------------------------------------------------------------------
 
 namespace {
@@ -301,19 +301,22 @@ struct FitParam {
   double lo, hi;
   const char* section;  // where it is written in the engine file
   const char* key;
-  bool time;            // a duration (written with a unit)
+  bool time;  // a duration (written with a unit)
 };
 const FitParam kFitParams[] = {
-    {"iteration_overhead", &EngineSpec::iteration_overhead_s, 0.0, 0.05, "overhead", "iteration", true},
+    {"iteration_overhead", &EngineSpec::iteration_overhead_s, 0.0, 0.05, "overhead", "iteration",
+     true},
     {"per_sequence_overhead", &EngineSpec::per_sequence_overhead_s, 0.0, 2e-4, "overhead",
      "per_sequence", true},
     {"kernel_launch", &EngineSpec::kernel_launch_s, 0.0, 5e-5, "overhead", "kernel_launch", true},
     {"kernel_efficiency", &EngineSpec::kernel_efficiency, 0.3, 1.2, "kernels", "efficiency", false},
     {"compute_efficiency", &EngineSpec::compute_efficiency, 0.2, 1.2, "kernels", "compute", false},
-    {"moe_half_tokens", &EngineSpec::moe_half_tokens, 0.0, 512.0, "kernels", "moe_half_tokens", false},
+    {"moe_half_tokens", &EngineSpec::moe_half_tokens, 0.0, 512.0, "kernels", "moe_half_tokens",
+     false},
     {"moe_efficiency", &EngineSpec::moe_efficiency, 0.2, 1.2, "kernels", "moe_efficiency", false},
     {"moe_imbalance", &EngineSpec::moe_imbalance, 1.0, 3.0, "kernels", "moe_imbalance", false},
-    {"quant_bandwidth", &EngineSpec::quant_bandwidth, 0.2, 1.0, "kernels", "quant_bandwidth", false},
+    {"quant_bandwidth", &EngineSpec::quant_bandwidth, 0.2, 1.0, "kernels", "quant_bandwidth",
+     false},
 };
 const FitParam& fit_param(const std::string& name) {
   for (const auto& p : kFitParams)
@@ -400,7 +403,8 @@ EngineSpec load_engine_file(const std::string& path) {
         try {
           e.priors[k] = kv.second.as<double>();
         } catch (const YAML::Exception&) {
-          m.fail("fitted", "fitted.before." + k + " is not a number", "rerun 'fleetsim calibrate fit --write'");
+          m.fail("fitted", "fitted.before." + k + " is not a number",
+                 "rerun 'fleetsim calibrate fit --write'");
         }
       }
   }
@@ -439,18 +443,16 @@ const T& find_or_fail(const std::map<std::string, T>& items, const std::string& 
   // "h100-pcie"): prefix matches come first, then the closest by edit distance.
   std::string suggestion;
   for (const auto& k : ids)
-    if (!id.empty() && k.rfind(id, 0) == 0)
-      suggestion += (suggestion.empty() ? "'" : "' or '") + k;
+    if (!id.empty() && k.rfind(id, 0) == 0) suggestion += (suggestion.empty() ? "'" : "' or '") + k;
   if (suggestion.empty()) {
     const std::string close = closest_match(id, ids);
     if (!close.empty()) suggestion = "'" + close;
   }
   if (!suggestion.empty()) suggestion += "'";
-  throw InputError(
-      "unknown " + what + " '" + id + "'" +
-          (suggestion.empty() ? std::string() : " (did you mean " + suggestion + "?)"),
-      "known " + what + "s: " + (list.empty() ? "(none)" : list) +
-          "; add a file to the catalog to define another");
+  throw InputError("unknown " + what + " '" + id + "'" +
+                       (suggestion.empty() ? std::string() : " (did you mean " + suggestion + "?)"),
+                   "known " + what + "s: " + (list.empty() ? "(none)" : list) +
+                       "; add a file to the catalog to define another");
 }
 
 }  // namespace

@@ -19,22 +19,22 @@ struct GpuSpec {
   std::string id;    ///< file stem, e.g. "h100-sxm"
   std::string name;  ///< display name, e.g. "NVIDIA H100 SXM5 80GB"
   std::string vendor;
-  double memory_bytes = 0;              ///< device memory capacity
-  double memory_bw_bytes_per_s = 0;     ///< peak device memory bandwidth
-  double bf16_flops_per_s = 0;          ///< dense BF16 tensor rate (Apple: FP16 GPU rate)
-  double fp8_flops_per_s = 0;           ///< dense FP8 tensor rate; 0 when the part has none
-  double int8_ops_per_s = 0;            ///< dense INT8 tensor rate; 0 when not published
-  double fp4_flops_per_s = 0;           ///< dense FP4 tensor rate; 0 when the part has none
-  std::string scaleup;                  ///< interconnect id of the GPU fabric ("" = none)
-  double scaleup_bw_bytes_per_s = 0;    ///< per-GPU, per-direction NVLink/xGMI bandwidth
-  double scaleup_latency_s = 0;         ///< α of one collective step: measured (empirical)
-                                        ///< or else the interconnect's latency
-  std::string host_link;                ///< interconnect id of the GPU-host link
+  double memory_bytes = 0;            ///< device memory capacity
+  double memory_bw_bytes_per_s = 0;   ///< peak device memory bandwidth
+  double bf16_flops_per_s = 0;        ///< dense BF16 tensor rate (Apple: FP16 GPU rate)
+  double fp8_flops_per_s = 0;         ///< dense FP8 tensor rate; 0 when the part has none
+  double int8_ops_per_s = 0;          ///< dense INT8 tensor rate; 0 when not published
+  double fp4_flops_per_s = 0;         ///< dense FP4 tensor rate; 0 when the part has none
+  std::string scaleup;                ///< interconnect id of the GPU fabric ("" = none)
+  double scaleup_bw_bytes_per_s = 0;  ///< per-GPU, per-direction NVLink/xGMI bandwidth
+  double scaleup_latency_s = 0;       ///< α of one collective step: measured (empirical)
+                                      ///< or else the interconnect's latency
+  std::string host_link;              ///< interconnect id of the GPU-host link
   double tdp_w = 0;
-  double idle_power_w = 0;              ///< 0 = not published
-  double price_usd = 0;                 ///< purchase price; 0 = not published
-  double cloud_usd_per_gpu_hour = 0;    ///< 0 = not published
-  std::vector<std::string> sources;     ///< datasheet citations
+  double idle_power_w = 0;            ///< 0 = not published
+  double price_usd = 0;               ///< purchase price; 0 = not published
+  double cloud_usd_per_gpu_hour = 0;  ///< 0 = not published
+  std::vector<std::string> sources;   ///< datasheet citations
 
   /// Achieved / peak. From the `empirical:` section when it has the measured figure
   /// (dense_gemm_achieved, memory_bandwidth_achieved); otherwise the assumed defaults
@@ -44,7 +44,8 @@ struct GpuSpec {
   /// Measured FP4 GEMM rate / fp4 peak (`empirical: fp4_gemm_achieved`); 0 = not measured
   /// (FP4 GEMMs then run at compute_efficiency of the FP4 peak).
   double fp4_compute_efficiency = 0;
-  std::string efficiency_basis;         ///< "measured" | "assumed" | "measured compute, assumed memory" ...
+  std::string
+      efficiency_basis;  ///< "measured" | "assumed" | "measured compute, assumed memory" ...
   std::vector<std::string> efficiency_sources;
 
   static constexpr double kAssumedComputeEfficiency = 0.7;
@@ -77,14 +78,14 @@ struct MoeSpec {
 
 /// A decoder-only transformer: dense or MoE MLP, MHA/GQA/MQA or MLA attention.
 struct ModelSpec {
-  std::string id;    ///< file stem, e.g. "llama-3.1-8b"
+  std::string id;  ///< file stem, e.g. "llama-3.1-8b"
   std::string name;
   int layers = 0;
-  int hidden = 0;       ///< d_model
-  int heads = 0;        ///< query heads
-  int kv_heads = 0;     ///< key/value heads (GQA when < heads, MQA when 1)
+  int hidden = 0;    ///< d_model
+  int heads = 0;     ///< query heads
+  int kv_heads = 0;  ///< key/value heads (GQA when < heads, MQA when 1)
   int head_dim = 0;
-  int ffn = 0;          ///< dense MLP intermediate size (0 when every layer is MoE)
+  int ffn = 0;  ///< dense MLP intermediate size (0 when every layer is MoE)
   int vocab = 0;
   bool gated_mlp = true;         ///< SwiGLU: gate, up and down projections (3 matrices)
   bool tied_embeddings = false;  ///< LM head shares the embedding matrix
@@ -92,10 +93,10 @@ struct ModelSpec {
   int max_context_tokens = 0;
   std::optional<MlaSpec> mla;
   std::optional<MoeSpec> moe;
-  int sliding_window_tokens = 0;  ///< 0 = none
-  int sliding_window_layers = 0;  ///< layers that attend to the last `tokens` only
-  int mtp_layers = 0;             ///< multi-token-prediction modules (not in the params)
-  double published_params = 0;    ///< total, as its authors publish it
+  int sliding_window_tokens = 0;       ///< 0 = none
+  int sliding_window_layers = 0;       ///< layers that attend to the last `tokens` only
+  int mtp_layers = 0;                  ///< multi-token-prediction modules (not in the params)
+  double published_params = 0;         ///< total, as its authors publish it
   double published_active_params = 0;  ///< per token; MoE only (0 = dense: equals total)
   /// The publisher's active count leaves out the input embedding table (a gather, not a
   /// GEMM) but keeps the LM head: gpt-oss model card, DeepSeek-V3.
@@ -133,9 +134,9 @@ struct ModelSpec {
 struct InterconnectSpec {
   std::string id;
   std::string name;
-  std::string kind;              ///< scaleup | host | scaleout | wan
-  double bw_bytes_per_s = 0;     ///< per GPU (scaleup, host) or per port, per direction
-  double latency_s = 0;          ///< small-message one-way latency
+  std::string kind;           ///< scaleup | host | scaleout | wan
+  double bw_bytes_per_s = 0;  ///< per GPU (scaleup, host) or per port, per direction
+  double latency_s = 0;       ///< small-message one-way latency
   std::vector<std::string> sources;
 };
 
@@ -143,18 +144,18 @@ struct InterconnectSpec {
 struct NodeSpec {
   std::string id;
   std::string name;
-  std::string gpu;               ///< gpu id
+  std::string gpu;  ///< gpu id
   int gpus_per_node = 0;
-  int scaleup_domain_gpus = 0;   ///< GPUs in one NVLink/xGMI domain (72 for NVL72)
+  int scaleup_domain_gpus = 0;  ///< GPUs in one NVLink/xGMI domain (72 for NVL72)
   int nics_per_node = 0;
-  std::string nic;               ///< interconnect id ("" when nics_per_node == 0)
+  std::string nic;  ///< interconnect id ("" when nics_per_node == 0)
   double host_memory_bytes = 0;
   double host_memory_bw_bytes_per_s = 0;  ///< 0 = not given
   double host_flops_per_s = 0;            ///< 0 = not given
   double node_power_w = 0;
   int nodes_per_rack = 0;
-  double rack_power_w = 0;       ///< 0 = not given
-  double price_usd = 0;          ///< 0 = not published
+  double rack_power_w = 0;  ///< 0 = not given
+  double price_usd = 0;     ///< 0 = not published
   std::vector<std::string> sources;
 };
 
@@ -168,28 +169,28 @@ struct EngineSpec {
   std::string id;    ///< file stem, e.g. "vllm-v1"
   std::string name;  ///< e.g. "vLLM, V1 engine (0.8 and later)"
   // Scheduler semantics: defaults for the serving fields a scenario leaves out.
-  bool chunked_prefill = true;          ///< prompts split into chunks mixed with decodes
-  int64_t max_batched_tokens = 8192;    ///< token budget per iteration
-  int64_t max_num_seqs = 256;           ///< running sequences per replica
-  bool pipeline_sequential = false;     ///< pp stages run one after another (no micro-batches)
+  bool chunked_prefill = true;        ///< prompts split into chunks mixed with decodes
+  int64_t max_batched_tokens = 8192;  ///< token budget per iteration
+  int64_t max_num_seqs = 256;         ///< running sequences per replica
+  bool pipeline_sequential = false;   ///< pp stages run one after another (no micro-batches)
   // Overheads (seconds), exposed on the critical path of every iteration.
-  double iteration_overhead_s = 0;      ///< scheduling, sampling set-up, Python, per iteration
-  double per_sequence_overhead_s = 0;   ///< per sequence that samples a token this iteration
-  int64_t cuda_graph_max_batch = 0;     ///< decode batches up to this size replay a graph (0: all)
-  double kernel_launch_s = 0;           ///< per kernel launched eagerly
+  double iteration_overhead_s = 0;     ///< scheduling, sampling set-up, Python, per iteration
+  double per_sequence_overhead_s = 0;  ///< per sequence that samples a token this iteration
+  int64_t cuda_graph_max_batch = 0;    ///< decode batches up to this size replay a graph (0: all)
+  double kernel_launch_s = 0;          ///< per kernel launched eagerly
   // Kernels, relative to the calibrated rates (hw_models/calibration).
-  double kernel_efficiency = 1.0;       ///< achieved / calibrated rate, every GPU operator
-  double compute_efficiency = 1.0;      ///< and on top, of compute-bound operators only
-  double moe_half_tokens = 0;           ///< grouped GEMM: tokens per expert at half its rate
-  double moe_efficiency = 1.0;          ///< grouped GEMM rate / the dense GEMM tables' rate
-  double moe_imbalance = 1.0;           ///< busiest expert-parallel GPU's tokens / mean (floor)
-  double ep_alltoall_call_s = 0;        ///< fixed cost of one EP dispatch or combine call
-  double quant_bandwidth = 1.0;         ///< block-quantised (GGUF) mat-vec bandwidth / 16-bit's
+  double kernel_efficiency = 1.0;   ///< achieved / calibrated rate, every GPU operator
+  double compute_efficiency = 1.0;  ///< and on top, of compute-bound operators only
+  double moe_half_tokens = 0;       ///< grouped GEMM: tokens per expert at half its rate
+  double moe_efficiency = 1.0;      ///< grouped GEMM rate / the dense GEMM tables' rate
+  double moe_imbalance = 1.0;       ///< busiest expert-parallel GPU's tokens / mean (floor)
+  double ep_alltoall_call_s = 0;    ///< fixed cost of one EP dispatch or combine call
+  double quant_bandwidth = 1.0;     ///< block-quantised (GGUF) mat-vec bandwidth / 16-bit's
   /// The profile this engine runs as on AMD GPUs (its ROCm build: other kernels, other
   /// efficiencies), "" = the same profile everywhere.
   std::string rocm_variant;
-  std::vector<std::string> fit;         ///< parameters `calibrate fit` may change (at most 4)
-  std::string fitted;                   ///< provenance of the last fit ("" = never fitted)
+  std::vector<std::string> fit;  ///< parameters `calibrate fit` may change (at most 4)
+  std::string fitted;            ///< provenance of the last fit ("" = never fitted)
   /// The values a fit started from (`fitted: {before: ...}`): a refit starts there again, so
   /// fitting is reproducible and never compounds on its own output.
   std::map<std::string, double> priors;

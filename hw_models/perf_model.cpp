@@ -107,8 +107,8 @@ struct Unit {
   double gemm_peak = 0, attn_peak = 0, bw_peak = 0;
   double eff_compute = 1, eff_memory = 1;
   double eff_gemm_compute = 1;  // GEMMs' compute efficiency (eff_compute, or FP4's measured one)
-  double kernel_eff = 1;   // the engine's kernels against the calibrated/catalog rates
-  double compute_eff = 1;  // and their compute side
+  double kernel_eff = 1;        // the engine's kernels against the calibrated/catalog rates
+  double compute_eff = 1;       // and their compute side
   const std::vector<CalibrationRow>* const (*rows)[2] = nullptr;  // Deployment::calib_rows
 };
 
@@ -205,13 +205,12 @@ class Calc {
   double gemm_bytes(double rows, double in, double out) const {
     return weight_bytes(in * out) + rows * (in + out) * d_.prec.act_bytes;
   }
-  void gemm(double* bucket, const char* cat, const char* name, double count, double rows,
-            double in, double out, const Unit& u) {
+  void gemm(double* bucket, const char* cat, const char* name, double count, double rows, double in,
+            double out, const Unit& u) {
     if (rows <= 0 || count <= 0) return;
     op(bucket, cat, name, count, 2.0 * rows * in * out, gemm_bytes(rows, in, out), Kind::kGemm, u);
   }
-  void layer_ops(StepBreakdown& s, const BatchShape& b, double scale, const Unit& u,
-                 bool on_host);
+  void layer_ops(StepBreakdown& s, const BatchShape& b, double scale, const Unit& u, bool on_host);
 
   CommGroup group(int size) const {
     return {size, std::min(size, std::max(1, d_.scaleup_domain_gpus))};
@@ -385,8 +384,8 @@ void Calc::layer_ops(StepBreakdown& s, const BatchShape& b, double scale, const 
       gemm(e_bucket, "moe", "router", Lmoe, Tm / G, h, E, u);
       const double copies = ep_imbalance(d_) * Tm * k / G;
       op(e_bucket, "moe", "routed experts (grouped GEMM, EP)", Lmoe, 2.0 * copies * 3.0 * h * fe,
-         weight_bytes(hit / G * 3.0 * h * fe) + copies * (2.0 * h + 3.0 * fe) * act, Kind::kGemm,
-         u, occupancy(Tm * k / hit), d_.eff.moe_efficiency);
+         weight_bytes(hit / G * 3.0 * h * fe) + copies * (2.0 * h + 3.0 * fe) * act, Kind::kGemm, u,
+         occupancy(Tm * k / hit), d_.eff.moe_efficiency);
       if (e.shared_experts > 0) {
         const double fs = static_cast<double>(e.shared_experts) * fe;
         gemm(e_bucket, "moe", "shared expert up+gate", Lmoe, Tm / G, h, 2.0 * fs, u);
@@ -411,8 +410,7 @@ void Calc::layer_ops(StepBreakdown& s, const BatchShape& b, double scale, const 
 StepBreakdown Calc::run(const BatchShape& b) {
   StepBreakdown s;
   const int64_t tokens = b.prefill_tokens + b.decode_seqs;
-  if (tokens == 0 && b.logits_tokens == 0 && b.decode_ctx_tokens == 0 &&
-      b.prefill_attn_pairs == 0)
+  if (tokens == 0 && b.logits_tokens == 0 && b.decode_ctx_tokens == 0 && b.prefill_attn_pairs == 0)
     return s;  // an empty iteration does nothing and costs nothing
 
   const Parallelism& p = d_.par;
@@ -514,8 +512,8 @@ StepBreakdown Calc::run(const BatchShape& b) {
   }
 
   // Overheads: scheduler time, and kernel launches (one graph for decode-only iterations).
-  fixed(&s.overhead_s, "overhead", "scheduler (iteration overhead)", 1,
-        d_.eff.iteration_overhead_s, "fixed");
+  fixed(&s.overhead_s, "overhead", "scheduler (iteration overhead)", 1, d_.eff.iteration_overhead_s,
+        "fixed");
   fixed(&s.overhead_s, "overhead", "per-sequence CPU work (sampling, detokenisation)",
         static_cast<double>(b.logits_tokens), d_.eff.per_sequence_overhead_s, "fixed");
   if (d_.eff.kernel_launch_s > 0) {
@@ -646,8 +644,9 @@ namespace {
 // Σ(in + out) over the adapted projections of one layer.
 double lora_dims_per_layer(const ModelSpec& m) {
   const double h = m.hidden;
-  const double q = static_cast<double>(m.heads) * m.head_dim, kv = static_cast<double>(m.kv_heads) * m.head_dim;
-  double dims = (h + q) + 2 * (h + kv) + (q + h);  // q, k, v, o
+  const double q = static_cast<double>(m.heads) * m.head_dim,
+               kv = static_cast<double>(m.kv_heads) * m.head_dim;
+  double dims = (h + q) + 2 * (h + kv) + (q + h);                       // q, k, v, o
   if (!m.is_moe() && m.ffn > 0) dims += 2 * (h + m.ffn) + (m.ffn + h);  // gate, up, down
   return dims;
 }
@@ -688,9 +687,9 @@ double weights_per_gpu(const ModelSpec& m, const Parallelism& p, double wb) {
              m.dense_mlp_layers() * m.dense_mlp_params() / G + m.embedding_params() / tp +
              m.hidden;  // final norm
   if (m.moe)
-    w += m.moe_layers() * (static_cast<double>(m.hidden) * m.moe->experts +
-                           (static_cast<double>(m.moe->experts) + m.moe->shared_experts) *
-                               m.expert_params()) /
+    w += m.moe_layers() *
+         (static_cast<double>(m.hidden) * m.moe->experts +
+          (static_cast<double>(m.moe->experts) + m.moe->shared_experts) * m.expert_params()) /
          G;
   return w / p.pp * wb;
 }
@@ -710,8 +709,7 @@ Fit compute_fit(const Deployment& d, double utilization, double reserve_bytes,
     host += all * std::min(1.0, static_cast<double>(d.offload.layers_on_host) / m.layers);
   if (m.moe && d.offload.experts_on_host > 0)
     host += static_cast<double>(std::lround(d.offload.experts_on_host * m.moe->experts)) *
-            m.expert_params() *
-            m.moe_layers() / G / p.pp * prec.weight_bytes;
+            m.expert_params() * m.moe_layers() / G / p.pp * prec.weight_bytes;
   f.host_weight_bytes = std::min(host, all);
   f.weight_bytes = all - f.host_weight_bytes + d.extra_weight_bytes_per_gpu;
 
@@ -721,22 +719,21 @@ Fit compute_fit(const Deployment& d, double utilization, double reserve_bytes,
   const double attn_width = 2.0 * m.hidden + (qh + 2.0 * kvh) * m.head_dim + qh * m.head_dim;
   double mlp_width = (m.gated_mlp ? 3.0 : 2.0) * m.ffn / G;
   if (m.moe)
-    mlp_width = std::max(mlp_width, 3.0 * m.moe->top_k * d.eff.moe_imbalance *
-                                        m.moe->expert_ffn / G);
+    mlp_width =
+        std::max(mlp_width, 3.0 * m.moe->top_k * d.eff.moe_imbalance * m.moe->expert_ffn / G);
   f.activation_bytes = (t / D * attn_width + t * mlp_width) * prec.act_bytes +
                        std::min(t / D, kMaxLogitsRows) * m.vocab / tp * 4.0;
   f.reserve_bytes = reserve_bytes;
   f.kv_bytes = f.usable_bytes - f.weight_bytes - f.activation_bytes - f.reserve_bytes;
   // Per GPU: the layers of its stage; GQA heads split by tp, the MLA latent whole.
-  const double per_layer = m.mla ? m.kv_elements_per_token_per_layer()
-                                 : 2.0 * kvh * m.head_dim;
+  const double per_layer = m.mla ? m.kv_elements_per_token_per_layer() : 2.0 * kvh * m.head_dim;
   f.kv_bytes_per_token =
       static_cast<double>(m.layers - m.sliding_window_layers) / p.pp * per_layer * prec.kv_bytes +
       d.extra_kv_bytes_per_token_per_gpu;
   const double block_bytes = block_tokens * f.kv_bytes_per_token;
-  out.per_group_blocks =
-      f.kv_bytes > 0 && block_bytes > 0 ? static_cast<int64_t>(std::floor(f.kv_bytes / block_bytes))
-                                        : 0;
+  out.per_group_blocks = f.kv_bytes > 0 && block_bytes > 0
+                             ? static_cast<int64_t>(std::floor(f.kv_bytes / block_bytes))
+                             : 0;
   f.kv_blocks = out.per_group_blocks * D;
   return out;
 }
@@ -828,15 +825,15 @@ MemoryFit fit_memory(const Deployment& d, double memory_utilization, double rese
     hint = "no tp up to 64 or pp up to 16 fits on " + gpu_id +
            " at this precision; try a GPU with more memory, FP8 weights or a smaller model";
 
-  throw InputError(
-      model_id + " does not fit on " + std::to_string(par.gpus()) + " x " + gpu_id + ": needs " +
-          format(need, Dim::kBytes) + " per GPU (weights " + format(f.f.weight_bytes, Dim::kBytes) +
-          ", activations " + format(f.f.activation_bytes, Dim::kBytes) + ", reserve " +
-          format(f.f.reserve_bytes, Dim::kBytes) + ", KV cache for " +
-          std::to_string(min_kv_tokens) + " tokens " + format(kv_need, Dim::kBytes) + "), " +
-          format(f.f.usable_bytes, Dim::kBytes) + " usable (short by " +
-          format(short_by, Dim::kBytes) + ")",
-      hint);
+  throw InputError(model_id + " does not fit on " + std::to_string(par.gpus()) + " x " + gpu_id +
+                       ": needs " + format(need, Dim::kBytes) + " per GPU (weights " +
+                       format(f.f.weight_bytes, Dim::kBytes) + ", activations " +
+                       format(f.f.activation_bytes, Dim::kBytes) + ", reserve " +
+                       format(f.f.reserve_bytes, Dim::kBytes) + ", KV cache for " +
+                       std::to_string(min_kv_tokens) + " tokens " + format(kv_need, Dim::kBytes) +
+                       "), " + format(f.f.usable_bytes, Dim::kBytes) + " usable (short by " +
+                       format(short_by, Dim::kBytes) + ")",
+                   hint);
 }
 
 MemoryFit fit_memory(const ModelSpec& model, const Parallelism& par, const GpuSpec& gpu,

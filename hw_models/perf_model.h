@@ -121,14 +121,14 @@ struct Precision {
 /// Efficiency factors and fixed costs, resolved from the GPU's catalog entry and any
 /// scenario overrides (each one says where it came from).
 struct Efficiency {
-  double compute = 0.7;            ///< achieved / peak tensor rate
-  double memory = 0.8;             ///< achieved / peak HBM bandwidth
-  double iteration_overhead_s = 0; ///< scheduler (CPU) time per iteration
-  double kernel_launch_s = 0;      ///< per kernel launch, eager mode
-  bool cuda_graphs = true;         ///< decode-only iterations replay one graph
-  double moe_imbalance = 1.0;      ///< busiest expert-parallel GPU / mean (≥ 1)
-  double allreduce_latency_s = 0;  ///< α of the scale-up level
-  double link_bw_bytes_per_s = 0;  ///< β⁻¹ of the scale-up level (per GPU, per direction)
+  double compute = 0.7;             ///< achieved / peak tensor rate
+  double memory = 0.8;              ///< achieved / peak HBM bandwidth
+  double iteration_overhead_s = 0;  ///< scheduler (CPU) time per iteration
+  double kernel_launch_s = 0;       ///< per kernel launch, eager mode
+  bool cuda_graphs = true;          ///< decode-only iterations replay one graph
+  double moe_imbalance = 1.0;       ///< busiest expert-parallel GPU / mean (≥ 1)
+  double allreduce_latency_s = 0;   ///< α of the scale-up level
+  double link_bw_bytes_per_s = 0;   ///< β⁻¹ of the scale-up level (per GPU, per direction)
   // Serving-engine terms (hw_models/catalog/engines; apply_engine sets them).
   double per_sequence_overhead_s = 0;  ///< CPU time per sampling sequence per iteration
   int64_t cuda_graph_max_batch = 0;    ///< decode batches above this run eagerly (0: none do)
@@ -149,10 +149,10 @@ void apply_engine(const EngineSpec& engine, Efficiency* eff);
 struct Offload {
   enum class Mode { kStream, kHostCompute };
   Mode mode = Mode::kStream;
-  int layers_on_host = 0;              ///< the last N layers' weights live on the host
-  double experts_on_host = 0;          ///< fraction of the least popular routed experts
-  double expert_popularity_zipf = 0;   ///< p_i ∝ i^-s over experts; 0 = uniform
-  LinkLevel host_link;                 ///< GPU↔host
+  int layers_on_host = 0;             ///< the last N layers' weights live on the host
+  double experts_on_host = 0;         ///< fraction of the least popular routed experts
+  double expert_popularity_zipf = 0;  ///< p_i ∝ i^-s over experts; 0 = uniform
+  LinkLevel host_link;                ///< GPU↔host
   double host_memory_bw_bytes_per_s = 0;
   double host_flops_per_s = 0;
   bool any() const { return layers_on_host > 0 || experts_on_host > 0; }
@@ -186,8 +186,9 @@ struct BatchShape {
                                   ///< for a chunk of c tokens after p cached tokens
   int64_t prefill_kv_tokens = 0;  ///< Σ over chunks of (p + c): KV tokens the chunks read
   int64_t decode_seqs = 0;        ///< sequences decoding one token each
-  int64_t decode_ctx_tokens = 0;  ///< Σ over decode sequences of tokens attended (incl. the new one)
-  int64_t logits_tokens = 0;      ///< sequences that sample a token (LM head rows)
+  int64_t decode_ctx_tokens =
+      0;                      ///< Σ over decode sequences of tokens attended (incl. the new one)
+  int64_t logits_tokens = 0;  ///< sequences that sample a token (LM head rows)
 };
 
 /// The catalog's efficiency figures for `gpu` (compute, memory, α, link bandwidth), with no
@@ -211,10 +212,10 @@ struct StepBreakdown {
 struct OpCost {
   std::string category;  ///< gemm | attention | moe | communication | offload | overhead
   std::string name;
-  double count = 0;      ///< times per iteration (layers × micro-batches), per GPU
+  double count = 0;             ///< times per iteration (layers × micro-batches), per GPU
   double flops = 0, bytes = 0;  ///< per occurrence, per GPU
-  double time_s = 0;     ///< total over `count`
-  std::string bound;     ///< compute | memory | network | calibrated | fixed
+  double time_s = 0;            ///< total over `count`
+  std::string bound;            ///< compute | memory | network | calibrated | fixed
 };
 
 /// One iteration's time. An empty batch (no tokens, no context) costs exactly 0.
@@ -268,15 +269,15 @@ double lora_adapter_bytes(const ModelSpec& m, int rank, double weight_bytes);
 
 /// Per-GPU memory budget of a replica.
 struct MemoryFit {
-  double usable_bytes = 0;      ///< gpu memory * memory_utilization
-  double weight_bytes = 0;      ///< per GPU (host-resident weights excluded)
-  double host_weight_bytes = 0; ///< per GPU share of weights kept in host memory
-  double activation_bytes = 0;  ///< per GPU, peak for a batch of max_batched_tokens
-  double reserve_bytes = 0;     ///< runtime reserve (CUDA context, allocator slack)
-  double kv_bytes = 0;          ///< what is left for the KV cache, per GPU (may be < 0)
-  double kv_bytes_per_token = 0;///< per GPU
-  int64_t kv_blocks = 0;        ///< KV blocks of `block_tokens` tokens the replica can hold
-                                ///< (dp_attention groups each hold their own sequences)
+  double usable_bytes = 0;        ///< gpu memory * memory_utilization
+  double weight_bytes = 0;        ///< per GPU (host-resident weights excluded)
+  double host_weight_bytes = 0;   ///< per GPU share of weights kept in host memory
+  double activation_bytes = 0;    ///< per GPU, peak for a batch of max_batched_tokens
+  double reserve_bytes = 0;       ///< runtime reserve (CUDA context, allocator slack)
+  double kv_bytes = 0;            ///< what is left for the KV cache, per GPU (may be < 0)
+  double kv_bytes_per_token = 0;  ///< per GPU
+  int64_t kv_blocks = 0;          ///< KV blocks of `block_tokens` tokens the replica can hold
+                                  ///< (dp_attention groups each hold their own sequences)
 };
 
 /// Computes the memory budget. Throws InputError when the KV cache would have room for

@@ -20,7 +20,6 @@ namespace {
 
 std::string t(double s) { return units::format(s, Dim::kTime); }
 
-
 // Every line of `text` indented by two spaces.
 std::string indent(const std::string& text) {
   std::string o;
@@ -32,7 +31,9 @@ std::string indent(const std::string& text) {
 
 // Full-scale replicas per simulated replica of a pool.
 double pool_scale(const fleet::PoolResult& p) {
-  return p.replicas_simulated > 0 ? static_cast<double>(p.replicas_configured) / p.replicas_simulated : 0.0;
+  return p.replicas_simulated > 0
+             ? static_cast<double>(p.replicas_configured) / p.replicas_simulated
+             : 0.0;
 }
 
 // A pool's footprint at full scale, at the most replicas it held at once.
@@ -68,12 +69,16 @@ PoolLayout region_layout(const fleet::FleetResult& res, size_t region) {
 }  // namespace
 
 std::vector<double> region_gpu_scale(const fleet::FleetResult& res) {
-  std::vector<double> full(res.regions.size(), 0.0), simulated(res.regions.size(), 0.0), scale(res.regions.size(), 0.0);
+  std::vector<double> full(res.regions.size(), 0.0), simulated(res.regions.size(), 0.0),
+      scale(res.regions.size(), 0.0);
   for (const auto& p : res.pools) {
-    full[static_cast<size_t>(p.region)] += static_cast<double>(p.replicas_configured) * p.gpus_per_replica;
-    simulated[static_cast<size_t>(p.region)] += static_cast<double>(p.replicas_simulated) * p.gpus_per_replica;
+    full[static_cast<size_t>(p.region)] +=
+        static_cast<double>(p.replicas_configured) * p.gpus_per_replica;
+    simulated[static_cast<size_t>(p.region)] +=
+        static_cast<double>(p.replicas_simulated) * p.gpus_per_replica;
   }
-  for (size_t r = 0; r < full.size(); ++r) scale[r] = simulated[r] > 0 ? full[r] / simulated[r] : 0.0;
+  for (size_t r = 0; r < full.size(); ++r)
+    scale[r] = simulated[r] > 0 ? full[r] / simulated[r] : 0.0;
   return scale;
 }
 
@@ -114,8 +119,10 @@ FleetAnswer fleet_answer(const scenario::Scenario& sc, const fleet::FleetResult&
     a.floor_m2 += l.racks * spec.floor_m2_per_rack;
     const double gpu_hours = p.replica_hours * scale * p.gpus_per_replica * per_day;
     a.gpu_hours_per_day += gpu_hours;
-    if (fp.usd_per_gpu_hour > 0) a.usd_per_day += gpu_hours * fp.usd_per_gpu_hour;
-    else if (gpu_hours > 0) a.price_missing = true;
+    if (fp.usd_per_gpu_hour > 0)
+      a.usd_per_day += gpu_hours * fp.usd_per_gpu_hour;
+    else if (gpu_hours > 0)
+      a.price_missing = true;
     busy += p.busy_hours;
     held += p.replica_hours;
   }
@@ -136,8 +143,9 @@ FleetAnswer fleet_answer(const scenario::Scenario& sc, const fleet::FleetResult&
     const double gpu_w = fp.gpu_idle_w + (tdp - fp.gpu_idle_w) * busy_share;
     const double host_w = std::max(0.0, fp.server_power_w - fp.gpus_per_server * tdp);
     const int gpus = fp.pool.par.gpus();
-    const double servers_per_replica =
-        gpus < fp.gpus_per_server ? static_cast<double>(gpus) / fp.gpus_per_server : fp.servers_per_replica;
+    const double servers_per_replica = gpus < fp.gpus_per_server
+                                           ? static_cast<double>(gpus) / fp.gpus_per_server
+                                           : fp.servers_per_replica;
     const double replica_w = gpus * gpu_w + servers_per_replica * host_w;
     return p.replica_hours * pool_scale(p) * per_day * replica_w;
   };
@@ -147,7 +155,8 @@ FleetAnswer fleet_answer(const scenario::Scenario& sc, const fleet::FleetResult&
     return wh / 1e3 * spec.pue;
   };
   for (const auto& p : res.pools) {
-    a.tokens_per_day += static_cast<double>(p.input_tokens + p.output_tokens) / res.sample * per_day;
+    a.tokens_per_day +=
+        static_cast<double>(p.input_tokens + p.output_tokens) / res.sample * per_day;
     a.output_tokens_per_day += static_cast<double>(p.output_tokens) / res.sample * per_day;
     a.idle_power_assumed = a.idle_power_assumed || p.spec->gpu_idle_assumed;
   }
@@ -156,15 +165,16 @@ FleetAnswer fleet_answer(const scenario::Scenario& sc, const fleet::FleetResult&
   double capital = 0;
   for (const auto& p : res.pools) {
     const PoolLayout l = layout_of(p);
-    const double pool_capital = l.servers * (p.spec->server_usd + cm.network_usd_per_server) + l.racks * cm.rack_usd;
+    const double pool_capital =
+        l.servers * (p.spec->server_usd + cm.network_usd_per_server) + l.racks * cm.rack_usd;
     capital += pool_capital;
     PoolCost c{p.name, 0, 0, 0};
     if (a.owned) {
       c.hardware_usd_per_day = pool_capital / (cm.depreciation_years * 365.0);
       c.electricity_usd_per_day = pool_wh(p, 1.0) / 1e3 * spec.pue * cm.electricity_usd_per_kwh;
     } else {
-      c.cloud_usd_per_day = p.replica_hours * pool_scale(p) * p.gpus_per_replica * per_day * p.spec->usd_per_gpu_hour *
-                            (1 - cm.reserved_discount);
+      c.cloud_usd_per_day = p.replica_hours * pool_scale(p) * p.gpus_per_replica * per_day *
+                            p.spec->usd_per_gpu_hour * (1 - cm.reserved_discount);
     }
     a.pool_costs.push_back(c);
   }
@@ -177,7 +187,8 @@ FleetAnswer fleet_answer(const scenario::Scenario& sc, const fleet::FleetResult&
   a.cost_usd_per_day = cost_at(1.0);
   if (a.tokens_per_day > 0) {
     a.usd_per_mtok = a.cost_usd_per_day / a.tokens_per_day * 1e6;
-    a.usd_per_mtok_output = a.output_tokens_per_day > 0 ? a.cost_usd_per_day / a.output_tokens_per_day * 1e6 : 0;
+    a.usd_per_mtok_output =
+        a.output_tokens_per_day > 0 ? a.cost_usd_per_day / a.output_tokens_per_day * 1e6 : 0;
     a.breakeven_usd_per_mtok = a.usd_per_mtok / (1 - cm.margin);
     for (double u : {0.01, 0.1, 0.25, 0.5, 1.0})
       a.usd_per_mtok_at_load.emplace_back(u, cost_at(u) / (u * a.tokens_per_day) * 1e6);
@@ -192,22 +203,27 @@ FleetAnswer fleet_answer(const scenario::Scenario& sc, const fleet::FleetResult&
   }
   a.slo_attainment = served ? static_cast<double>(good) / static_cast<double>(served) : 0;
   // Normal approximation of a binomial share (calls treated as independent).
-  a.slo_ci95 = served ? 1.96 * std::sqrt(a.slo_attainment * (1 - a.slo_attainment) / static_cast<double>(served)) : 0;
+  a.slo_ci95 = served ? 1.96 * std::sqrt(a.slo_attainment * (1 - a.slo_attainment) /
+                                         static_cast<double>(served))
+                      : 0;
   // Session starts are Poisson: a count of n has relative standard error 1/sqrt(n).
   a.count_rel_error = res.sessions ? 1.0 / std::sqrt(static_cast<double>(res.sessions)) : 0;
   return a;
 }
 
-FleetProse fleet_prose(const scenario::Scenario& sc, const fleet::FleetResult& res, const FleetAnswer& a) {
+FleetProse fleet_prose(const scenario::Scenario& sc, const fleet::FleetResult& res,
+                       const FleetAnswer& a) {
   const auto& spec = *sc.fleet;
   const auto pop = sc.make_population(sc.seed);
   FleetProse p;
   std::ostringstream ans;
-  ans << human(pop->weekly_active()) << " weekly users (" << human(pop->weekly_active() * pop->daily_active_fraction())
-      << " a day) send " << human(a.calls_per_day) << " model calls a day, " << human(a.mean_calls_per_s)
-      << "/s on average and " << human(a.peak_calls_per_s) << "/s in the busiest hour. Serving them took "
-      << human(a.gpus) << " GPUs at the most (" << human(a.servers) << " servers in " << human(a.racks)
-      << " racks, " << units::format(a.it_power_w, Dim::kPower) << " of IT load, "
+  ans << human(pop->weekly_active()) << " weekly users ("
+      << human(pop->weekly_active() * pop->daily_active_fraction()) << " a day) send "
+      << human(a.calls_per_day) << " model calls a day, " << human(a.mean_calls_per_s)
+      << "/s on average and " << human(a.peak_calls_per_s)
+      << "/s in the busiest hour. Serving them took " << human(a.gpus) << " GPUs at the most ("
+      << human(a.servers) << " servers in " << human(a.racks) << " racks, "
+      << units::format(a.it_power_w, Dim::kPower) << " of IT load, "
       << units::format(a.facility_power_w, Dim::kPower) << " at PUE " << spec.pue << ", "
       << human(a.floor_m2) << " m² of floor), " << human(a.gpu_hours_per_day) << " GPU-hours a day";
   if (a.cost_usd_per_day > 0)
@@ -229,26 +245,32 @@ FleetProse fleet_prose(const scenario::Scenario& sc, const fleet::FleetResult& r
       }
     }
     if (big) {
-      const double per_user_day = a.usd_per_day / (pop->weekly_active() * pop->daily_active_fraction());
+      const double per_user_day =
+          a.usd_per_day / (pop->weekly_active() * pop->daily_active_fraction());
       double held_s = 0;
       for (const auto& pr : res.pools) held_s += pr.replica_hours * 3600.0;
-      const double in_flight = held_s > 0 ? res.summary.e2e.mean_s * static_cast<double>(res.summary.requests_completed) / held_s : 0;
+      const double in_flight =
+          held_s > 0 ? res.summary.e2e.mean_s *
+                           static_cast<double>(res.summary.requests_completed) / held_s
+                     : 0;
       std::ostringstream why;
       char buf[160];
       std::snprintf(buf, sizeof buf, "%.0f", std::ceil(big_bytes / 24e9));
-      why << "One copy of " << big->spec->pool.model.name << " is " << units::format(big_bytes, Dim::kBytes)
-        << " of weights (" << big->spec->pool.dep.prec.weight_bytes * 8 << "-bit): " << buf
-        << " graphics cards of 24 GB just to hold it, before any KV cache.";
+      why << "One copy of " << big->spec->pool.model.name << " is "
+          << units::format(big_bytes, Dim::kBytes) << " of weights ("
+          << big->spec->pool.dep.prec.weight_bytes * 8 << "-bit): " << buf
+          << " graphics cards of 24 GB just to hold it, before any KV cache.";
       p.why_not_at_home.push_back(why.str());
       why.str("");
       std::snprintf(buf, sizeof buf, "%.1f", in_flight);
-      why << "Batching: a replica here had " << buf << " calls in flight on average (busy " << pct(a.busy_fraction)
-        << " of its time), so every GPU-hour is shared by many users";
+      why << "Batching: a replica here had " << buf << " calls in flight on average (busy "
+          << pct(a.busy_fraction) << " of its time), so every GPU-hour is shared by many users";
       if (per_user_day > 0) {
         std::snprintf(buf, sizeof buf, "$%.3f", per_user_day);
         why << ": " << buf << " per daily user per day";
       }
-      why << ". One person sends one call at a time for minutes a day: a machine of their own waits idle"
+      why << ". One person sends one call at a time for minutes a day: a machine of their own "
+             "waits idle"
              " almost all day (scenarios/local-vs-datacenter.yaml puts numbers on it).";
       p.why_not_at_home.push_back(why.str());
     }
@@ -259,23 +281,30 @@ FleetProse fleet_prose(const scenario::Scenario& sc, const fleet::FleetResult& r
     std::ostringstream c;
     if (a.owned) {
       std::snprintf(cb, sizeof cb, "%.3g", cm.depreciation_years);
-      c << "Owned: $" << human(a.capital_usd) << " of servers, network and racks over " << cb << " years, plus $"
-        << human(a.electricity_usd_per_day) << " of electricity a day: ";
+      c << "Owned: $" << human(a.capital_usd) << " of servers, network and racks over " << cb
+        << " years, plus $" << human(a.electricity_usd_per_day) << " of electricity a day: ";
     } else {
-      c << "Cloud prices" << (cm.reserved_discount > 0 ? " less a " + pct(cm.reserved_discount) + " reservation discount" : "")
+      c << "Cloud prices"
+        << (cm.reserved_discount > 0
+                ? " less a " + pct(cm.reserved_discount) + " reservation discount"
+                : "")
         << ": ";
     }
-    std::snprintf(cb, sizeof cb, "$%.3g per million tokens ($%.3g per million output tokens)", a.usd_per_mtok,
-                  a.usd_per_mtok_output);
-    c << "$" << human(a.cost_usd_per_day) << " a day, $" << human(a.cost_usd_per_day * 30.44) << " a month; " << cb << ".";
+    std::snprintf(cb, sizeof cb, "$%.3g per million tokens ($%.3g per million output tokens)",
+                  a.usd_per_mtok, a.usd_per_mtok_output);
+    c << "$" << human(a.cost_usd_per_day) << " a day, $" << human(a.cost_usd_per_day * 30.44)
+      << " a month; " << cb << ".";
     std::snprintf(cb, sizeof cb, "$%.3g", a.breakeven_usd_per_mtok);
     c << " Break-even price at a " << pct(cm.margin) << " margin: " << cb << " per million tokens.";
-    std::snprintf(cb, sizeof cb, "$%.3g per daily user and $%.3g per weekly user a month", a.usd_per_daily_user_month,
-                  a.usd_per_weekly_user_month);
+    std::snprintf(cb, sizeof cb, "$%.3g per daily user and $%.3g per weekly user a month",
+                  a.usd_per_daily_user_month, a.usd_per_weekly_user_month);
     c << " That is " << cb << ".";
     std::snprintf(cb, sizeof cb, "%.3g J", a.joules_per_token);
-    c << " Energy: " << units::format(a.energy_kwh_per_day * 1e3, Dim::kPower) << "h a day at the facility, " << cb
-      << " per token" << (a.idle_power_assumed ? " (idle GPU draw assumed at 20 % of TDP where the catalog has none)" : "")
+    c << " Energy: " << units::format(a.energy_kwh_per_day * 1e3, Dim::kPower)
+      << "h a day at the facility, " << cb << " per token"
+      << (a.idle_power_assumed
+              ? " (idle GPU draw assumed at 20 % of TDP where the catalog has none)"
+              : "")
       << ".";
     c << " Served at a smaller share of this load, the same fleet costs per million tokens:";
     for (const auto& [u, cost] : a.usd_per_mtok_at_load) {
@@ -287,22 +316,27 @@ FleetProse fleet_prose(const scenario::Scenario& sc, const fleet::FleetResult& r
   return p;
 }
 
-std::string fleet_users_notes(const scenario::Scenario& sc, const fleet::FleetResult& res, const FleetAnswer& a) {
+std::string fleet_users_notes(const scenario::Scenario& sc, const fleet::FleetResult& res,
+                              const FleetAnswer& a) {
   const auto pop = sc.make_population(sc.seed);
   std::ostringstream o;
   o << "USERS    " << pop->describe() << "\n";
   char buf[256];
-  std::snprintf(buf, sizeof buf, "         expected %s calls/day (measured %s); peak-to-mean %.2f (peak at hour %d UTC of the run)\n",
-                human(a.calls_per_day_expected).c_str(), human(a.calls_per_day).c_str(), pop->peak_to_mean(),
-                pop->peak_hour());
+  std::snprintf(buf, sizeof buf,
+                "         expected %s calls/day (measured %s); peak-to-mean %.2f (peak at hour %d "
+                "UTC of the run)\n",
+                human(a.calls_per_day_expected).c_str(), human(a.calls_per_day).c_str(),
+                pop->peak_to_mean(), pop->peak_hour());
   o << buf;
   if (std::fabs(ns_to_seconds(pop->duration_ns()) - 86400.0) > 1.0)
     o << "         the run covers " << t(ns_to_seconds(pop->duration_ns()))
       << ": figures \"a day\" scale that span to 24 h (expected: the day's average)\n";
   if (res.sample < 1) {
     std::snprintf(buf, sizeof buf,
-                  "SAMPLED  %.3g %% of the users and of every pool's replicas simulated; counts scaled by %.4g.\n"
-                  "         sampling error: call counts ±%.2f %% (1 s.e., %llu sessions); SLO attainment ±%.2f pp (95 %%)\n",
+                  "SAMPLED  %.3g %% of the users and of every pool's replicas simulated; counts "
+                  "scaled by %.4g.\n"
+                  "         sampling error: call counts ±%.2f %% (1 s.e., %llu sessions); SLO "
+                  "attainment ±%.2f pp (95 %%)\n",
                   100 * res.sample, 1 / res.sample, 100 * a.count_rel_error,
                   static_cast<unsigned long long>(res.sessions), 100 * a.slo_ci95);
     o << buf;
@@ -310,8 +344,10 @@ std::string fleet_users_notes(const scenario::Scenario& sc, const fleet::FleetRe
       const double want = p.replicas_configured * res.sample;
       if (p.replicas_simulated > 0 && std::fabs(p.replicas_simulated / want - 1) > 0.05) {
         std::snprintf(buf, sizeof buf,
-                      "         note: %s runs %d replicas for %.2f at this sample: its capacity is off by %+.0f %%\n",
-                      p.name.c_str(), p.replicas_simulated, want, 100 * (p.replicas_simulated / want - 1));
+                      "         note: %s runs %d replicas for %.2f at this sample: its capacity is "
+                      "off by %+.0f %%\n",
+                      p.name.c_str(), p.replicas_simulated, want,
+                      100 * (p.replicas_simulated / want - 1));
         o << buf;
       }
     }
@@ -323,30 +359,40 @@ std::vector<Table> fleet_tables(const scenario::Scenario& sc, const fleet::Fleet
   const auto& spec = *sc.fleet;
   const auto pop = sc.make_population(sc.seed);
   const double per_day = 86400.0 / ns_to_seconds(pop->duration_ns());
-  auto share = [](uint64_t n, uint64_t of) { return of ? pct(static_cast<double>(n) / static_cast<double>(of)) : "-"; };
+  auto share = [](uint64_t n, uint64_t of) {
+    return of ? pct(static_cast<double>(n) / static_cast<double>(of)) : "-";
+  };
   std::vector<Table> tables;
-  Table regions{{"regions", "users", "calls/day", "served here", "spilled out", "TTFT p50", "TTFT p99", "SLO met"}, {}};
+  Table regions{{"regions", "users", "calls/day", "served here", "spilled out", "TTFT p50",
+                 "TTFT p99", "SLO met"},
+                {}};
   for (size_t r = 0; r < res.regions.size(); ++r) {
     const auto& g = res.regions[r];
     regions.rows.push_back({g.name, pct(pop->regions()[r].user_share),
                             human(static_cast<double>(g.arrivals) / res.sample * per_day),
-                            human(static_cast<double>(g.served) / res.sample * per_day), share(g.spilled_out, g.arrivals),
-                            t(g.ttft.p50_s), t(g.ttft.p99_s), share(g.good, g.served)});
+                            human(static_cast<double>(g.served) / res.sample * per_day),
+                            share(g.spilled_out, g.arrivals), t(g.ttft.p50_s), t(g.ttft.p99_s),
+                            share(g.good, g.served)});
   }
   tables.push_back(std::move(regions));
   // What each region's datacenter holds (full scale, at the most held at once).
-  Table dcs{{"datacenters (full scale)", "GPUs", "servers", "racks", "IT power", "facility", "floor"}, {}};
+  Table dcs{
+      {"datacenters (full scale)", "GPUs", "servers", "racks", "IT power", "facility", "floor"},
+      {}};
   for (size_t r = 0; r < res.regions.size(); ++r) {
     if (spec.regions[r].pools.empty()) continue;
     const PoolLayout sum = region_layout(res, r);
     dcs.rows.push_back({res.regions[r].name, human(sum.gpus), human(sum.servers), human(sum.racks),
-                        units::format(sum.it_power_w, Dim::kPower), units::format(sum.it_power_w * spec.pue, Dim::kPower),
+                        units::format(sum.it_power_w, Dim::kPower),
+                        units::format(sum.it_power_w * spec.pue, Dim::kPower),
                         human(sum.racks * spec.floor_m2_per_rack) + " m²"});
   }
   tables.push_back(std::move(dcs));
   // Load against capacity over the run, all regions together.
   if (!res.regions.empty() && res.regions[0].series.size() > 1) {
-    Table run{{"over the run (UTC)", "calls/s", "GPUs active", "calls/s per GPU", "SLO met", "failures"}, {}};
+    Table run{
+        {"over the run (UTC)", "calls/s", "GPUs active", "calls/s per GPU", "SLO met", "failures"},
+        {}};
     const auto& first = res.regions[0].series;
     const std::vector<double> gpu_scale = region_gpu_scale(res);
     char buf[64];
@@ -362,7 +408,8 @@ std::vector<Table> fleet_tables(const scenario::Scenario& sc, const fleet::Fleet
         good += static_cast<double>(g.series[k].good);
         failures += static_cast<double>(g.series[k].failures);
       }
-      const double end_s = k + 1 < first.size() ? first[k + 1].t_s : ns_to_seconds(pop->duration_ns());
+      const double end_s =
+          k + 1 < first.size() ? first[k + 1].t_s : ns_to_seconds(pop->duration_ns());
       const double len = end_s - first[k].t_s;
       if (len <= 0) continue;
       const double clock_h = std::fmod(pop->start_s() + first[k].t_s, 86400.0) / 3600.0;
@@ -376,26 +423,36 @@ std::vector<Table> fleet_tables(const scenario::Scenario& sc, const fleet::Fleet
     }
     tables.push_back(std::move(run));
   }
-  Table pools{{"pools (full scale)", "GPUs/rep", "replicas", "peak held", "GPUs peak", "busy", "racks", "kW/rack", "$/GPU-h"}, {}};
+  Table pools{{"pools (full scale)", "GPUs/rep", "replicas", "peak held", "GPUs peak", "busy",
+               "racks", "kW/rack", "$/GPU-h"},
+              {}};
   for (const auto& p : res.pools) {
     const fleet::FleetPool& fp = *p.spec;
     const PoolLayout l = layout_of(p);
     char kw[32];
     std::snprintf(kw, sizeof kw, "%.1f", fp.server_power_w * fp.servers_per_rack / 1e3);
-    pools.rows.push_back({p.name, std::to_string(p.gpus_per_replica), std::to_string(p.replicas_configured),
-                          human(l.replicas), human(l.gpus), p.replica_hours > 0 ? pct(p.busy_hours / p.replica_hours) : "-",
-                          human(l.racks), kw, fp.usd_per_gpu_hour > 0 ? usd(fp.usd_per_gpu_hour) : "n/a"});
+    pools.rows.push_back({p.name, std::to_string(p.gpus_per_replica),
+                          std::to_string(p.replicas_configured), human(l.replicas), human(l.gpus),
+                          p.replica_hours > 0 ? pct(p.busy_hours / p.replica_hours) : "-",
+                          human(l.racks), kw,
+                          fp.usd_per_gpu_hour > 0 ? usd(fp.usd_per_gpu_hour) : "n/a"});
   }
   tables.push_back(std::move(pools));
-  Table service{{"pools: service", "calls/day", "output tok/day", "tok/s per call", "TPOT p99", "$/M out tok", "$/M tok"}, {}};
+  Table service{{"pools: service", "calls/day", "output tok/day", "tok/s per call", "TPOT p99",
+                 "$/M out tok", "$/M tok"},
+                {}};
   for (const auto& p : res.pools) {
     const fleet::FleetPool& fp = *p.spec;
-    const double cost = p.replica_hours * p.gpus_per_replica * fp.usd_per_gpu_hour;  // sampled, same scale as tokens
-    const double out_tok = static_cast<double>(p.output_tokens), all_tok = static_cast<double>(p.input_tokens) + out_tok;
-    service.rows.push_back({p.name, human(static_cast<double>(p.completed) / res.sample * per_day),
-                            human(out_tok / res.sample * per_day), p.tpot.p50_s > 0 ? human(1.0 / p.tpot.p50_s) : "-",
-                            t(p.tpot.p99_s), fp.usd_per_gpu_hour > 0 && out_tok > 0 ? usd(cost / out_tok * 1e6) : "n/a",
-                            fp.usd_per_gpu_hour > 0 && all_tok > 0 ? usd(cost / all_tok * 1e6) : "n/a"});
+    const double cost = p.replica_hours * p.gpus_per_replica *
+                        fp.usd_per_gpu_hour;  // sampled, same scale as tokens
+    const double out_tok = static_cast<double>(p.output_tokens),
+                 all_tok = static_cast<double>(p.input_tokens) + out_tok;
+    service.rows.push_back(
+        {p.name, human(static_cast<double>(p.completed) / res.sample * per_day),
+         human(out_tok / res.sample * per_day), p.tpot.p50_s > 0 ? human(1.0 / p.tpot.p50_s) : "-",
+         t(p.tpot.p99_s),
+         fp.usd_per_gpu_hour > 0 && out_tok > 0 ? usd(cost / out_tok * 1e6) : "n/a",
+         fp.usd_per_gpu_hour > 0 && all_tok > 0 ? usd(cost / all_tok * 1e6) : "n/a"});
   }
   tables.push_back(std::move(service));
   const auto& s = res.summary;
@@ -406,8 +463,8 @@ std::vector<Table> fleet_tables(const scenario::Scenario& sc, const fleet::Fleet
   if (!s.classes.empty()) {
     Table cls{{"classes", "completed", "TTFT p99", "TPOT p99", "SLO met"}, {}};
     for (const auto& c : s.classes)
-      cls.rows.push_back({c.name, human(static_cast<double>(c.completed) / res.sample), t(c.ttft.p99_s), t(c.tpot.p99_s),
-                          pct(c.slo_attainment)});
+      cls.rows.push_back({c.name, human(static_cast<double>(c.completed) / res.sample),
+                          t(c.ttft.p99_s), t(c.tpot.p99_s), pct(c.slo_attainment)});
     tables.push_back(std::move(cls));
   }
   return tables;
@@ -422,17 +479,22 @@ std::string fleet_events_notes(const fleet::FleetResult& res) {
   }
   char buf[512];
   std::snprintf(buf, sizeof buf,
-                "events   %llu replica failures, %llu calls retried (%llu then completed), %llu calls failed, "
-                "%llu unfinished at the end;\n         autoscaling: %llu replicas started, %llu drained (sampled counts)\n",
-                static_cast<unsigned long long>(failures), static_cast<unsigned long long>(res.retried),
-                static_cast<unsigned long long>(res.retried_completed), static_cast<unsigned long long>(res.failed_calls),
-                static_cast<unsigned long long>(res.unfinished), static_cast<unsigned long long>(ups),
-                static_cast<unsigned long long>(downs));
+                "events   %llu replica failures, %llu calls retried (%llu then completed), %llu "
+                "calls failed, "
+                "%llu unfinished at the end;\n         autoscaling: %llu replicas started, %llu "
+                "drained (sampled counts)\n",
+                static_cast<unsigned long long>(failures),
+                static_cast<unsigned long long>(res.retried),
+                static_cast<unsigned long long>(res.retried_completed),
+                static_cast<unsigned long long>(res.failed_calls),
+                static_cast<unsigned long long>(res.unfinished),
+                static_cast<unsigned long long>(ups), static_cast<unsigned long long>(downs));
   std::string o = buf;
   const auto& s = res.summary;
   if (res.retried_completed > 0)
-    o += "         retried calls, end to end: p50 " + t(res.retried_e2e.p50_s) + ", p99 " + t(res.retried_e2e.p99_s) +
-         " (all calls: p50 " + t(s.e2e.p50_s) + ", p99 " + t(s.e2e.p99_s) + ")\n";
+    o += "         retried calls, end to end: p50 " + t(res.retried_e2e.p50_s) + ", p99 " +
+         t(res.retried_e2e.p99_s) + " (all calls: p50 " + t(s.e2e.p50_s) + ", p99 " +
+         t(s.e2e.p99_s) + ")\n";
   return o;
 }
 
@@ -456,8 +518,9 @@ std::string fleet_report(const scenario::Scenario& sc, const fleet::FleetResult&
   o << "\n" << indent(fleet_users_notes(sc, res, a));
   for (const auto& tb : fleet_tables(sc, res)) o << "\n" << table_text(tb);
   o << "\n" << indent(fleet_events_notes(res));
-  o << "  simulated " << t(res.sim_end_s) << " in " << t(res.wall_s) << " wall, " << human(static_cast<double>(res.events))
-    << " events, " << human(static_cast<double>(res.summary.requests_arrived)) << " calls, peak memory "
+  o << "  simulated " << t(res.sim_end_s) << " in " << t(res.wall_s) << " wall, "
+    << human(static_cast<double>(res.events)) << " events, "
+    << human(static_cast<double>(res.summary.requests_arrived)) << " calls, peak memory "
     << units::format(res.peak_rss_bytes, Dim::kBytes) << "\n";
   return o.str();
 }
@@ -561,7 +624,8 @@ json fleet_json(const scenario::Scenario& sc, const fleet::FleetResult& res) {
   return j;
 }
 
-void write_fleet_tables_csv(const scenario::Scenario& sc, const fleet::FleetResult& res, const std::string& dir) {
+void write_fleet_tables_csv(const scenario::Scenario& sc, const fleet::FleetResult& res,
+                            const std::string& dir) {
   const auto& spec = *sc.fleet;
   const auto pop = sc.make_population(sc.seed);
   const double per_day = 86400.0 / ns_to_seconds(pop->duration_ns());
@@ -574,35 +638,42 @@ void write_fleet_tables_csv(const scenario::Scenario& sc, const fleet::FleetResu
   };
   {
     std::ofstream out = open("pools.csv");
-    out << "pool,region,model,gpu,gpus_per_replica,replicas_configured,replicas_peak,gpus_peak,servers,racks,"
-           "it_power_w,busy_fraction,calls_per_day,output_tokens_per_day,tpot_p50_s,tpot_p99_s,usd_per_gpu_hour,"
+    out << "pool,region,model,gpu,gpus_per_replica,replicas_configured,replicas_peak,gpus_peak,"
+           "servers,racks,"
+           "it_power_w,busy_fraction,calls_per_day,output_tokens_per_day,tpot_p50_s,tpot_p99_s,usd_"
+           "per_gpu_hour,"
            "gpu_hours_per_day,usd_per_mtok_output\n";
     for (const auto& p : res.pools) {
       const PoolLayout l = layout_of(p);
       const double gpu_hours = p.replica_hours * pool_scale(p) * p.gpus_per_replica * per_day;
       const double out_tok = static_cast<double>(p.output_tokens) / res.sample * per_day;
-      out << p.name << ',' << res.regions[static_cast<size_t>(p.region)].name << ',' << p.model << ',' << p.gpu << ','
-          << p.gpus_per_replica << ',' << p.replicas_configured << ',' << l.replicas << ',' << l.gpus << ',' << l.servers
-          << ',' << l.racks << ',' << l.it_power_w << ',' << (p.replica_hours > 0 ? p.busy_hours / p.replica_hours : 0.0)
-          << ',' << static_cast<double>(p.completed) / res.sample * per_day << ',' << out_tok << ',' << p.tpot.p50_s << ','
-          << p.tpot.p99_s << ',' << p.spec->usd_per_gpu_hour << ',' << gpu_hours << ','
+      out << p.name << ',' << res.regions[static_cast<size_t>(p.region)].name << ',' << p.model
+          << ',' << p.gpu << ',' << p.gpus_per_replica << ',' << p.replicas_configured << ','
+          << l.replicas << ',' << l.gpus << ',' << l.servers << ',' << l.racks << ','
+          << l.it_power_w << ',' << (p.replica_hours > 0 ? p.busy_hours / p.replica_hours : 0.0)
+          << ',' << static_cast<double>(p.completed) / res.sample * per_day << ',' << out_tok << ','
+          << p.tpot.p50_s << ',' << p.tpot.p99_s << ',' << p.spec->usd_per_gpu_hour << ','
+          << gpu_hours << ','
           << (out_tok > 0 ? gpu_hours * p.spec->usd_per_gpu_hour / out_tok * 1e6 : 0.0) << '\n';
     }
   }
   {
     std::ofstream out = open("datacenters.csv");
-    out << "region,user_share,calls_arrived_per_day,calls_served_per_day,spilled_out_share,ttft_p50_s,ttft_p99_s,"
+    out << "region,user_share,calls_arrived_per_day,calls_served_per_day,spilled_out_share,ttft_"
+           "p50_s,ttft_p99_s,"
            "slo_attainment,gpus_peak,servers,racks,it_power_w,facility_power_w,floor_m2\n";
     for (size_t r = 0; r < res.regions.size(); ++r) {
       const auto& g = res.regions[r];
       const PoolLayout sum = region_layout(res, r);
-      const double arrivals = static_cast<double>(g.arrivals), served = static_cast<double>(g.served);
-      out << g.name << ',' << pop->regions()[r].user_share << ',' << arrivals / res.sample * per_day << ','
-          << served / res.sample * per_day << ',' << (arrivals > 0 ? static_cast<double>(g.spilled_out) / arrivals : 0.0)
-          << ',' << g.ttft.p50_s << ',' << g.ttft.p99_s << ','
-          << (served > 0 ? static_cast<double>(g.good) / served : 0.0) << ',' << sum.gpus << ',' << sum.servers << ','
-          << sum.racks << ',' << sum.it_power_w << ',' << sum.it_power_w * spec.pue << ','
-          << sum.racks * spec.floor_m2_per_rack << '\n';
+      const double arrivals = static_cast<double>(g.arrivals),
+                   served = static_cast<double>(g.served);
+      out << g.name << ',' << pop->regions()[r].user_share << ',' << arrivals / res.sample * per_day
+          << ',' << served / res.sample * per_day << ','
+          << (arrivals > 0 ? static_cast<double>(g.spilled_out) / arrivals : 0.0) << ','
+          << g.ttft.p50_s << ',' << g.ttft.p99_s << ','
+          << (served > 0 ? static_cast<double>(g.good) / served : 0.0) << ',' << sum.gpus << ','
+          << sum.servers << ',' << sum.racks << ',' << sum.it_power_w << ','
+          << sum.it_power_w * spec.pue << ',' << sum.racks * spec.floor_m2_per_rack << '\n';
     }
   }
 }
@@ -610,12 +681,14 @@ void write_fleet_tables_csv(const scenario::Scenario& sc, const fleet::FleetResu
 std::string fleet_series_csv(const fleet::FleetResult& res) {
   std::ostringstream out;
   out << "region,start_s,calls_arrived_sampled,calls_served_sampled,calls_meeting_slo_sampled,"
-         "replicas_active_mean_sampled,gpus_active_mean_sampled,batch_slots_end_sampled,outstanding_peak_sampled,"
+         "replicas_active_mean_sampled,gpus_active_mean_sampled,batch_slots_end_sampled,"
+         "outstanding_peak_sampled,"
          "failures_sampled\n";
   for (const auto& r : res.regions)
     for (const auto& s : r.series)
       out << r.name << ',' << s.t_s << ',' << s.arrivals << ',' << s.served << ',' << s.good << ','
-          << s.replicas_mean << ',' << s.gpus_mean << ',' << s.capacity_slots << ',' << s.outstanding_peak << ',' << s.failures << '\n';
+          << s.replicas_mean << ',' << s.gpus_mean << ',' << s.capacity_slots << ','
+          << s.outstanding_peak << ',' << s.failures << '\n';
   return out.str();
 }
 

@@ -74,8 +74,8 @@ std::string plan_why_lost(const PlanResult& r, const Candidate& c) {
   if (r.chosen < 0 || c.index == r.chosen) return "";
   const Candidate& w = r.candidates[r.chosen];
   if (c.usd_per_hour > w.usd_per_hour)
-    return "+" + pct_d(c.usd_per_hour / w.usd_per_hour - 1, 0) + " cost (" + per(c.usd_per_hour, "h") +
-           " vs " + per(w.usd_per_hour, "h") + ")";
+    return "+" + pct_d(c.usd_per_hour / w.usd_per_hour - 1, 0) + " cost (" +
+           per(c.usd_per_hour, "h") + " vs " + per(w.usd_per_hour, "h") + ")";
   if (c.total_gpus > w.total_gpus)
     return "same cost, " + std::to_string(c.total_gpus - w.total_gpus) + " more GPUs";
   if (c.best->ttft_p99_s != w.best->ttft_p99_s)
@@ -96,22 +96,28 @@ std::string search_text(const PlanResult& r) {
   std::map<Status, int> count = counts_of(r);
   std::ostringstream o;
   o << "Workload: " << human(r.workload.rate_per_s) << " requests/s at the peak hour, mean prompt "
-    << human(r.workload.mean_prompt) << " tokens, mean output " << human(r.workload.mean_output) << " tokens (from "
-    << r.workload.sampled << " sampled requests). Searched " << r.candidates.size() << " configurations: "
-    << count[Status::kInvalid] << " invalid (memory fit or layout), " << count[Status::kInfeasible]
-    << " cannot meet the SLO by the analytic model, " << count[Status::kPruned] << " pruned by their analytic cost, "
-    << count[Status::kFeasible] + count[Status::kSloMissed] << " simulated (" << r.simulations << " runs) in "
-    << t(r.wall_s) << " on " << r.threads << (r.threads == 1 ? " thread" : " threads") << ". Failure headroom: ";
+    << human(r.workload.mean_prompt) << " tokens, mean output " << human(r.workload.mean_output)
+    << " tokens (from " << r.workload.sampled << " sampled requests). Searched "
+    << r.candidates.size() << " configurations: " << count[Status::kInvalid]
+    << " invalid (memory fit or layout), " << count[Status::kInfeasible]
+    << " cannot meet the SLO by the analytic model, " << count[Status::kPruned]
+    << " pruned by their analytic cost, " << count[Status::kFeasible] + count[Status::kSloMissed]
+    << " simulated (" << r.simulations << " runs) in " << t(r.wall_s) << " on " << r.threads
+    << (r.threads == 1 ? " thread" : " threads") << ". Failure headroom: ";
   std::string headroom;
   if (r.spec.spares) headroom += "N+" + std::to_string(r.spec.spares);
   if (r.spec.spare_fraction > 0)
-    headroom += std::string(headroom.empty() ? "" : " and ") + pct_d(r.spec.spare_fraction, 0) + " spare replicas";
+    headroom += std::string(headroom.empty() ? "" : " and ") + pct_d(r.spec.spare_fraction, 0) +
+                " spare replicas";
   o << (headroom.empty() ? "none (plan.spares: 0)" : headroom) << ".";
   return o.str();
 }
 
 Table robustness_table(const PlanResult& r, const std::vector<PlanRobustness>& robust) {
-  Table tb{{"configuration", "replicas", "SLO met (mean ± 95 % CI)", "min", "TTFT p99 (mean)", "verdict"}, {}, true};
+  Table tb{{"configuration", "replicas", "SLO met (mean ± 95 % CI)", "min", "TTFT p99 (mean)",
+            "verdict"},
+           {},
+           true};
   for (const auto& rb : robust) {
     const Candidate& c = r.candidates[rb.candidate];
     const MetricSpread& m = rb.reps.metrics.at("slo_attainment");
@@ -119,8 +125,9 @@ Table robustness_table(const PlanResult& r, const std::vector<PlanRobustness>& r
                                 : m.mean - m.ci95 >= r.spec.target
                                     ? "meets it on average, not with every seed"
                                     : "NOT robust: the CI reaches below the target";
-    tb.rows.push_back({c.label, std::to_string(c.best->replicas), pct_d(m.mean, 2) + " ± " + pct_d(m.ci95, 2),
-                       pct_d(m.min, 2), t(rb.reps.metrics.at("ttft_p99_s").mean), verdict});
+    tb.rows.push_back({c.label, std::to_string(c.best->replicas),
+                       pct_d(m.mean, 2) + " ± " + pct_d(m.ci95, 2), pct_d(m.min, 2),
+                       t(rb.reps.metrics.at("ttft_p99_s").mean), verdict});
   }
   return tb;
 }
@@ -129,13 +136,14 @@ std::string robustness_verdict(const PlanResult& r, const std::vector<PlanRobust
   const MetricSpread& m = robust.front().reps.metrics.at("slo_attainment");
   if (m.min >= r.spec.target) return "The choice holds across the seeds.";
   return "The choice is sensitive to the random draws: give it one more replica (" +
-         std::to_string(r.candidates[r.chosen].best->replicas + 1) + ") or a higher plan.target for a margin.";
+         std::to_string(r.candidates[r.chosen].best->replicas + 1) +
+         ") or a higher plan.target for a margin.";
 }
 
 }  // namespace
 
-std::vector<PlanRobustness> plan_robustness(const plan::Planner& planner, const PlanResult& r, int replications,
-                                            int threads) {
+std::vector<PlanRobustness> plan_robustness(const plan::Planner& planner, const PlanResult& r,
+                                            int replications, int threads) {
   std::vector<PlanRobustness> out;
   if (replications < 2 || r.chosen < 0) return out;
   for (std::size_t k = 0; k < std::min<std::size_t>(3, r.ranking.size()); ++k) {
@@ -144,8 +152,9 @@ std::vector<PlanRobustness> plan_robustness(const plan::Planner& planner, const 
     rb.candidate = c.index;
     rb.reps = replicate(replications, planner.base().seed, threads, [&](uint64_t s) {
       const plan::Outcome o = planner.evaluate(c, c.best->replicas, s);
-      return std::vector<std::pair<std::string, double>>{
-          {"slo_attainment", o.attainment}, {"ttft_p99_s", o.ttft_p99_s}, {"tpot_p99_s", o.tpot_p99_s}};
+      return std::vector<std::pair<std::string, double>>{{"slo_attainment", o.attainment},
+                                                         {"ttft_p99_s", o.ttft_p99_s},
+                                                         {"tpot_p99_s", o.tpot_p99_s}};
     });
     out.push_back(std::move(rb));
   }
@@ -158,20 +167,23 @@ std::string plan_answer(const PlanResult& r) {
     o << "No configuration meets the SLO.";
     const int missed = counts_of(r)[Status::kSloMissed];
     if (missed)
-      o << " " << missed << " simulated configurations missed it even at replicas.max = " << r.spec.max_replicas
+      o << " " << missed
+        << " simulated configurations missed it even at replicas.max = " << r.spec.max_replicas
         << "; raise it, relax the SLO or add faster hardware to the plan.";
     return o.str();
   }
   const Candidate& c = r.candidates[r.chosen];
-  o << replicas_text(c) << " of [" << c.label << "] = " << c.total_gpus << " GPUs (" << c.gpus_per_replica
-    << " per replica), " << per(c.usd_per_hour, "h") << " (" << per(24 * c.usd_per_hour, "day") << ", "
-    << per(24 * 30.44 * c.usd_per_hour, "month") << " at " << per(c.usd_per_gpu_hour, "GPU-hour")
-    << "). SLO met by " << pct_d(c.best->attainment, 2) << " of requests; TTFT p99 " << t(c.best->ttft_p99_s)
-    << ", TPOT p99 " << t(c.best->tpot_p99_s) << ", replicas busy " << pct_d(c.best->busy, 0) << ", "
-    << human(c.best->output_tok_per_s) << " output tokens/s. The analytic estimate was " << c.analytic_replicas
-    << " replicas (decode batch " << c.decode_batch << ", " << units::format(c.capacity_per_s, Dim::kRate)
-    << " per replica); replica counts simulated:";
-  for (const auto& tr : c.tried) o << " " << tr.replicas << (tr.attainment >= r.spec.target ? " met" : " missed") << ",";
+  o << replicas_text(c) << " of [" << c.label << "] = " << c.total_gpus << " GPUs ("
+    << c.gpus_per_replica << " per replica), " << per(c.usd_per_hour, "h") << " ("
+    << per(24 * c.usd_per_hour, "day") << ", " << per(24 * 30.44 * c.usd_per_hour, "month")
+    << " at " << per(c.usd_per_gpu_hour, "GPU-hour") << "). SLO met by "
+    << pct_d(c.best->attainment, 2) << " of requests; TTFT p99 " << t(c.best->ttft_p99_s)
+    << ", TPOT p99 " << t(c.best->tpot_p99_s) << ", replicas busy " << pct_d(c.best->busy, 0)
+    << ", " << human(c.best->output_tok_per_s) << " output tokens/s. The analytic estimate was "
+    << c.analytic_replicas << " replicas (decode batch " << c.decode_batch << ", "
+    << units::format(c.capacity_per_s, Dim::kRate) << " per replica); replica counts simulated:";
+  for (const auto& tr : c.tried)
+    o << " " << tr.replicas << (tr.attainment >= r.spec.target ? " met" : " missed") << ",";
   std::string s = o.str();
   s.back() = '.';
   if (c.error_band) {
@@ -179,22 +191,24 @@ std::string plan_answer(const PlanResult& r) {
     std::snprintf(buf, sizeof buf, ": %d GPUs instead of %d",
                   static_cast<int>(std::ceil(c.total_gpus * c.error_band->capacity_factor_p75())),
                   c.total_gpus);
-    s += " Validation error of configurations like this one (" + validation::describe(*c.error_band) +
-         ")" + buf + ".";
+    s += " Validation error of configurations like this one (" +
+         validation::describe(*c.error_band) + ")" + buf + ".";
   }
   return s;
 }
 
 Table plan_ranking_table(const PlanResult& r, int runners_up) {
-  Table tb{{"configuration (cheapest first)", "replicas", "GPUs", "$/h", "SLO met", "TTFT p99", "TPOT p99", "why it lost"},
+  Table tb{{"configuration (cheapest first)", "replicas", "GPUs", "$/h", "SLO met", "TTFT p99",
+            "TPOT p99", "why it lost"},
            {},
            true};
   const int shown = std::min<int>(static_cast<int>(r.ranking.size()), runners_up + 1);
   for (int k = 0; k < shown; ++k) {
     const Candidate& x = r.candidates[r.ranking[k]];
     tb.rows.push_back({x.label, replicas_text(x), std::to_string(x.total_gpus),
-                       per(x.usd_per_hour, "h"), pct_d(x.best->attainment, 2), t(x.best->ttft_p99_s),
-                       t(x.best->tpot_p99_s), k == 0 ? "(chosen)" : plan_why_lost(r, x)});
+                       per(x.usd_per_hour, "h"), pct_d(x.best->attainment, 2),
+                       t(x.best->ttft_p99_s), t(x.best->tpot_p99_s),
+                       k == 0 ? "(chosen)" : plan_why_lost(r, x)});
   }
   return tb;
 }
@@ -206,7 +220,8 @@ Table plan_lost_table(const PlanResult& r) {
     if (!count[s]) continue;
     const Candidate* ex = nullptr;  // the first of its kind; for pruned, the analytically cheapest
     for (const auto& c : r.candidates)
-      if (c.status == s && (!ex || (s == Status::kPruned && c.analytic_usd_per_hour < ex->analytic_usd_per_hour))) {
+      if (c.status == s &&
+          (!ex || (s == Status::kPruned && c.analytic_usd_per_hour < ex->analytic_usd_per_hour))) {
         ex = &c;
         if (s != Status::kPruned) break;
       }
@@ -215,7 +230,8 @@ Table plan_lost_table(const PlanResult& r) {
   return tb;
 }
 
-std::string plan_report(const PlanResult& r, const std::vector<PlanRobustness>& robust, int runners_up) {
+std::string plan_report(const PlanResult& r, const std::vector<PlanRobustness>& robust,
+                        int runners_up) {
   std::ostringstream o;
   o << "PLAN  " << r.scenario_name << ": the cheapest deployment meeting " << slo_text(r) << "\n";
   o << wrap(search_text(r)) << "\n";
@@ -224,14 +240,17 @@ std::string plan_report(const PlanResult& r, const std::vector<PlanRobustness>& 
     o << "\nRANKING (simulated configurations that meet the SLO, cheapest first)\n"
       << table_text(plan_ranking_table(r, runners_up));
     if (static_cast<int>(r.ranking.size()) > runners_up + 1)
-      o << "  ... " << r.ranking.size() - static_cast<std::size_t>(runners_up + 1) << " more in plan.csv\n";
+      o << "  ... " << r.ranking.size() - static_cast<std::size_t>(runners_up + 1)
+        << " more in plan.csv\n";
     const std::vector<int> front = plan_pareto(r);
     o << "  Pareto frontier (cost vs TTFT p99): " << front.size() << " configurations, from "
-      << per(r.candidates[front.front()].usd_per_hour, "h") << " at " << t(r.candidates[front.front()].best->ttft_p99_s)
-      << " to " << per(r.candidates[front.back()].usd_per_hour, "h") << " at "
+      << per(r.candidates[front.front()].usd_per_hour, "h") << " at "
+      << t(r.candidates[front.front()].best->ttft_p99_s) << " to "
+      << per(r.candidates[front.back()].usd_per_hour, "h") << " at "
       << t(r.candidates[front.back()].best->ttft_p99_s) << "\n";
   }
-  o << "\nWHY THE OTHERS LOST (by outcome, the first example of each)\n" << table_text(plan_lost_table(r));
+  o << "\nWHY THE OTHERS LOST (by outcome, the first example of each)\n"
+    << table_text(plan_lost_table(r));
   if (!robust.empty()) {
     o << "\nROBUSTNESS (SLO attainment over " << robust.front().reps.seeds.size()
       << " independent seeds at the chosen replica counts)\n"
@@ -240,11 +259,13 @@ std::string plan_report(const PlanResult& r, const std::vector<PlanRobustness>& 
   return o.str();
 }
 
-std::vector<std::string> write_plan_report(const PlanResult& r, const std::vector<PlanRobustness>& robust,
+std::vector<std::string> write_plan_report(const PlanResult& r,
+                                           const std::vector<PlanRobustness>& robust,
                                            const scenario::Scenario& base, const std::string& dir) {
   Document d("fleetsim plan: " + r.scenario_name);
   d.heading("The question");
-  std::string question = base.description.empty() ? "Scenario " + r.scenario_name : base.description;
+  std::string question =
+      base.description.empty() ? "Scenario " + r.scenario_name : base.description;
   if (question.back() != '.') question += '.';
   d.paragraph(question + " The cheapest deployment meeting " + slo_text(r) + ".");
   d.heading("Assumptions");
@@ -255,19 +276,25 @@ std::vector<std::string> write_plan_report(const PlanResult& r, const std::vecto
     for (const auto& v : values) axes << " " << v;
     axes << "\n";
   }
-  for (const auto& [gpu, price] : r.spec.usd_per_gpu_hour) axes << "price " << gpu << ": " << per(price, "GPU-hour") << "\n";
-  axes << "target SLO attainment: " << pct_d(r.spec.target, 1) << "; replicas " << r.spec.min_replicas << " to "
-       << r.spec.max_replicas << "; simulated: at most " << r.spec.simulate << " within +"
-       << pct_d(r.spec.slack, 0) << " of the best analytic cost\n";
+  for (const auto& [gpu, price] : r.spec.usd_per_gpu_hour)
+    axes << "price " << gpu << ": " << per(price, "GPU-hour") << "\n";
+  axes << "target SLO attainment: " << pct_d(r.spec.target, 1) << "; replicas "
+       << r.spec.min_replicas << " to " << r.spec.max_replicas << "; simulated: at most "
+       << r.spec.simulate << " within +" << pct_d(r.spec.slack, 0)
+       << " of the best analytic cost\n";
   d.paragraph("The configuration space (plan: section) and search settings:");
   d.preformatted(axes.str());
-  d.paragraph("The scenario as written (the base every configuration varies; as printed by fleetsim check):");
+  d.paragraph(
+      "The scenario as written (the base every configuration varies; as printed by fleetsim "
+      "check):");
   d.preformatted(check_report(base));
   d.heading("The answer");
   d.paragraph(plan_answer(r));
   if (r.chosen >= 0) {
     d.heading("Ranking");
-    d.paragraph("Simulated configurations that meet the SLO, cheapest first (every configuration is in plan.csv).");
+    d.paragraph(
+        "Simulated configurations that meet the SLO, cheapest first (every configuration is in "
+        "plan.csv).");
     d.table(plan_ranking_table(r, 10));
     std::vector<ParetoPoint> pts;
     for (const auto& c : r.candidates)
@@ -282,34 +309,39 @@ std::vector<std::string> write_plan_report(const PlanResult& r, const std::vecto
       }
     const std::string csv = pareto_csv(pts, false, "cost_usd_per_hour", "ttft_p99_s");
     std::ofstream(std::filesystem::path(dir) / "pareto.csv") << csv;
-    d.figure(pareto_plot("pareto",
-                         "Cost against TTFT p99 of every simulated configuration at its chosen replica count "
-                         "(grey: missed the SLO at the largest count tried); the line is the Pareto frontier, red the choice.",
-                         pts, false, "cost ($/h)", "TTFT p99 (s)", true, true));
+    d.figure(pareto_plot(
+        "pareto",
+        "Cost against TTFT p99 of every simulated configuration at its chosen replica count "
+        "(grey: missed the SLO at the largest count tried); the line is the Pareto frontier, red "
+        "the choice.",
+        pts, false, "cost ($/h)", "TTFT p99 (s)", true, true));
     // Throughput against latency: every simulation run by the search (each configuration at
     // each replica count tried), output tokens/s per GPU against TPOT p99.
     std::vector<ParetoPoint> tl;
     for (const auto& c : r.candidates)
       for (const auto& tr : c.tried) {
-        const double gpus = static_cast<double>((tr.replicas + tr.prefill_replicas) * c.gpus_per_replica);
-        tl.push_back({c.label + " ×" + std::to_string(tr.replicas), tr.output_tok_per_s / gpus, tr.tpot_p99_s,
-                      tr.attainment >= r.spec.target,
+        const double gpus =
+            static_cast<double>((tr.replicas + tr.prefill_replicas) * c.gpus_per_replica);
+        tl.push_back({c.label + " ×" + std::to_string(tr.replicas), tr.output_tok_per_s / gpus,
+                      tr.tpot_p99_s, tr.attainment >= r.spec.target,
                       c.index == r.chosen && c.best && tr.replicas == c.best->replicas});
       }
     std::ofstream(std::filesystem::path(dir) / "throughput_latency.csv")
         << pareto_csv(tl, true, "output_tok_per_s_per_gpu", "tpot_p99_s");
-    d.figure(pareto_plot("throughput_latency",
-                         "Output tokens/s per GPU against TPOT p99 of every simulation the search ran (each "
-                         "configuration at each replica count tried; grey: missed the SLO target); the line is the "
-                         "frontier of those that met it, red the choice.",
-                         tl, true, "output tokens/s per GPU", "TPOT p99 (s)", true, true));
+    d.figure(pareto_plot(
+        "throughput_latency",
+        "Output tokens/s per GPU against TPOT p99 of every simulation the search ran (each "
+        "configuration at each replica count tried; grey: missed the SLO target); the line is the "
+        "frontier of those that met it, red the choice.",
+        tl, true, "output tokens/s per GPU", "TPOT p99 (s)", true, true));
   }
   d.heading("Why the others lost");
   d.table(plan_lost_table(r));
   if (!robust.empty()) {
     d.heading("Robustness");
     d.paragraph("SLO attainment over " + std::to_string(robust.front().reps.seeds.size()) +
-                " independent seeds at the chosen replica counts. " + robustness_verdict(r, robust));
+                " independent seeds at the chosen replica counts. " +
+                robustness_verdict(r, robust));
     d.table(robustness_table(r, robust));
   }
   std::vector<std::string> files = d.write(dir);
@@ -363,7 +395,8 @@ nlohmann::json plan_json(const PlanResult& r, const std::vector<PlanRobustness>&
   if (!robust.empty()) {
     j["robustness"] = nlohmann::json::array();
     for (const auto& rb : robust)
-      j["robustness"].push_back({{"index", rb.candidate}, {"replications", replications_json(rb.reps)}});
+      j["robustness"].push_back(
+          {{"index", rb.candidate}, {"replications", replications_json(rb.reps)}});
   }
   return j;
 }
@@ -380,18 +413,21 @@ void write_plan_csv(const PlanResult& r, const std::string& path) {
   }
   f << "index,label";
   for (const auto& a : axes) f << ',' << a;
-  f << ",status,gpus_per_replica,usd_per_gpu_hour,analytic_decode_batch,analytic_capacity_req_per_s,"
-       "analytic_replicas,analytic_usd_per_hour,replicas,prefill_replicas,spare_replicas,gpus,usd_per_hour,"
+  f << ",status,gpus_per_replica,usd_per_gpu_hour,analytic_decode_batch,analytic_capacity_req_per_"
+       "s,"
+       "analytic_replicas,analytic_usd_per_hour,replicas,prefill_replicas,spare_replicas,gpus,usd_"
+       "per_hour,"
        "slo_attainment,ttft_p99_s,tpot_p99_s,replica_busy,simulations,reason\n";
   for (const auto& c : r.candidates) {
     f << c.index << ',' << csv_field(c.label);
     for (const auto& [p, v] : c.values) f << ',' << csv_field(v);
-    f << ',' << plan::status_name(c.status) << ',' << c.gpus_per_replica << ',' << c.usd_per_gpu_hour << ','
-      << c.decode_batch << ',' << c.capacity_per_s << ',' << c.analytic_replicas << ',' << c.analytic_usd_per_hour;
+    f << ',' << plan::status_name(c.status) << ',' << c.gpus_per_replica << ','
+      << c.usd_per_gpu_hour << ',' << c.decode_batch << ',' << c.capacity_per_s << ','
+      << c.analytic_replicas << ',' << c.analytic_usd_per_hour;
     if (c.best)
-      f << ',' << c.best->replicas << ',' << c.best->prefill_replicas << ',' << c.spare_replicas << ','
-        << c.total_gpus << ',' << c.usd_per_hour << ',' << c.best->attainment << ',' << c.best->ttft_p99_s << ','
-        << c.best->tpot_p99_s << ',' << c.best->busy;
+      f << ',' << c.best->replicas << ',' << c.best->prefill_replicas << ',' << c.spare_replicas
+        << ',' << c.total_gpus << ',' << c.usd_per_hour << ',' << c.best->attainment << ','
+        << c.best->ttft_p99_s << ',' << c.best->tpot_p99_s << ',' << c.best->busy;
     else
       f << ",,,,,,,,,";
     f << ',' << c.tried.size() << ',' << csv_field(c.reason) << "\n";

@@ -21,13 +21,19 @@ json resolved_scenario(const scenario::Scenario& sc) {
   j["description"] = sc.description;
   j["seed"] = sc.seed;
   j["overrides"] = sc.overrides;
-  j["model"] = {{"id", sc.model.id},           {"name", sc.model.name},
-                {"layers", sc.model.layers},   {"hidden", sc.model.hidden},
-                {"heads", sc.model.heads},     {"kv_heads", sc.model.kv_heads},
-                {"head_dim", sc.model.head_dim}, {"ffn", sc.model.ffn},
-                {"vocab", sc.model.vocab},     {"params", sc.model.derived_params()},
+  j["model"] = {{"id", sc.model.id},
+                {"name", sc.model.name},
+                {"layers", sc.model.layers},
+                {"hidden", sc.model.hidden},
+                {"heads", sc.model.heads},
+                {"kv_heads", sc.model.kv_heads},
+                {"head_dim", sc.model.head_dim},
+                {"ffn", sc.model.ffn},
+                {"vocab", sc.model.vocab},
+                {"params", sc.model.derived_params()},
                 {"active_params", sc.model.derived_active_params()},
-                {"moe", sc.model.is_moe()},     {"mla", sc.model.mla.has_value()},
+                {"moe", sc.model.is_moe()},
+                {"mla", sc.model.mla.has_value()},
                 {"max_context_tokens", sc.model.max_context_tokens}};
   j["hardware"] = {{"gpu", sc.gpu.id},
                    {"gpu_name", sc.gpu.name},
@@ -112,7 +118,8 @@ json summary_json(const scenario::Scenario& sc, const RunResult& run) {
   j["fleetsim_version"] = FLEETSIM_VERSION;
   j["seed"] = sc.seed;
   j["engine"] = sc.engine.id;
-  j["validation_error"] = accuracy_json(sc, static_cast<double>(sc.replicas_all_pools() * sc.par.gpus()));
+  j["validation_error"] =
+      accuracy_json(sc, static_cast<double>(sc.replicas_all_pools() * sc.par.gpus()));
   j["requests_arrived"] = s.requests_arrived;
   j["requests_completed"] = s.requests_completed;
   j["requests_rejected"] = s.requests_rejected;
@@ -177,8 +184,11 @@ json summary_json(const scenario::Scenario& sc, const RunResult& run) {
 
 std::string serving_setup(const scenario::Scenario& sc) {
   std::ostringstream o;
-  o << sc.model.name << " on " << sc.replicas << " × " << sc.par.gpus() << " × " << sc.gpu.name << ", " << sc.policy
-    << (sc.policy != "vllm" ? "" : sc.vllm.chunked_prefill ? " (chunked prefill)" : " (prefill-first)")
+  o << sc.model.name << " on " << sc.replicas << " × " << sc.par.gpus() << " × " << sc.gpu.name
+    << ", " << sc.policy
+    << (sc.policy != "vllm"       ? ""
+        : sc.vllm.chunked_prefill ? " (chunked prefill)"
+                                  : " (prefill-first)")
     << ", router " << sc.router;
   return o.str();
 }
@@ -186,8 +196,11 @@ std::string serving_setup(const scenario::Scenario& sc) {
 Table latency_table(const metrics::Summary& s) {
   Table tb{{"latency", "mean", "p50", "p90", "p99", "max"}, {}};
   auto t = [](double v) { return units::format(v, Dim::kTime); };
-  for (const auto& [name, l] : {std::pair{"TTFT", s.ttft}, {"TPOT", s.tpot}, {"inter-token", s.itl},
-                                {"end-to-end", s.e2e}, {"queueing", s.queue}})
+  for (const auto& [name, l] : {std::pair{"TTFT", s.ttft},
+                                {"TPOT", s.tpot},
+                                {"inter-token", s.itl},
+                                {"end-to-end", s.e2e},
+                                {"queueing", s.queue}})
     tb.rows.push_back({name, t(l.mean_s), t(l.p50_s), t(l.p90_s), t(l.p99_s), t(l.max_s)});
   return tb;
 }
@@ -224,20 +237,22 @@ std::string summary_notes(const scenario::Scenario& sc, const RunResult& run) {
       << units::format(s.kv_transfer_bytes, Dim::kBytes) << " in all, mean "
       << units::format(s.kv_transfer_mean_s, Dim::kTime) << " each (in TTFT)\n";
   if (sc.live_alltoall)
-    o << "all-to-all " << s.alltoall_iterations << " iterations ran their cross-domain EP all-to-all live ("
+    o << "all-to-all " << s.alltoall_iterations
+      << " iterations ran their cross-domain EP all-to-all live ("
       << units::format(s.alltoall_bytes, Dim::kBytes) << "); " << s.alltoall_delayed
       << " were slowed by contention, mean " << units::format(s.alltoall_delay_mean_s, Dim::kTime)
       << " per iteration, max " << units::format(s.alltoall_delay_max_s, Dim::kTime) << "\n";
   if (sc.vllm.prefix_caching)
-    o << "prefix     " << units::format_count(static_cast<double>(s.prefix_hit_tokens))
-      << " of " << units::format_count(static_cast<double>(s.prefix_lookup_tokens))
+    o << "prefix     " << units::format_count(static_cast<double>(s.prefix_hit_tokens)) << " of "
+      << units::format_count(static_cast<double>(s.prefix_lookup_tokens))
       << " prompt tokens found cached (hit rate " << std::fixed << std::setprecision(1)
       << 100 * s.prefix_hit_rate << " %), not computed"
       << (s.prefix_host_tokens > 0
               ? "; " + units::format_count(static_cast<double>(s.prefix_host_tokens)) +
                     " of them loaded from host memory"
               : std::string())
-      << "\n" << std::defaultfloat;
+      << "\n"
+      << std::defaultfloat;
   o << "throughput  " << units::format_count(s.requests_per_s) << " req/s, "
     << units::format_count(s.input_tok_per_s) << " input tok/s, "
     << units::format_count(s.output_tok_per_s) << " output tok/s\n";
@@ -297,7 +312,8 @@ nlohmann::json accuracy_json(const scenario::Scenario& sc, double gpus) {
 std::string engine_line(const scenario::Scenario& sc) {
   const hw::EngineSpec& e = sc.engine;
   std::ostringstream o;
-  o << e.id << " (" << e.name << ")" << (sc.engine_defaulted ? ", the default: the scenario names no serving.engine" : "")
+  o << e.id << " (" << e.name << ")"
+    << (sc.engine_defaulted ? ", the default: the scenario names no serving.engine" : "")
     << "; overhead " << units::format(sc.eff.iteration_overhead_s, Dim::kTime) << "/iteration + "
     << units::format(sc.eff.per_sequence_overhead_s, Dim::kTime) << "/sequence, kernels at "
     << std::fixed << std::setprecision(2) << sc.eff.kernel_efficiency << "x the calibrated rates";
@@ -315,7 +331,9 @@ std::string check_report(const scenario::Scenario& sc) {
   auto b = [](double v) { return units::format(v, Dim::kBytes); };
   o << sc.file << ": OK — " << sc.name << "\n";
   o << "  model      " << sc.model.name << " (" << units::format_count(sc.model.derived_params())
-    << " params" << (sc.model.is_moe() ? ", " + units::format_count(sc.model.derived_active_params()) + " active" : "")
+    << " params"
+    << (sc.model.is_moe() ? ", " + units::format_count(sc.model.derived_active_params()) + " active"
+                          : "")
     << "), weights " << sc.weights_dtype << ", activations " << sc.activations_dtype << ", KV "
     << sc.kv_dtype << " (GEMMs on " << hw::dtype_name(sc.prec.math) << ")\n";
   o << "  hardware   " << sc.replicas << " replica(s) × " << sc.par.gpus() << " × " << sc.gpu.name
@@ -336,7 +354,8 @@ std::string check_report(const scenario::Scenario& sc) {
       o << ", fabric of " << sc.fabric.gpus << " GPUs (" << sc.fabric.gpus / sc.fabric.gpus_per_node
         << " nodes, " << sc.fabric.nodes_per_leaf << " per leaf, oversubscription "
         << sc.fabric.oversubscription << ":1)";
-    if (sc.prefill_pool) o << (sc.network_model == "simgrid" ? "; KV transfers live" : "; KV transfers α-β");
+    if (sc.prefill_pool)
+      o << (sc.network_model == "simgrid" ? "; KV transfers live" : "; KV transfers α-β");
     if (sc.fabric.regions > 1)
       o << "; prefill pool in region 0, decode pool in region 1, WAN "
         << units::format(sc.fabric.wan.bw_bytes_per_s, Dim::kBandwidth) << " one way, latency "
@@ -351,10 +370,13 @@ std::string check_report(const scenario::Scenario& sc) {
     o << "  fleet      " << sc.fleet->regions.size() << " regions; pools (full scale):\n";
     for (const auto& r : sc.fleet->regions)
       for (const auto& p : r.pools) {
-        const double kv_tokens = static_cast<double>(p.pool.memory.kv_blocks * p.pool.vllm.block_tokens);
-        o << "    " << p.name << ": " << p.pool.replicas << (p.spares ? " + " + std::to_string(p.spares) + " spare" : std::string())
-          << " × " << p.pool.par.gpus() << " × " << p.pool.gpu.id << ", " << p.pool.model.id << ", KV "
-          << units::format_count(kv_tokens) << " tokens/replica, load time " << units::format(p.load_time_s, Dim::kTime);
+        const double kv_tokens =
+            static_cast<double>(p.pool.memory.kv_blocks * p.pool.vllm.block_tokens);
+        o << "    " << p.name << ": " << p.pool.replicas
+          << (p.spares ? " + " + std::to_string(p.spares) + " spare" : std::string()) << " × "
+          << p.pool.par.gpus() << " × " << p.pool.gpu.id << ", " << p.pool.model.id << ", KV "
+          << units::format_count(kv_tokens) << " tokens/replica, load time "
+          << units::format(p.load_time_s, Dim::kTime);
         if (p.failure_rate_per_s > 0)
           o << ", MTBF/replica " << units::format(1.0 / p.failure_rate_per_s, Dim::kTime);
         o << "\n";
@@ -390,8 +412,8 @@ void RequestsCsv::on_completion(const serving::RequestRecord& rec) {
 
 void RequestsCsv::on_reject(const workload::RequestSpec& r, int replica, serving::RejectReason why,
                             SimTime) {
-  out_ << r.id << ',' << replica << ',' << ns_to_seconds(r.arrival_ns) << ',' << r.prompt_tokens << ','
-       << r.output_tokens << ",,,,,0,rejected_" << serving::reject_reason_name(why) << "\n";
+  out_ << r.id << ',' << replica << ',' << ns_to_seconds(r.arrival_ns) << ',' << r.prompt_tokens
+       << ',' << r.output_tokens << ",,,,,0,rejected_" << serving::reject_reason_name(why) << "\n";
 }
 
 }  // namespace fleetsim::reports

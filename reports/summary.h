@@ -52,7 +52,8 @@ class RequestsCsv final : public serving::ServingObserver {
  public:
   explicit RequestsCsv(const std::string& path);
   void on_completion(const serving::RequestRecord& rec) override;
-  void on_reject(const workload::RequestSpec& r, int replica, serving::RejectReason why, SimTime t) override;
+  void on_reject(const workload::RequestSpec& r, int replica, serving::RejectReason why,
+                 SimTime t) override;
 
  private:
   std::ofstream out_;

@@ -17,7 +17,8 @@ Simulation::Simulation(const scenario::Scenario& sc, RunOptions options)
   collector_.set_warmup_requests(workload_->warmup_requests());
   steps_ = std::make_unique<serving::StepModel>(
       serving::StepModelConfig{sc.dep, sc.spec,
-                               sc.lora_rank > 0 ? std::optional<serving::Lora>(serving::Lora{sc.lora_rank, sc.vllm.lora_slots})
+                               sc.lora_rank > 0 ? std::optional<serving::Lora>(serving::Lora{
+                                                      sc.lora_rank, sc.vllm.lora_slots})
                                                 : std::nullopt},
       sc.vllm.max_num_seqs);
   router_ = serving::make_router(sc.router, rng, sc.router_params);
@@ -38,7 +39,8 @@ Simulation::Simulation(const scenario::Scenario& sc, RunOptions options)
   if (sc.prefill_pool) {
     prefill_steps_ = std::make_unique<serving::StepModel>(
         serving::StepModelConfig{sc.prefill_pool->dep, std::nullopt,
-                                 sc.lora_rank > 0 ? std::optional<serving::Lora>(serving::Lora{sc.lora_rank, sc.vllm.lora_slots})
+                                 sc.lora_rank > 0 ? std::optional<serving::Lora>(serving::Lora{
+                                                        sc.lora_rank, sc.vllm.lora_slots})
                                                   : std::nullopt},
         sc.prefill_pool->vllm.max_num_seqs);
     serving::VllmConfig pcfg = sc.prefill_pool->vllm;
@@ -46,8 +48,8 @@ Simulation::Simulation(const scenario::Scenario& sc, RunOptions options)
     for (int i = 0; i < sc.prefill_pool->replicas; ++i)
       prefill_replicas_.push_back(
           serving::policy(sc.policy).make(index++, engine_, self, *prefill_steps_, pcfg));
-    decode_router_ =
-        serving::make_router(sc.router, RngStreams(sc.seed ^ 0x9e3779b97f4a7c15ULL), sc.router_params);
+    decode_router_ = serving::make_router(sc.router, RngStreams(sc.seed ^ 0x9e3779b97f4a7c15ULL),
+                                          sc.router_params);
     // KV bytes per prompt token of the whole model, moved over min(GPUs) parallel links.
     kv_bytes_per_token_ = sc.model.kv_bytes_per_token(sc.prec.kv_bytes);
     kv_links_ = std::min(sc.prefill_pool->par.gpus(), sc.par.gpus());
@@ -70,7 +72,6 @@ Simulation::Simulation(const scenario::Scenario& sc, RunOptions options)
     wan_net_ = std::make_unique<hw::AnalyticNetwork>(sc.fabric);
 }
 
-
 bool Simulation::escalates(const workload::RequestSpec& r) const {
   return sc_.small_pool && unit_hash(r.id, 0xca5cade) < sc_.escalation;
 }
@@ -87,7 +88,8 @@ uint64_t Simulation::prompt_key(const workload::RequestSpec& r) const {
 }
 
 bool Simulation::response_cache_hit(const workload::RequestSpec& r) {
-  if (sc_.response_cache_hit_rate >= 0) return unit_hash(r.id, 0x5eed) < sc_.response_cache_hit_rate;
+  if (sc_.response_cache_hit_rate >= 0)
+    return unit_hash(r.id, 0x5eed) < sc_.response_cache_hit_rate;
   if (r.hash_count == 0) return false;
   auto it = cache_index_.find(prompt_key(r));
   if (it == cache_index_.end()) return false;
@@ -128,7 +130,8 @@ void Simulation::on_event(const core::Event& e) {
     serving::Handoff h = handoffs_[static_cast<uint32_t>(e.data)];
     handoffs_.release(static_cast<uint32_t>(e.data));
     h.first_token_ns = e.time;
-    const size_t target = live_net_ ? handoff_target_[e.data] : decode_router_->route(h.spec, replicas_);
+    const size_t target =
+        live_net_ ? handoff_target_[e.data] : decode_router_->route(h.spec, replicas_);
     replicas_[target]->submit_prefilled(h);
     return;
   }
@@ -205,7 +208,8 @@ RunResult Simulation::run() {
       const double wall = std::chrono::duration<double>(now - t0).count();
       if (wall > 2.0 && std::chrono::duration<double>(now - last_report).count() >= 1.0) {
         last_report = now;
-        options_.progress({ns_to_seconds(engine_.now()), collector_.arrived(), collector_.completed(), wall});
+        options_.progress(
+            {ns_to_seconds(engine_.now()), collector_.arrived(), collector_.completed(), wall});
       }
     }
   }
@@ -254,7 +258,8 @@ void Simulation::on_preemption(const workload::RequestSpec& r, int replica, SimT
 }
 
 void Simulation::on_completion(const serving::RequestRecord& rec) {
-  if (sc_.small_pool && rec.replica >= 0 && rec.replica < first_pool_size_ && escalates(*rec.spec)) {
+  if (sc_.small_pool && rec.replica >= 0 && rec.replica < first_pool_size_ &&
+      escalates(*rec.spec)) {
     // The small model's answer is not good enough: the large model answers again. The
     // request keeps its arrival time, so its TTFT and end-to-end include the small model's.
     collector_.on_escalation();

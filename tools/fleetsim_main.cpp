@@ -8,9 +8,9 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <sstream>
 #include <iostream>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -22,11 +22,11 @@
 #include "reports/explain.h"
 #include "reports/fleet_report.h"
 #include "reports/plan_report.h"
-#include "reports/sweep.h"
 #include "reports/replications.h"
 #include "reports/run_report.h"
-#include "reports/trace.h"
 #include "reports/summary.h"
+#include "reports/sweep.h"
+#include "reports/trace.h"
 #include "sim/dist/dist.h"
 #include "sim/metrics/time_buckets.h"
 #include "sim/plan/planner.h"
@@ -45,9 +45,11 @@ const char* kUsage =
     "usage: fleetsim <command> [options]\n"
     "\n"
     "commands:\n"
-    "  run SCENARIO     simulate a scenario, print a summary, write DIR/summary.json and DIR/report.{md,html}\n"
+    "  run SCENARIO     simulate a scenario, print a summary, write DIR/summary.json and "
+    "DIR/report.{md,html}\n"
     "  check SCENARIO   validate a scenario and print its resolved configuration\n"
-    "  plan SCENARIO    search the scenario's plan: space for the cheapest deployment meeting its SLO\n"
+    "  plan SCENARIO    search the scenario's plan: space for the cheapest deployment meeting its "
+    "SLO\n"
     "  sweep SCENARIO   run a scenario over a grid of --vary KEY=V1,V2,... (and --seeds N)\n"
     "  (plan and sweep also run under mpirun -n N: rank 0 hands out whole simulations)\n"
     "  list WHAT        list gpus | models | nodes | interconnects | policies | routers\n"
@@ -61,14 +63,15 @@ const char* kUsage =
 // Common options of run and check.
 po::options_description scenario_options() {
   po::options_description d("scenario options");
-  d.add_options()
-      ("set", po::value<std::vector<std::string>>()->composing(),
-       "override a field: --set key.path=value (repeatable), e.g. --set serving.replicas=8")
-      ("seed", po::value<uint64_t>(), "random seed (replaces the scenario's seed)")
-      ("catalog", po::value<std::string>(), "catalog folder (default: $FLEETSIM_CATALOG or the bundled one)")
-      ("calibration", po::value<std::string>(),
-       "calibration folder (default: $FLEETSIM_CALIBRATION or the bundled one); 'none' for none")
-      ("help,h", "show this help");
+  d.add_options()(
+      "set", po::value<std::vector<std::string>>()->composing(),
+      "override a field: --set key.path=value (repeatable), e.g. --set serving.replicas=8")(
+      "seed", po::value<uint64_t>(), "random seed (replaces the scenario's seed)")(
+      "catalog", po::value<std::string>(),
+      "catalog folder (default: $FLEETSIM_CATALOG or the bundled one)")(
+      "calibration", po::value<std::string>(),
+      "calibration folder (default: $FLEETSIM_CALIBRATION or the bundled one); 'none' for none")(
+      "help,h", "show this help");
   return d;
 }
 
@@ -90,7 +93,8 @@ std::optional<Parsed> parse(const std::string& cmd, const std::vector<std::strin
     return std::nullopt;
   }
   if (!p.vm.count("scenario")) {
-    throw InputError("missing scenario file", "usage: fleetsim " + cmd + " SCENARIO (e.g. scenarios/default.yaml)");
+    throw InputError("missing scenario file",
+                     "usage: fleetsim " + cmd + " SCENARIO (e.g. scenarios/default.yaml)");
   }
   p.scenario = p.vm["scenario"].as<std::string>();
   return p;
@@ -126,15 +130,17 @@ std::string join(const std::vector<std::string>& names) {
 
 int cmd_run(const std::vector<std::string>& args) {
   po::options_description desc = scenario_options();
-  desc.add_options()
-      ("out", po::value<std::string>(), "output folder (default: out/<scenario name>/)")
-      ("requests-csv", po::value<std::string>(), "stream one CSV row per request to this file")
-      ("trace", po::value<std::string>(), "write a Chrome/Perfetto trace (batch segments per replica, requests) to this file")
-      ("quiet,q", "print no progress")
-      ("explain", "print where the time of a representative prefill and decode iteration goes")
-      ("threads", po::value<int>(), "threads (default: all cores; results do not depend on it)")
-      ("replications", po::value<int>(), "also run N seeds (the scenario's and the next N-1) in parallel and report "
-                                          "each metric's mean and 95 % confidence interval");
+  desc.add_options()("out", po::value<std::string>(),
+                     "output folder (default: out/<scenario name>/)")(
+      "requests-csv", po::value<std::string>(), "stream one CSV row per request to this file")(
+      "trace", po::value<std::string>(),
+      "write a Chrome/Perfetto trace (batch segments per replica, requests) to this file")(
+      "quiet,q", "print no progress")(
+      "explain", "print where the time of a representative prefill and decode iteration goes")(
+      "threads", po::value<int>(), "threads (default: all cores; results do not depend on it)")(
+      "replications", po::value<int>(),
+      "also run N seeds (the scenario's and the next N-1) in parallel and report "
+      "each metric's mean and 95 % confidence interval");
   auto p = parse("run", args, desc);
   if (!p) return 0;
   const scenario::Scenario sc = load_scenario(*p);
@@ -143,7 +149,8 @@ int cmd_run(const std::vector<std::string>& args) {
       p->vm.count("out") ? p->vm["out"].as<std::string>() : "out/" + sc.name;
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);
-  if (ec) throw InputError("cannot create output folder: " + ec.message(), "pass --out DIR", out_dir);
+  if (ec)
+    throw InputError("cannot create output folder: " + ec.message(), "pass --out DIR", out_dir);
 
   RunOptions opts;
   std::unique_ptr<reports::RequestsCsv> csv;
@@ -160,8 +167,8 @@ int cmd_run(const std::vector<std::string>& args) {
   auto trace_done = [&trace] {
     if (!trace) return;
     const uint64_t n = trace->finish();
-    std::cout << "  trace       " << n << " events" << (trace->truncated() ? " (truncated: a trace is for small runs)" : "")
-              << "\n";
+    std::cout << "  trace       " << n << " events"
+              << (trace->truncated() ? " (truncated: a trace is for small runs)" : "") << "\n";
   };
   if (!p->vm.count("quiet")) {
     opts.progress = [](const Progress& pr) {
@@ -172,12 +179,14 @@ int cmd_run(const std::vector<std::string>& args) {
                    units::format(pr.wall_s, units::Dim::kTime).c_str());
     };
   }
-  const int threads = p->vm.count("threads") ? p->vm["threads"].as<int>()
-                                             : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = p->vm.count("threads")
+                          ? p->vm["threads"].as<int>()
+                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int replications = p->vm.count("replications") ? p->vm["replications"].as<int>() : 0;
   if (p->vm.count("replications") && (replications < 2 || replications > 1000))
-    throw InputError("--replications must be between 2 and 1000, got " + std::to_string(replications),
-                     "e.g. --replications 10");
+    throw InputError(
+        "--replications must be between 2 and 1000, got " + std::to_string(replications),
+        "e.g. --replications 10");
   // Seed s + i of the same scenario, without progress lines or extra observers.
   auto with_seed = [&sc](uint64_t seed) {
     scenario::Scenario s = sc;
@@ -211,8 +220,8 @@ int cmd_run(const std::vector<std::string>& args) {
     reports::write_json(j, json_path);
     const std::vector<std::string> report = reports::write_fleet_run_report(sc, res, out_dir);
     trace_done();
-    std::cout << "  wrote     " << json_path << ", " << csv_path << ", pools.csv, datacenters.csv, " << join(report)
-              << "\n";
+    std::cout << "  wrote     " << json_path << ", " << csv_path << ", pools.csv, datacenters.csv, "
+              << join(report) << "\n";
     return 0;
   }
   metrics::TimeBucketsObserver over_time(sc.replicas_all_pools());
@@ -226,18 +235,22 @@ int cmd_run(const std::vector<std::string>& args) {
     const auto rep = reports::replicate(replications, sc.seed, threads, [&](uint64_t seed) {
       const scenario::Scenario s = with_seed(seed);
       const metrics::Summary m = run_in_own_process(s).summary;  // SimGrid: its own process
-      return std::vector<std::pair<std::string, double>>{
-          {"ttft_p50_s", m.ttft.p50_s},   {"ttft_p99_s", m.ttft.p99_s},
-          {"tpot_p50_s", m.tpot.p50_s},   {"tpot_p99_s", m.tpot.p99_s},
-          {"e2e_p50_s", m.e2e.p50_s},     {"e2e_p99_s", m.e2e.p99_s},
-          {"output_tok_per_s", m.output_tok_per_s}, {"goodput_req_per_s", m.goodput_req_per_s},
-          {"slo_attainment", m.slo_attainment}};
+      return std::vector<std::pair<std::string, double>>{{"ttft_p50_s", m.ttft.p50_s},
+                                                         {"ttft_p99_s", m.ttft.p99_s},
+                                                         {"tpot_p50_s", m.tpot.p50_s},
+                                                         {"tpot_p99_s", m.tpot.p99_s},
+                                                         {"e2e_p50_s", m.e2e.p50_s},
+                                                         {"e2e_p99_s", m.e2e.p99_s},
+                                                         {"output_tok_per_s", m.output_tok_per_s},
+                                                         {"goodput_req_per_s", m.goodput_req_per_s},
+                                                         {"slo_attainment", m.slo_attainment}};
     });
     std::cout << reports::replications_table(rep);
     j["replications"] = reports::replications_json(rep);
   }
   reports::write_json(j, json_path);
-  const std::vector<std::string> report = reports::write_single_run_report(sc, res, over_time.buckets(), out_dir);
+  const std::vector<std::string> report =
+      reports::write_single_run_report(sc, res, over_time.buckets(), out_dir);
   trace_done();
   std::cout << "  wrote       " << json_path << ", " << join(report) << "\n";
   return 0;
@@ -245,16 +258,18 @@ int cmd_run(const std::vector<std::string>& args) {
 
 // Options of plan and sweep that handle many simulations.
 void add_search_options(po::options_description& desc) {
-  desc.add_options()
-      ("out", po::value<std::string>(), "output folder")
-      ("threads", po::value<int>(), "threads per rank (default: all cores; the result does not depend on it)")
-      ("resume", "continue a search that stopped (a killed rank, a crash): skip what OUT/checkpoint.txt holds")
-      ("quiet,q", "print no progress");
+  desc.add_options()("out", po::value<std::string>(), "output folder")(
+      "threads", po::value<int>(),
+      "threads per rank (default: all cores; the result does not depend on it)")(
+      "resume",
+      "continue a search that stopped (a killed rank, a crash): skip what OUT/checkpoint.txt "
+      "holds")("quiet,q", "print no progress");
 }
 
 int threads_of(const po::variables_map& vm) {
-  const int threads = vm.count("threads") ? vm["threads"].as<int>()
-                                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = vm.count("threads")
+                          ? vm["threads"].as<int>()
+                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (threads < 1) throw InputError("--threads must be at least 1", "e.g. --threads 4");
   return threads;
 }
@@ -263,20 +278,22 @@ std::string make_out_dir(const po::variables_map& vm, const std::string& fallbac
   const std::string out_dir = vm.count("out") ? vm["out"].as<std::string>() : fallback;
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);
-  if (ec) throw InputError("cannot create output folder: " + ec.message(), "pass --out DIR", out_dir);
+  if (ec)
+    throw InputError("cannot create output folder: " + ec.message(), "pass --out DIR", out_dir);
   return out_dir;
 }
 
 int cmd_plan(const std::vector<std::string>& args) {
   po::options_description desc = scenario_options();
   add_search_options(desc);
-  desc.add_options()
-      ("replications", po::value<int>(), "re-simulate the chosen and the next two configurations with N seeds "
-                                          "and report how robust the choice is")
-      ("runners-up", po::value<int>()->default_value(5), "runners-up to print");
+  desc.add_options()("replications", po::value<int>(),
+                     "re-simulate the chosen and the next two configurations with N seeds "
+                     "and report how robust the choice is")(
+      "runners-up", po::value<int>()->default_value(5), "runners-up to print");
   auto p = parse("plan", args, desc);
   if (!p) return 0;
-  const double t0 = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  const double t0 =
+      std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
   const hw::Catalog catalog = load_catalog(p->vm);
   std::vector<std::string> sets;
   if (p->vm.count("set")) sets = p->vm["set"].as<std::vector<std::string>>();
@@ -286,8 +303,9 @@ int cmd_plan(const std::vector<std::string>& args) {
   const int threads = threads_of(p->vm);
   const int replications = p->vm.count("replications") ? p->vm["replications"].as<int>() : 0;
   if (p->vm.count("replications") && (replications < 2 || replications > 1000))
-    throw InputError("--replications must be between 2 and 1000, got " + std::to_string(replications),
-                     "e.g. --replications 10");
+    throw InputError(
+        "--replications must be between 2 and 1000, got " + std::to_string(replications),
+        "e.g. --replications 10");
   std::string out_dir;
   if (dist::rank() == 0) out_dir = make_out_dir(p->vm, "out/" + planner.base().name + "-plan");
   if (dist::rank() == 0 && !p->vm.count("quiet"))
@@ -295,27 +313,30 @@ int cmd_plan(const std::vector<std::string>& args) {
 
   // Every rank enumerates the same configurations; the replica searches are the work items.
   plan::PlanResult res = planner.prepare(threads);
-  const std::vector<std::string> found =
-      dist::map_checkpointed(res.to_simulate.size(), threads, out_dir, dist::search_identity("plan", p->scenario, args),
-                             p->vm.count("resume") > 0, p->vm.count("quiet") > 0, [&](std::size_t k) {
-                  plan::Candidate c = res.candidates[static_cast<std::size_t>(res.to_simulate[k])];
-                  planner.search_replicas(c);
-                  return plan::Planner::encode_search(c);
-                });
+  const std::vector<std::string> found = dist::map_checkpointed(
+      res.to_simulate.size(), threads, out_dir, dist::search_identity("plan", p->scenario, args),
+      p->vm.count("resume") > 0, p->vm.count("quiet") > 0, [&](std::size_t k) {
+        plan::Candidate c = res.candidates[static_cast<std::size_t>(res.to_simulate[k])];
+        planner.search_replicas(c);
+        return plan::Planner::encode_search(c);
+      });
   if (dist::rank() != 0) return 0;
   for (std::size_t k = 0; k < found.size(); ++k)
-    plan::Planner::decode_search(res.candidates[static_cast<std::size_t>(res.to_simulate[k])], found[k]);
+    plan::Planner::decode_search(res.candidates[static_cast<std::size_t>(res.to_simulate[k])],
+                                 found[k]);
   res.threads = threads * dist::size();
   planner.finish(res, t0);
 
-  const std::vector<reports::PlanRobustness> robust = reports::plan_robustness(planner, res, replications, threads);
+  const std::vector<reports::PlanRobustness> robust =
+      reports::plan_robustness(planner, res, replications, threads);
   std::cout << reports::plan_report(res, robust, p->vm["runners-up"].as<int>());
   const std::string json_path = (std::filesystem::path(out_dir) / "plan.json").string();
   const std::string csv_path = (std::filesystem::path(out_dir) / "plan.csv").string();
   reports::write_json(reports::plan_json(res, robust), json_path);
   reports::write_plan_csv(res, csv_path);
   std::string files;
-  for (const auto& f : reports::write_plan_report(res, robust, planner.base(), out_dir)) files += ", " + f;
+  for (const auto& f : reports::write_plan_report(res, robust, planner.base(), out_dir))
+    files += ", " + f;
   std::cout << "  wrote       " << json_path << ", plan.csv" << files << "\n";
   dist::remove_checkpoint(out_dir);
   return res.chosen >= 0 ? 0 : 3;
@@ -324,43 +345,49 @@ int cmd_plan(const std::vector<std::string>& args) {
 int cmd_sweep(const std::vector<std::string>& args) {
   po::options_description desc = scenario_options();
   add_search_options(desc);
-  desc.add_options()
-      ("vary", po::value<std::vector<std::string>>()->composing(),
-       "KEY=V1,V2,...: a scenario field and its values (repeatable; points are the cartesian product)")
-      ("seeds", po::value<int>()->default_value(1), "seeds per point (the scenario's seed and the next N-1; "
-                                                     "replaces the file's sweep.seeds)");
+  desc.add_options()("vary", po::value<std::vector<std::string>>()->composing(),
+                     "KEY=V1,V2,...: a scenario field and its values (repeatable; points are the "
+                     "cartesian product)")("seeds", po::value<int>()->default_value(1),
+                                           "seeds per point (the scenario's seed and the next N-1; "
+                                           "replaces the file's sweep.seeds)");
   auto p = parse("sweep", args, desc);
   if (!p) return 0;
   std::vector<std::string> sets;
   if (p->vm.count("set")) sets = p->vm["set"].as<std::vector<std::string>>();
   reports::SweepSpec spec = reports::read_sweep_section(p->scenario, sets);
   if (p->vm.count("vary"))
-    for (const auto& v : p->vm["vary"].as<std::vector<std::string>>()) spec.vary.push_back(reports::parse_vary(v));
+    for (const auto& v : p->vm["vary"].as<std::vector<std::string>>())
+      spec.vary.push_back(reports::parse_vary(v));
   if (!p->vm["seeds"].defaulted()) spec.seeds = p->vm["seeds"].as<int>();
   if (spec.seeds < 1 || spec.seeds > 10000)
-    throw InputError("--seeds must be between 1 and 10000, got " + std::to_string(spec.seeds), "e.g. --seeds 10");
+    throw InputError("--seeds must be between 1 and 10000, got " + std::to_string(spec.seeds),
+                     "e.g. --seeds 10");
   if (spec.vary.empty() && spec.seeds == 1)
     throw InputError("nothing to sweep",
-                     "give --vary KEY=V1,V2 (e.g. --vary serving.replicas=1,2,4) and/or --seeds N, or a sweep: section "
+                     "give --vary KEY=V1,V2 (e.g. --vary serving.replicas=1,2,4) and/or --seeds N, "
+                     "or a sweep: section "
                      "in the scenario (sweep: {vary: {serving.replicas: [1, 2, 4]}, seeds: 5})");
   const hw::Catalog catalog = load_catalog(p->vm);
   const auto calibration = load_calibration(p->vm, catalog);
   std::optional<uint64_t> seed;
   if (p->vm.count("seed")) seed = p->vm["seed"].as<uint64_t>();
-  const scenario::Scenario base = reports::check_sweep_points(p->scenario, sets, seed, spec, catalog, calibration);
+  const scenario::Scenario base =
+      reports::check_sweep_points(p->scenario, sets, seed, spec, catalog, calibration);
   const int threads = threads_of(p->vm);
   std::string out_dir;
   if (dist::rank() == 0) out_dir = make_out_dir(p->vm, "out/" + base.name + "-sweep");
-  const std::vector<std::string> results =
-      dist::map_checkpointed(spec.items(), threads, out_dir, dist::search_identity("sweep", p->scenario, args),
-                             p->vm.count("resume") > 0, p->vm.count("quiet") > 0, [&](std::size_t i) {
-                  return reports::run_sweep_item(p->scenario, sets, base.seed, spec, i, catalog, calibration);
-                });
+  const std::vector<std::string> results = dist::map_checkpointed(
+      spec.items(), threads, out_dir, dist::search_identity("sweep", p->scenario, args),
+      p->vm.count("resume") > 0, p->vm.count("quiet") > 0, [&](std::size_t i) {
+        return reports::run_sweep_item(p->scenario, sets, base.seed, spec, i, catalog, calibration);
+      });
   if (dist::rank() != 0) return 0;
-  std::cout << "SWEEP  " << base.name << ": " << spec.points() << " points × " << spec.seeds << " seed"
-            << (spec.seeds == 1 ? "" : "s") << (spec.seeds > 1 ? " (mean ± 95 % CI over the seeds)" : "") << "\n"
+  std::cout << "SWEEP  " << base.name << ": " << spec.points() << " points × " << spec.seeds
+            << " seed" << (spec.seeds == 1 ? "" : "s")
+            << (spec.seeds > 1 ? " (mean ± 95 % CI over the seeds)" : "") << "\n"
             << reports::table_text(reports::sweep_table(spec, results));
-  std::cout << "  wrote       " << reports::write_sweep_csv(spec, base.seed, results, out_dir) << "\n";
+  std::cout << "  wrote       " << reports::write_sweep_csv(spec, base.seed, results, out_dir)
+            << "\n";
   dist::remove_checkpoint(out_dir);
   return 0;
 }
@@ -373,9 +400,11 @@ int cmd_check(const std::vector<std::string>& args) {
 }
 
 int cmd_list(const std::vector<std::string>& args) {
-  const std::vector<std::string> what = {"gpus", "models", "nodes", "interconnects", "engines", "policies", "routers"};
+  const std::vector<std::string> what = {"gpus",    "models",   "nodes",  "interconnects",
+                                         "engines", "policies", "routers"};
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
-    std::cout << "usage: fleetsim list gpus|models|nodes|interconnects|engines|policies|routers [--catalog DIR]\n";
+    std::cout << "usage: fleetsim list gpus|models|nodes|interconnects|engines|policies|routers "
+                 "[--catalog DIR]\n";
     return args.empty() ? 2 : 0;
   }
   std::string dir = hw::Catalog::default_dir();
@@ -399,11 +428,12 @@ int cmd_list(const std::vector<std::string>& args) {
                                             std::to_string(m.moe->experts)
                                       : "dense";
         if (m.mla) kind += ", MLA";
-        std::printf("%-16s %-26s %8s params (%8s active), %3d layers, hidden %5d, %3d/%3d heads, %s\n",
-                    id.c_str(), m.name.substr(0, 26).c_str(),
-                    units::format_count(m.derived_params()).c_str(),
-                    units::format_count(m.derived_active_params()).c_str(), m.layers, m.hidden,
-                    m.heads, m.kv_heads, kind.c_str());
+        std::printf(
+            "%-16s %-26s %8s params (%8s active), %3d layers, hidden %5d, %3d/%3d heads, %s\n",
+            id.c_str(), m.name.substr(0, 26).c_str(),
+            units::format_count(m.derived_params()).c_str(),
+            units::format_count(m.derived_active_params()).c_str(), m.layers, m.hidden, m.heads,
+            m.kv_heads, kind.c_str());
       }
     } else if (w == "nodes") {
       for (const auto& [id, n] : cat.nodes())
@@ -413,14 +443,16 @@ int cmd_list(const std::vector<std::string>& args) {
                     n.nodes_per_rack);
     } else if (w == "engines") {
       for (const auto& [id, e] : cat.engines())
-        std::printf("%-10s %-42s %s, budget %lld tokens, overhead %s/iteration + %s/sequence, kernels x%.2f%s%s\n",
-                    id.c_str(), e.name.substr(0, 42).c_str(),
-                    e.chunked_prefill ? "chunked prefill" : "prefill-first",
-                    static_cast<long long>(e.max_batched_tokens),
-                    units::format(e.iteration_overhead_s, units::Dim::kTime).c_str(),
-                    units::format(e.per_sequence_overhead_s, units::Dim::kTime).c_str(),
-                    e.kernel_efficiency, e.fitted.empty() ? "" : ", fitted",
-                    id == hw::kDefaultEngine ? " (default)" : "");
+        std::printf(
+            "%-10s %-42s %s, budget %lld tokens, overhead %s/iteration + %s/sequence, kernels "
+            "x%.2f%s%s\n",
+            id.c_str(), e.name.substr(0, 42).c_str(),
+            e.chunked_prefill ? "chunked prefill" : "prefill-first",
+            static_cast<long long>(e.max_batched_tokens),
+            units::format(e.iteration_overhead_s, units::Dim::kTime).c_str(),
+            units::format(e.per_sequence_overhead_s, units::Dim::kTime).c_str(),
+            e.kernel_efficiency, e.fitted.empty() ? "" : ", fitted",
+            id == hw::kDefaultEngine ? " (default)" : "");
     } else {
       for (const auto& [id, l] : cat.interconnects())
         std::printf("%-20s %-9s %-44s %11s %9s\n", id.c_str(), l.kind.c_str(),
@@ -452,13 +484,14 @@ int cmd_list(const std::vector<std::string>& args) {
 
 int cmd_validate(const std::vector<std::string>& args) {
   po::options_description desc("validate options");
-  desc.add_options()
-      ("dir", po::value<std::string>(), "folder of case files (default: scenarios/validation)")
-      ("check-baseline", "exit 1 if a group's median error is worse than the committed baseline")
-      ("update-baseline", "write the current errors as the baseline (DIR/baseline.json) and the error bands (DIR/error_bands.json)")
-      ("catalog", po::value<std::string>(), "catalog folder")
-      ("calibration", po::value<std::string>(), "calibration folder, or 'none'")
-      ("help,h", "show this help");
+  desc.add_options()("dir", po::value<std::string>(),
+                     "folder of case files (default: scenarios/validation)")(
+      "check-baseline", "exit 1 if a group's median error is worse than the committed baseline")(
+      "update-baseline",
+      "write the current errors as the baseline (DIR/baseline.json) and the error bands "
+      "(DIR/error_bands.json)")("catalog", po::value<std::string>(), "catalog folder")(
+      "calibration", po::value<std::string>(), "calibration folder, or 'none'")("help,h",
+                                                                                "show this help");
   po::positional_options_description pos;
   pos.add("dir", 1);
   po::variables_map vm;
@@ -468,8 +501,8 @@ int cmd_validate(const std::vector<std::string>& args) {
     std::cout << "usage: fleetsim validate [DIR] [options]\n\n" << desc << "\n";
     return 0;
   }
-  const std::string dir = vm.count("dir") ? vm["dir"].as<std::string>()
-                                          : std::string(FLEETSIM_VALIDATION_DIR);
+  const std::string dir =
+      vm.count("dir") ? vm["dir"].as<std::string>() : std::string(FLEETSIM_VALIDATION_DIR);
   const hw::Catalog catalog = load_catalog(vm);
   const auto cases = validation::run_suite(dir, catalog, load_calibration(vm, catalog));
   std::cout << validation::format_report(cases);
@@ -483,8 +516,8 @@ int cmd_validate(const std::vector<std::string>& args) {
   if (vm.count("check-baseline")) {
     const std::string worse = validation::check_baseline(cases, baseline);
     if (!worse.empty()) {
-      std::cerr << "error: validation got worse than the committed baseline (" << baseline
-                << "):\n" << worse;
+      std::cerr << "error: validation got worse than the committed baseline (" << baseline << "):\n"
+                << worse;
       return 1;
     }
     std::cout << "baseline: no group is worse than " << baseline << "\n";
@@ -505,15 +538,15 @@ std::string today_utc() {
 // `calibrate fit`: fits engine profiles on the validation suite's training split.
 int cmd_calibrate_fit(const std::vector<std::string>& args) {
   po::options_description desc("calibrate fit options");
-  desc.add_options()
-      ("engine", po::value<std::vector<std::string>>(), "engine id(s) to fit (default: every engine with fit: parameters)")
-      ("dir", po::value<std::string>(), "folder of case files (default: scenarios/validation)")
-      ("write", "write the fitted values and their provenance into the engine files")
-      ("no-loso", "skip the leave-one-source-out refits")
-      ("threads", po::value<int>()->default_value(2), "threads running cases")
-      ("catalog", po::value<std::string>(), "catalog folder")
-      ("calibration", po::value<std::string>(), "calibration folder, or 'none'")
-      ("help,h", "show this help");
+  desc.add_options()("engine", po::value<std::vector<std::string>>(),
+                     "engine id(s) to fit (default: every engine with fit: parameters)")(
+      "dir", po::value<std::string>(), "folder of case files (default: scenarios/validation)")(
+      "write", "write the fitted values and their provenance into the engine files")(
+      "no-loso", "skip the leave-one-source-out refits")(
+      "threads", po::value<int>()->default_value(2), "threads running cases")(
+      "catalog", po::value<std::string>(), "catalog folder")(
+      "calibration", po::value<std::string>(), "calibration folder, or 'none'")("help,h",
+                                                                                "show this help");
   po::variables_map vm;
   po::store(po::command_line_parser(args).options(desc).run(), vm);
   po::notify(vm);
@@ -528,8 +561,8 @@ int cmd_calibrate_fit(const std::vector<std::string>& args) {
   const int threads = vm["threads"].as<int>();
   if (threads < 1 || threads > 256)
     throw InputError("--threads must be between 1 and 256, got " + std::to_string(threads), "");
-  const std::string dir = vm.count("dir") ? vm["dir"].as<std::string>()
-                                          : std::string(FLEETSIM_VALIDATION_DIR);
+  const std::string dir =
+      vm.count("dir") ? vm["dir"].as<std::string>() : std::string(FLEETSIM_VALIDATION_DIR);
   const hw::Catalog catalog = load_catalog(vm);
   const auto calibration = load_calibration(vm, catalog);
   std::vector<std::string> engines;
@@ -545,15 +578,19 @@ int cmd_calibrate_fit(const std::vector<std::string>& args) {
   opt.loso = !vm.count("no-loso");
   opt.threads = threads;
   char line[256];
-  std::snprintf(line, sizeof line, "%-10s %5s %5s %4s  %-8s %-8s %-8s %-8s  %s\n", "engine", "train",
-                "held", "src", "train0", "train", "held", "loso", "parameters (before -> after)");
+  std::snprintf(line, sizeof line, "%-10s %5s %5s %4s  %-8s %-8s %-8s %-8s  %s\n", "engine",
+                "train", "held", "src", "train0", "train", "held", "loso",
+                "parameters (before -> after)");
   std::cout << line;
   for (const auto& id : engines) {
     const validation::FitResult r = validation::fit_engine(files, catalog, calibration, id, opt);
     std::string params;
     std::ostringstream prov;
-    prov << "  by: fleetsim calibrate fit\n  date: " << today_utc() << "\n  objective: mean |ln(predicted/measured)| over the training cases\n  training_cases: "
-         << r.train_cases << "\n  heldout_cases: " << r.heldout_cases << "\n  training_sources: " << r.sources
+    prov << "  by: fleetsim calibrate fit\n  date: " << today_utc()
+         << "\n  objective: mean |ln(predicted/measured)| over the training cases\n  "
+            "training_cases: "
+         << r.train_cases << "\n  heldout_cases: " << r.heldout_cases
+         << "\n  training_sources: " << r.sources
          << "\n  train_median_abs_error: " << std::round(r.train_median_after * 1e4) / 1e4
          << "\n  heldout_median_abs_error: " << std::round(r.heldout_median_after * 1e4) / 1e4;
     if (!std::isnan(r.loso_median))
@@ -580,7 +617,8 @@ int cmd_calibrate_fit(const std::vector<std::string>& args) {
                   pct(r.loso_median).c_str());
     std::cout << line << params << "\n";
     if (r.params.empty()) {
-      std::cout << "  too few training cases to fit any parameter (" << validation::kCasesPerParameter
+      std::cout << "  too few training cases to fit any parameter ("
+                << validation::kCasesPerParameter
                 << " per parameter and model kind): the priors stay\n";
     } else if (vm.count("write")) {
       const std::string file =
@@ -610,9 +648,13 @@ int cmd_calibrate(const std::vector<std::string>& args) {
   bool force = false;
   std::string dir = hw::CalibrationSet::default_dir();
   for (size_t i = 2; i < args.size(); ++i) {
-    if (args[i] == "--force") force = true;
-    else if (args[i] == "--calibration" && i + 1 < args.size()) dir = args[++i];
-    else throw InputError("unknown option '" + args[i] + "'", "fleetsim calibrate import FILE [--force]");
+    if (args[i] == "--force")
+      force = true;
+    else if (args[i] == "--calibration" && i + 1 < args.size())
+      dir = args[++i];
+    else
+      throw InputError("unknown option '" + args[i] + "'",
+                       "fleetsim calibrate import FILE [--force]");
   }
   const hw::Catalog catalog = hw::Catalog::load(hw::Catalog::default_dir());
   const hw::CalibrationTable t = hw::load_calibration(file, catalog);
@@ -625,11 +667,14 @@ int cmd_calibrate(const std::vector<std::string>& args) {
     return 0;
   }
   if (fs::exists(dest) && !force)
-    throw InputError("a calibration table named " + dest.filename().string() + " is already installed",
-                     "pass --force to replace it, or rename the file", dest.string());
+    throw InputError(
+        "a calibration table named " + dest.filename().string() + " is already installed",
+        "pass --force to replace it, or rename the file", dest.string());
   fs::create_directories(dir, ec);
   fs::copy_file(file, dest, fs::copy_options::overwrite_existing, ec);
-  if (ec) throw InputError("cannot install the table: " + ec.message(), "check the folder", dest.string());
+  if (ec)
+    throw InputError("cannot install the table: " + ec.message(), "check the folder",
+                     dest.string());
   std::cout << "checked " << file << ": " << t.rows.size() << " rows for " << t.gpu << " from "
             << t.source << "\ninstalled " << dest.string() << "\n";
   return 0;
@@ -649,7 +694,10 @@ int dispatch(const std::string& cmd, const std::vector<std::string>& args) {
     if (cmd == "plan") return cmd_plan(args);
     if (cmd == "sweep") return cmd_sweep(args);
     std::cerr << "fleetsim: unknown command '" << cmd << "'"
-              << did_you_mean(cmd, {"run", "check", "plan", "sweep", "list", "validate", "calibrate"}) << "\n" << kUsage;
+              << did_you_mean(cmd,
+                              {"run", "check", "plan", "sweep", "list", "validate", "calibrate"})
+              << "\n"
+              << kUsage;
     return 2;
   } catch (const InputError& e) {
     std::cerr << "error: " << e.what() << "\n";

@@ -17,11 +17,13 @@ LatencyStats stats_of(const Histogram& h) {
   return s;
 }
 
-Collector::Collector(int replicas, std::optional<double> slo_ttft_s, std::optional<double> slo_tpot_s)
+Collector::Collector(int replicas, std::optional<double> slo_ttft_s,
+                     std::optional<double> slo_tpot_s)
     : replicas_(replicas), slo_ttft_s_(slo_ttft_s), slo_tpot_s_(slo_tpot_s) {}
 
 void Collector::merge(const Collector& o) {
-  if (o.classes_.size() != classes_.size()) throw std::invalid_argument("Collector::merge: different classes");
+  if (o.classes_.size() != classes_.size())
+    throw std::invalid_argument("Collector::merge: different classes");
   ttft_.merge(o.ttft_);
   tpot_.merge(o.tpot_);
   itl_.merge(o.itl_);
@@ -71,7 +73,8 @@ void Collector::set_classes(const std::vector<workload::RequestClass>& classes) 
   }
 }
 
-void Collector::on_reject(const workload::RequestSpec& spec, int, serving::RejectReason r, SimTime) {
+void Collector::on_reject(const workload::RequestSpec& spec, int, serving::RejectReason r,
+                          SimTime) {
   static_assert(static_cast<int>(serving::RejectReason::kQueueFull) == 3, "one counter per reason");
   ++rejected_[static_cast<int>(r)];
   if (spec.cls < classes_.size()) ++classes_[spec.cls].rejected;
@@ -113,7 +116,9 @@ void Collector::on_completion(const serving::RequestRecord& rec) {
   }
 }
 
-void Collector::on_token_gaps(SimTime gap_ns, uint64_t count) { itl_.add(ns_to_seconds(gap_ns), count); }
+void Collector::on_token_gaps(SimTime gap_ns, uint64_t count) {
+  itl_.add(ns_to_seconds(gap_ns), count);
+}
 
 void Collector::on_token_gap_series(const StepSeries& series, int64_t k, uint64_t per_iteration) {
   // step(j) is non-decreasing: add the run j in [1, k) one histogram bucket at a time, each
@@ -134,7 +139,10 @@ void Collector::on_token_gap_series(const StepSeries& series, int64_t k, uint64_
     int64_t lo = j, hi = k - 1;  // last index in the same bucket
     while (lo < hi) {
       const int64_t mid = lo + (hi - lo + 1) / 2;
-      if (itl_.bucket_of(ns_to_seconds(series.step_ns(mid))) == bucket) lo = mid; else hi = mid - 1;
+      if (itl_.bucket_of(ns_to_seconds(series.step_ns(mid))) == bucket)
+        lo = mid;
+      else
+        hi = mid - 1;
     }
     const uint64_t n = static_cast<uint64_t>(lo - j + 1) * per_iteration;
     const double sum = ns_to_seconds(series.sum_ns(j, lo + 1)) * static_cast<double>(per_iteration);
@@ -179,12 +187,14 @@ Summary Collector::summarize(SimTime sim_end_ns) const {
     cs.ttft = stats_of(c.ttft);
     cs.tpot = stats_of(c.tpot);
     cs.e2e = stats_of(c.e2e);
-    cs.slo_attainment = c.completed > 0 ? static_cast<double>(c.good) / static_cast<double>(c.completed) : 0.0;
+    cs.slo_attainment =
+        c.completed > 0 ? static_cast<double>(c.good) / static_cast<double>(c.completed) : 0.0;
     s.classes.push_back(cs);
   }
   s.escalations = escalations_;
   s.kv_transfer_bytes = kv_transfer_bytes_;
-  s.kv_transfer_mean_s = kv_transfers_ > 0 ? kv_transfer_s_ / static_cast<double>(kv_transfers_) : 0.0;
+  s.kv_transfer_mean_s =
+      kv_transfers_ > 0 ? kv_transfer_s_ / static_cast<double>(kv_transfers_) : 0.0;
   s.alltoall_iterations = a2a_iterations_;
   s.alltoall_delayed = a2a_delayed_;
   s.alltoall_bytes = a2a_bytes_;
@@ -194,7 +204,9 @@ Summary Collector::summarize(SimTime sim_end_ns) const {
   s.prefix_lookup_tokens = prefix_lookup_;
   s.prefix_hit_tokens = prefix_hit_;
   s.prefix_host_tokens = prefix_host_;
-  s.prefix_hit_rate = prefix_lookup_ > 0 ? static_cast<double>(prefix_hit_) / static_cast<double>(prefix_lookup_) : 0.0;
+  s.prefix_hit_rate = prefix_lookup_ > 0
+                          ? static_cast<double>(prefix_hit_) / static_cast<double>(prefix_lookup_)
+                          : 0.0;
   s.input_tokens = input_tokens_;
   s.output_tokens = output_tokens_;
   s.ttft = stats_of(ttft_);
@@ -211,7 +223,8 @@ Summary Collector::summarize(SimTime sim_end_ns) const {
     s.goodput_req_per_s = static_cast<double>(good_) / s.sim_duration_s;
     s.replica_busy_fraction = busy_s_ / (s.sim_duration_s * replicas_);
   }
-  s.slo_attainment = completed_ > 0 ? static_cast<double>(good_) / static_cast<double>(completed_) : 0;
+  s.slo_attainment =
+      completed_ > 0 ? static_cast<double>(good_) / static_cast<double>(completed_) : 0;
   s.kv_occupancy_mean = busy_s_ > 0 ? kv_weighted_s_ / busy_s_ : 0;
   s.kv_occupancy_peak = kv_peak_;
   return s;

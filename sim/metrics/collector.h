@@ -30,17 +30,18 @@ struct ClassSummary {
 
 struct Summary {
   uint64_t requests_arrived = 0, requests_completed = 0, requests_rejected = 0;
-  uint64_t rejected_too_long_for_model = 0, rejected_too_long_for_kv = 0, rejected_too_long_for_batch = 0;
+  uint64_t rejected_too_long_for_model = 0, rejected_too_long_for_kv = 0,
+           rejected_too_long_for_batch = 0;
   uint64_t rejected_queue_full = 0;  ///< load shedding
   uint64_t preemptions = 0;
   uint64_t input_tokens = 0, output_tokens = 0;  ///< of completed requests
   LatencyStats ttft, tpot, itl, e2e, queue;
   double sim_duration_s = 0;
   double input_tok_per_s = 0, output_tok_per_s = 0, requests_per_s = 0;
-  double goodput_req_per_s = 0;     ///< completed requests meeting every SLO given, per second
-  double slo_attainment = 0;        ///< share of completed requests meeting every SLO given
-  double replica_busy_fraction = 0; ///< mean over replicas of time with an iteration running
-  double kv_occupancy_mean = 0;     ///< time-weighted mean over busy time of KV blocks used / total
+  double goodput_req_per_s = 0;      ///< completed requests meeting every SLO given, per second
+  double slo_attainment = 0;         ///< share of completed requests meeting every SLO given
+  double replica_busy_fraction = 0;  ///< mean over replicas of time with an iteration running
+  double kv_occupancy_mean = 0;  ///< time-weighted mean over busy time of KV blocks used / total
   double kv_occupancy_peak = 0;
   uint64_t iterations = 0;
   /// Prefix caching: prompt tokens looked up at admission and found cached (not computed).
@@ -55,10 +56,10 @@ struct Summary {
   /// than alone the flows took (contention; added to those iterations).
   uint64_t alltoall_iterations = 0;
   double alltoall_bytes = 0, alltoall_delay_mean_s = 0, alltoall_delay_max_s = 0;
-  uint64_t alltoall_delayed = 0;  ///< iterations with a delay of at least 1 ns
+  uint64_t alltoall_delayed = 0;      ///< iterations with a delay of at least 1 ns
   std::vector<ClassSummary> classes;  ///< empty without request classes
-  uint64_t response_cache_hits = 0;  ///< requests answered from the response cache
-  uint64_t escalations = 0;          ///< cascade: requests the large model answered again
+  uint64_t response_cache_hits = 0;   ///< requests answered from the response cache
+  uint64_t escalations = 0;           ///< cascade: requests the large model answered again
 };
 
 class Collector final : public serving::ServingObserver {
@@ -69,7 +70,9 @@ class Collector final : public serving::ServingObserver {
   void on_reject(const workload::RequestSpec&, int, serving::RejectReason r, SimTime) override;
   void on_preemption(const workload::RequestSpec&, int, SimTime) override { ++preemptions_; }
   void on_response_cache_hit() { ++cache_hits_; }
-  void on_prefix_host_load(int, int64_t tokens) override { prefix_host_ += static_cast<uint64_t>(tokens); }
+  void on_prefix_host_load(int, int64_t tokens) override {
+    prefix_host_ += static_cast<uint64_t>(tokens);
+  }
   void on_escalation() { ++escalations_; }
   void on_kv_transfer(double bytes, double seconds) {
     ++kv_transfers_;

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cstdio>
 #include <cmath>
+#include <cstdio>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -113,7 +113,10 @@ int Planner::spares_for(int replicas) const {
 Planner::Planner(const std::string& file, const std::vector<std::string>& overrides,
                  std::optional<uint64_t> seed, const hw::Catalog& catalog,
                  std::shared_ptr<const hw::CalibrationSet> calibration)
-    : file_(file), overrides_(overrides), seed_(seed), catalog_(&catalog),
+    : file_(file),
+      overrides_(overrides),
+      seed_(seed),
+      catalog_(&catalog),
       calibration_(std::move(calibration)) {
   yaml::Map root = yaml::load_file_with_overrides(file, overrides);
   std::optional<yaml::Map> pm = root.map_opt("plan");
@@ -182,16 +185,15 @@ Planner::Planner(const std::string& file, const std::vector<std::string>& overri
   // The base: the scenario as written, or (when that one does not fit, say) the first
   // configuration of the plan that resolves; if none does, the scenario's own error.
   try {
-    base_ = std::make_unique<scenario::Scenario>(
-        scenario::load_map(yaml::Map(YAML::Clone(*doc), std::make_shared<yaml::Source>(yaml::Source{file, {}}), ""),
-                           file, overrides, seed, catalog, calibration_));
+    base_ = std::make_unique<scenario::Scenario>(scenario::load_map(
+        yaml::Map(YAML::Clone(*doc), std::make_shared<yaml::Source>(yaml::Source{file, {}}), ""),
+        file, overrides, seed, catalog, calibration_));
   } catch (const InputError&) {
     for (const Candidate& c : candidates_unresolved()) {
       try {
         base_ = std::make_unique<scenario::Scenario>(resolve(c, spec_.min_replicas));
         break;
-      } catch (const InputError&) {
-      }
+      } catch (const InputError&) {}
     }
     if (!base_) throw;
   }
@@ -215,7 +217,8 @@ Planner::Planner(const std::string& file, const std::vector<std::string>& overri
   }
   if (n < 2 || last <= first || w->nominal_rate_per_s() <= 0)
     root.fail("workload", "the plan needs an open-loop workload (arrival: or trace:) with a rate",
-              "describe the peak hour as workload: {arrival: {process: poisson, rate: 40/s}, duration: 1h, ...}");
+              "describe the peak hour as workload: {arrival: {process: poisson, rate: 40/s}, "
+              "duration: 1h, ...}");
   stats_.sampled = n;
   std::sort(stats_.prompts_sorted.begin(), stats_.prompts_sorted.end());
   stats_.rate_per_s = static_cast<double>(n - 1) / (last - first);
@@ -249,8 +252,8 @@ void Planner::price(Candidate& c) const {
     return base_->gpu.id;
   }();
   auto it = spec_.usd_per_gpu_hour.find(gpu);
-  c.usd_per_gpu_hour = it != spec_.usd_per_gpu_hour.end() ? it->second
-                                                          : catalog_->gpu(gpu).cloud_usd_per_gpu_hour;
+  c.usd_per_gpu_hour =
+      it != spec_.usd_per_gpu_hour.end() ? it->second : catalog_->gpu(gpu).cloud_usd_per_gpu_hour;
 }
 
 // Analytic capacity of one replica (colocated) or one decode replica plus its share of
@@ -286,7 +289,8 @@ void Planner::estimate(Candidate& c, const scenario::Scenario& sc) const {
   if (sc.slo_ttft_s && c.prefill_mean_s > *sc.slo_ttft_s) {
     c.status = Status::kInfeasible;
     c.reason = "the mean prompt alone takes " + units::format(c.prefill_mean_s, units::Dim::kTime) +
-               " to prefill, above the TTFT SLO of " + units::format(*sc.slo_ttft_s, units::Dim::kTime);
+               " to prefill, above the TTFT SLO of " +
+               units::format(*sc.slo_ttft_s, units::Dim::kTime);
     return;
   }
   // Prefill-first batching cannot schedule a prompt longer than max_batched_tokens: such
@@ -294,13 +298,15 @@ void Planner::estimate(Candidate& c, const scenario::Scenario& sc) const {
   if (!sc.vllm.chunked_prefill) {
     const auto& ps = stats_.prompts_sorted;
     const auto over = ps.end() - std::upper_bound(ps.begin(), ps.end(), sc.vllm.max_batched_tokens);
-    const double share = static_cast<double>(over) / static_cast<double>(std::max<std::size_t>(1, ps.size()));
+    const double share =
+        static_cast<double>(over) / static_cast<double>(std::max<std::size_t>(1, ps.size()));
     if (share > 1.0 - spec_.target) {
       c.status = Status::kInfeasible;
-      c.reason = "prefill-first batching rejects prompts over max_batched_tokens = " +
-                 std::to_string(sc.vllm.max_batched_tokens) + " tokens (" + sig3(percent(share)) +
-                 " % of requests), more than the SLO allows; chunked prefill (policy sarathi) or a larger "
-                 "max_batched_tokens serves them";
+      c.reason =
+          "prefill-first batching rejects prompts over max_batched_tokens = " +
+          std::to_string(sc.vllm.max_batched_tokens) + " tokens (" + sig3(percent(share)) +
+          " % of requests), more than the SLO allows; chunked prefill (policy sarathi) or a larger "
+          "max_batched_tokens serves them";
       return;
     }
   }
@@ -325,9 +331,9 @@ void Planner::estimate(Candidate& c, const scenario::Scenario& sc) const {
     const double decode_cap = static_cast<double>(lo) / (O * t);
     const double prefill_cap = 1.0 / c.prefill_mean_s;
     c.capacity_per_s = decode_cap;
-    replicas = std::max(static_cast<int>(std::ceil(stats_.rate_per_s / (util * decode_cap))),
-                        static_cast<int>(std::ceil(stats_.rate_per_s /
-                                                   (util * prefill_cap * c.prefill_share))));
+    replicas = std::max(
+        static_cast<int>(std::ceil(stats_.rate_per_s / (util * decode_cap))),
+        static_cast<int>(std::ceil(stats_.rate_per_s / (util * prefill_cap * c.prefill_share))));
   } else {
     c.capacity_per_s = 1.0 / (c.prefill_mean_s + O * t / static_cast<double>(lo));
     replicas = static_cast<int>(std::ceil(stats_.rate_per_s / (util * c.capacity_per_s)));
@@ -337,11 +343,13 @@ void Planner::estimate(Candidate& c, const scenario::Scenario& sc) const {
   if (replicas > spec_.max_replicas) {
     c.status = Status::kInfeasible;
     c.reason = "needs about " + std::to_string(replicas) + " replicas (" +
-               units::format(c.capacity_per_s, units::Dim::kRate) + " each), above replicas.max = " + std::to_string(spec_.max_replicas);
+               units::format(c.capacity_per_s, units::Dim::kRate) +
+               " each), above replicas.max = " + std::to_string(spec_.max_replicas);
     return;
   }
-  const int gpus = (replicas + prefill_replicas_for(c.prefill_share, replicas) + spares_for(replicas)) *
-                   c.gpus_per_replica;
+  const int gpus =
+      (replicas + prefill_replicas_for(c.prefill_share, replicas) + spares_for(replicas)) *
+      c.gpus_per_replica;
   c.analytic_usd_per_hour = gpus * c.usd_per_gpu_hour;
   c.status = Status::kPruned;  // until chosen for simulation
 }
@@ -441,8 +449,9 @@ void Planner::search_replicas(Candidate& c) const {
       const double before = c.tried[c.tried.size() - 2].attainment, now = c.tried.back().attainment;
       if (now - before < 0.001) {
         c.status = Status::kSloMissed;
-        c.reason = "more replicas do not help: " + sig3(percent(before)) + " % of requests meet the SLO at " +
-                   std::to_string(miss) + " replicas and " + sig3(percent(now)) + " % at " + std::to_string(ok);
+        c.reason = "more replicas do not help: " + sig3(percent(before)) +
+                   " % of requests meet the SLO at " + std::to_string(miss) + " replicas and " +
+                   sig3(percent(now)) + " % at " + std::to_string(ok);
         return;
       }
     }
@@ -453,8 +462,8 @@ void Planner::search_replicas(Candidate& c) const {
   if (miss == spec_.max_replicas) {
     const Outcome& last = c.tried.back();
     c.status = Status::kSloMissed;
-    c.reason = "misses the SLO even at replicas.max = " + std::to_string(spec_.max_replicas) + " (" +
-               sig3(percent(last.attainment)) + " % of requests met it)";
+    c.reason = "misses the SLO even at replicas.max = " + std::to_string(spec_.max_replicas) +
+               " (" + sig3(percent(last.attainment)) + " % of requests met it)";
     return;
   }
   while (ok - miss > 1) {
@@ -496,11 +505,12 @@ PlanResult Planner::prepare(int threads) const {
     if (static_cast<int>(res.to_simulate.size()) < spec_.simulate && over <= spec_.slack + 1e-12) {
       res.to_simulate.push_back(i);
     } else {
-      c.reason = "analytic estimate " + sig3(c.analytic_usd_per_hour) + " $/h is +" + sig3(percent(over)) +
-                 " % over the best estimate (" + sig3(best) + " $/h)" +
-                 (over <= spec_.slack ? "; beyond the " + std::to_string(spec_.simulate) +
-                                            " configurations simulated (plan.simulate)"
-                                      : "; outside plan.slack = " + sig3(percent(spec_.slack)) + " %");
+      c.reason =
+          "analytic estimate " + sig3(c.analytic_usd_per_hour) + " $/h is +" + sig3(percent(over)) +
+          " % over the best estimate (" + sig3(best) + " $/h)" +
+          (over <= spec_.slack ? "; beyond the " + std::to_string(spec_.simulate) +
+                                     " configurations simulated (plan.simulate)"
+                               : "; outside plan.slack = " + sig3(percent(spec_.slack)) + " %");
     }
   }
   return res;
@@ -508,7 +518,8 @@ PlanResult Planner::prepare(int threads) const {
 
 void Planner::finish(PlanResult& res, double started_wall_s) const {
   res.simulations = 0;
-  for (const int i : res.to_simulate) res.simulations += static_cast<int>(res.candidates[i].tried.size());
+  for (const int i : res.to_simulate)
+    res.simulations += static_cast<int>(res.candidates[i].tried.size());
   res.ranking.clear();
   for (const auto& c : res.candidates)
     if (c.status == Status::kFeasible) res.ranking.push_back(c.index);
@@ -530,7 +541,8 @@ PlanResult Planner::run(int threads, const std::function<void(int, int)>& progre
   std::atomic<std::size_t> next{0};
   std::atomic<int> done{0};
   std::mutex progress_mu;
-  const int n_threads = std::min(res.threads, std::max(1, static_cast<int>(res.to_simulate.size())));
+  const int n_threads =
+      std::min(res.threads, std::max(1, static_cast<int>(res.to_simulate.size())));
   auto worker = [&] {
     for (std::size_t k; (k = next.fetch_add(1)) < res.to_simulate.size();) {
       search_replicas(res.candidates[res.to_simulate[k]]);
@@ -559,8 +571,8 @@ std::string Planner::encode_search(const Candidate& c) {
   j["best"] = c.best ? c.best->replicas : -1;
   j["tried"] = nlohmann::json::array();
   for (const auto& o : c.tried)
-    j["tried"].push_back({o.replicas, o.prefill_replicas, o.attainment, o.ttft_p99_s, o.tpot_p99_s, o.e2e_p50_s,
-                          o.busy, o.output_tok_per_s, o.arrived, o.events, o.wall_s});
+    j["tried"].push_back({o.replicas, o.prefill_replicas, o.attainment, o.ttft_p99_s, o.tpot_p99_s,
+                          o.e2e_p50_s, o.busy, o.output_tok_per_s, o.arrived, o.events, o.wall_s});
   return j.dump();
 }
 

@@ -82,7 +82,7 @@ struct Outcome {
   int prefill_replicas = 0;  ///< disaggregated prefill pool (0 when colocated)
   double attainment = 0;     ///< requests meeting every SLO ÷ requests arrived
   double ttft_p99_s = 0, tpot_p99_s = 0, e2e_p50_s = 0;
-  double busy = 0;           ///< mean replica busy fraction
+  double busy = 0;  ///< mean replica busy fraction
   double output_tok_per_s = 0;
   uint64_t arrived = 0, events = 0;
   double wall_s = 0;
@@ -113,17 +113,17 @@ struct Candidate {
 
   // Analytic estimate.
   double tpot_batch1_s = 0, prefill_mean_s = 0;
-  int decode_batch = 0;          ///< sequences per decode step that keep TPOT within the SLO
-  double capacity_per_s = 0;     ///< requests/s one replica (group) sustains
+  int decode_batch = 0;       ///< sequences per decode step that keep TPOT within the SLO
+  double capacity_per_s = 0;  ///< requests/s one replica (group) sustains
   int analytic_replicas = 0;
   double analytic_usd_per_hour = 0;
 
   // Simulated.
-  std::vector<Outcome> tried;    ///< in the order simulated
-  std::optional<Outcome> best;   ///< fewest replicas meeting the target
+  std::vector<Outcome> tried;   ///< in the order simulated
+  std::optional<Outcome> best;  ///< fewest replicas meeting the target
   int spare_replicas = 0;
-  int total_gpus = 0;            ///< (replicas + prefill replicas + spares) × GPUs per replica
-  double usd_per_hour = 0;       ///< total_gpus × price
+  int total_gpus = 0;       ///< (replicas + prefill replicas + spares) × GPUs per replica
+  double usd_per_hour = 0;  ///< total_gpus × price
 };
 
 struct PlanResult {
@@ -132,9 +132,9 @@ struct PlanResult {
   WorkloadStats workload;
   std::optional<double> slo_ttft_s, slo_tpot_s;
   std::vector<Candidate> candidates;  ///< enumeration order
-  std::vector<int> to_simulate;       ///< candidates picked for simulation, analytically cheapest first
-  int chosen = -1;                    ///< index into candidates, -1 when none meets the SLO
-  std::vector<int> ranking;           ///< feasible candidates, cheapest first (chosen first)
+  std::vector<int> to_simulate;  ///< candidates picked for simulation, analytically cheapest first
+  int chosen = -1;               ///< index into candidates, -1 when none meets the SLO
+  std::vector<int> ranking;      ///< feasible candidates, cheapest first (chosen first)
   int simulations = 0;
   double wall_s = 0;
   int threads = 1;
@@ -156,7 +156,8 @@ class Planner {
   /// Steps 1–2: every configuration, resolved and estimated (no simulation).
   std::vector<Candidate> enumerate() const;
   /// The scenario of `c` with `replicas` serving replicas (and its prefill pool).
-  scenario::Scenario resolve(const Candidate& c, int replicas, std::optional<uint64_t> seed = {}) const;
+  scenario::Scenario resolve(const Candidate& c, int replicas,
+                             std::optional<uint64_t> seed = {}) const;
   /// One simulation of `c` at `replicas` (seed: the scenario's unless given).
   Outcome evaluate(const Candidate& c, int replicas, std::optional<uint64_t> seed = {}) const;
   /// Step 3 for one candidate: the replica search; sets status, tried, best, cost.

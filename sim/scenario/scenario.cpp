@@ -69,7 +69,8 @@ void load_network(yaml::Map& root, Scenario& sc, const hw::LinkLevel& up, const 
     fab.regions = static_cast<int>(nw->integer_or("regions", 1, 2, 1));
     if (auto wan = nw->map_opt("wan")) {
       if (fab.regions < 2)
-        nw->fail("wan", "a WAN link joins regions, and there is one", "add regions: 2, or drop wan");
+        nw->fail("wan", "a WAN link joins regions, and there is one",
+                 "add regions: 2, or drop wan");
       fab.wan.bw_bytes_per_s = wan->quantity("bandwidth", units::Dim::kBandwidth, 1.0);
       fab.wan.latency_s = wan->quantity("latency", units::Dim::kTime, 0.0);
       wan->finish();
@@ -78,8 +79,9 @@ void load_network(yaml::Map& root, Scenario& sc, const hw::LinkLevel& up, const 
                "add wan: {bandwidth: 400Gbps, latency: 10ms} (one direction, one-way latency)");
     }
     if (fab.regions > 1 && fab.nics_per_node == 0)
-      nw->fail("regions", "node '" + (sc.node ? sc.node->id : std::string("?")) +
-                              "' has no scale-out NIC to reach another region",
+      nw->fail("regions",
+               "node '" + (sc.node ? sc.node->id : std::string("?")) +
+                   "' has no scale-out NIC to reach another region",
                "pick a node with NICs");
     // Resolved once the pools are known (load_regions_and_alltoall).
     if (nw->has("live_alltoall")) {
@@ -139,26 +141,30 @@ void load_deployment(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
   sc.par.dp_attention = static_cast<int>(hw.integer_or("dp_attention", 1, 1024, 1));
   sc.par.expert_parallel = hw.boolean_or("expert_parallel", false);
   if (sc.model.heads % sc.par.tp != 0)
-    hw.fail("tp", "tensor parallelism " + std::to_string(sc.par.tp) + " does not divide the " +
-                      std::to_string(sc.model.heads) + " attention heads of " + sc.model.id,
+    hw.fail("tp",
+            "tensor parallelism " + std::to_string(sc.par.tp) + " does not divide the " +
+                std::to_string(sc.model.heads) + " attention heads of " + sc.model.id,
             "use a divisor of the head count, e.g. 1, 2, 4 or 8");
   if (sc.par.pp > sc.model.layers)
-    hw.fail("pp", "pipeline parallelism " + std::to_string(sc.par.pp) + " exceeds the " +
-                      std::to_string(sc.model.layers) + " layers of " + sc.model.id,
+    hw.fail("pp",
+            "pipeline parallelism " + std::to_string(sc.par.pp) + " exceeds the " +
+                std::to_string(sc.model.layers) + " layers of " + sc.model.id,
             "use pp <= " + std::to_string(sc.model.layers));
   if (sc.par.expert_parallel && !sc.model.is_moe())
     hw.fail("expert_parallel", sc.model.id + " is a dense model: it has no experts",
             "drop expert_parallel");
   if (sc.par.expert_parallel && sc.model.moe->experts % sc.par.gpus_per_stage() != 0)
     hw.fail("expert_parallel",
-            std::to_string(sc.model.moe->experts) + " experts do not split evenly over tp x "
-            "dp_attention = " + std::to_string(sc.par.gpus_per_stage()) + " GPUs",
+            std::to_string(sc.model.moe->experts) +
+                " experts do not split evenly over tp x "
+                "dp_attention = " +
+                std::to_string(sc.par.gpus_per_stage()) + " GPUs",
             "use a GPU count per stage that divides the expert count");
   hw.finish();
 
   // Precision. FP8 weights on a GPU with FP8 units default to FP8 activations (W8A8, as
   // vLLM runs FP8 checkpoints on Hopper and later); others default to 16-bit activations.
-  const std::vector<std::string> dtypes = {"bf16", "fp16", "fp8",   "int8",  "int4", "fp4",
+  const std::vector<std::string> dtypes = {"bf16",  "fp16",  "fp8",  "int8", "int4",  "fp4",
                                            "mxfp4", "nvfp4", "q8_0", "q4_0", "q4_k_m"};
   hw::DType w = hw::DType::kBf16, a = hw::DType::kBf16, kv = hw::DType::kBf16;
   std::optional<yaml::Map> pr = root.map_opt("precision");
@@ -191,9 +197,10 @@ void load_deployment(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
     sc.eff.memory = ef->number_or("memory", 0.01, 1.0, sc.eff.memory);
     sc.eff.iteration_overhead_s =
         ef->quantity_or("iteration_overhead", units::Dim::kTime, sc.eff.iteration_overhead_s);
-    sc.eff.per_sequence_overhead_s = ef->quantity_or("per_sequence_overhead", units::Dim::kTime,
-                                                     sc.eff.per_sequence_overhead_s);
-    sc.eff.kernel_launch_s = ef->quantity_or("kernel_launch", units::Dim::kTime, sc.eff.kernel_launch_s);
+    sc.eff.per_sequence_overhead_s =
+        ef->quantity_or("per_sequence_overhead", units::Dim::kTime, sc.eff.per_sequence_overhead_s);
+    sc.eff.kernel_launch_s =
+        ef->quantity_or("kernel_launch", units::Dim::kTime, sc.eff.kernel_launch_s);
     sc.eff.cuda_graphs = ef->boolean_or("cuda_graphs", true);
     sc.eff.moe_imbalance = ef->number_or("moe_imbalance", 1.0, 100.0, sc.eff.moe_imbalance);
     sc.eff.kernel_efficiency =
@@ -238,9 +245,10 @@ void load_deployment(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
       out = {nic.latency_s, nic.bw_bytes_per_s * sc.node->nics_per_node / sc.node->gpus_per_node};
     }
     if (sc.par.gpus() > domain && sc.node->nics_per_node == 0)
-      root.fail("hardware", std::to_string(sc.par.gpus()) + " GPUs per replica span more than one " +
-                                sc.node->id + " (" + std::to_string(domain) +
-                                " GPUs per scale-up domain) and the node has no NICs",
+      root.fail("hardware",
+                std::to_string(sc.par.gpus()) + " GPUs per replica span more than one " +
+                    sc.node->id + " (" + std::to_string(domain) +
+                    " GPUs per scale-up domain) and the node has no NICs",
                 "use at most " + std::to_string(domain) + " GPUs per replica on this node");
   }
 
@@ -276,7 +284,8 @@ std::unique_ptr<fleet::Population> Scenario::make_population(uint64_t seed_value
   yaml::Map section = *fleet->users;
   std::vector<fleet::RegionTraffic> traffic;
   for (const auto& r : fleet->regions) traffic.push_back(r.traffic);
-  return std::make_unique<fleet::Population>(section, std::move(traffic), RngStreams(seed_value), base_dir);
+  return std::make_unique<fleet::Population>(section, std::move(traffic), RngStreams(seed_value),
+                                             base_dir);
 }
 
 Pool load_pool(const yaml::Map& root, yaml::Map& section, const std::string& override_key,
@@ -302,9 +311,9 @@ Pool load_pool(const yaml::Map& root, yaml::Map& section, const std::string& ove
   pool.dep = tmp.dep;
   pool.efficiency_source = tmp.efficiency_source;
   try {
-    pool.memory = hw::fit_memory(pool.dep, sc.gpu_memory_utilization, sc.runtime_reserve_bytes,
-                                 sc.vllm.max_batched_tokens, sc.vllm.block_tokens,
-                                 sc.vllm.block_tokens);
+    pool.memory =
+        hw::fit_memory(pool.dep, sc.gpu_memory_utilization, sc.runtime_reserve_bytes,
+                       sc.vllm.max_batched_tokens, sc.vllm.block_tokens, sc.vllm.block_tokens);
   } catch (const InputError& e) {
     throw section.locate(override_key,
                          InputError(e.message() + " [memory fit, " + what + "]", e.hint()));
@@ -329,8 +338,8 @@ void load_disaggregation(const yaml::Map& root, yaml::Map& dg, Scenario& sc,
     dg.fail("", "prefix caching with disaggregation is not modelled yet",
             "set serving.prefix_caching: false");
   const int replicas = static_cast<int>(dg.integer("prefill_replicas", 1, 1'000'000));
-  Pool pool = load_pool(root, dg, "prefill_hardware", sc.model, sc, catalog, calibration,
-                        "prefill pool");
+  Pool pool =
+      load_pool(root, dg, "prefill_hardware", sc.model, sc, catalog, calibration, "prefill pool");
   pool.replicas = replicas;
   if (pool.dep.prec.kv_bytes != sc.prec.kv_bytes)
     dg.fail("prefill_hardware", "the pools must keep KV in the same format", "");
@@ -385,10 +394,11 @@ void load_regions_and_alltoall(yaml::Map& root, Scenario& sc) {
              "scenario has one pool",
              "add serving.disaggregation, or drop regions");
   const bool main_crosses = hw::ep_alltoall_leaves_domain(sc.dep);
-  const bool prefill_crosses = sc.prefill_pool && hw::ep_alltoall_leaves_domain(sc.prefill_pool->dep);
+  const bool prefill_crosses =
+      sc.prefill_pool && hw::ep_alltoall_leaves_domain(sc.prefill_pool->dep);
   const bool any = main_crosses || prefill_crosses;
-  const bool pipelined = (main_crosses && sc.par.pp > 1) ||
-                         (prefill_crosses && sc.prefill_pool->par.pp > 1);
+  const bool pipelined =
+      (main_crosses && sc.par.pp > 1) || (prefill_crosses && sc.prefill_pool->par.pp > 1);
   const bool asked = nw && nw->has("live_alltoall");
   if (!(asked ? nw->boolean_or("live_alltoall", false) : sc.network_model == "simgrid")) return;
   const int domain = sc.fabric.domain_gpus;
@@ -424,8 +434,8 @@ void load_cascade(const yaml::Map& root, yaml::Map& cs, Scenario& sc, const hw::
   }
   const int replicas = static_cast<int>(cs.integer("small_replicas", 1, 1'000'000));
   sc.escalation = cs.number("escalation", 0.0, 1.0);
-  Pool pool = load_pool(root, cs, "small_hardware", small, sc, catalog, calibration,
-                        "cascade small model");
+  Pool pool =
+      load_pool(root, cs, "small_hardware", small, sc, catalog, calibration, "cascade small model");
   pool.replicas = replicas;
   pool.vllm.lora_slots = 0;  // adapters belong to the large model
   cs.finish();
@@ -463,8 +473,10 @@ void load_speculative(yaml::Map& sp, Scenario& sc, const hw::Catalog& catalog) {
                   sc.model.id + "'s (" + std::to_string(sc.model.vocab) + ")",
               "a draft must share the target's tokenizer");
     if (draft.heads % sc.par.tp != 0)
-      sp.fail("draft_model", "tp " + std::to_string(sc.par.tp) + " does not divide the draft's " +
-                                 std::to_string(draft.heads) + " heads", "");
+      sp.fail("draft_model",
+              "tp " + std::to_string(sc.par.tp) + " does not divide the draft's " +
+                  std::to_string(draft.heads) + " heads",
+              "");
   }
   sc.vllm.spec_k = static_cast<int>(sp.integer("k", 0, 64));
   if (sc.vllm.spec_k == 0) {  // k: 0 turns speculative decoding off (handy with --set)
@@ -474,8 +486,9 @@ void load_speculative(yaml::Map& sp, Scenario& sc, const hw::Catalog& catalog) {
     return;
   }
   if (sc.vllm.spec_k + 1 > sc.vllm.block_tokens)
-    sp.fail("k", "k + 1 tokens per iteration must fit one KV block of " +
-                     std::to_string(sc.vllm.block_tokens) + " tokens",
+    sp.fail("k",
+            "k + 1 tokens per iteration must fit one KV block of " +
+                std::to_string(sc.vllm.block_tokens) + " tokens",
             "use k <= " + std::to_string(sc.vllm.block_tokens - 1));
   sc.vllm.spec_acceptance = sp.number("acceptance", 0.0, 0.999);
   sc.vllm.spec_acceptance_spread = sp.number_or("acceptance_spread", 0.0, 1.0, 0.0);
@@ -506,9 +519,9 @@ Scenario load_map(yaml::Map root, const std::string& file,
     // Unknown top-level keys first, so a misspelt section is reported as such ("did you
     // mean 'serving'?") rather than as the correct one missing.
     yaml::Map top = root;
-    for (const char* k : {"name", "description", "seed", "model", "hardware", "precision",
-                          "efficiency", "offload", "serving", "workload", "slo", "users", "fleet", "cost",
-                          "network", "plan", "sweep"}) {
+    for (const char* k :
+         {"name", "description", "seed", "model", "hardware", "precision", "efficiency", "offload",
+          "serving", "workload", "slo", "users", "fleet", "cost", "network", "plan", "sweep"}) {
       top.has(k);
     }
     top.finish();
@@ -555,9 +568,9 @@ Scenario load_map(yaml::Map root, const std::string& file,
     }
   }
   load_deployment(root, sc, catalog, calibration);
-  sc.error_band = validation::error_band(validation::default_band_cases(),
-                                         sc.model.is_moe() ? "moe" : "dense",
-                                         validation::gpu_family(sc.gpu), sc.engine.id);
+  sc.error_band =
+      validation::error_band(validation::default_band_cases(), sc.model.is_moe() ? "moe" : "dense",
+                             validation::gpu_family(sc.gpu), sc.engine.id);
 
   // Serving.
   {
@@ -589,8 +602,8 @@ Scenario load_map(yaml::Map root, const std::string& file,
               "turn prefix caching on, or use router: least-outstanding");
     if (sv.has("batch_timeout")) {
       if (sc.policy != "dynamic")
-        sv.fail("batch_timeout", "batch_timeout applies only to policy 'dynamic' (policy is '" +
-                                     sc.policy + "')",
+        sv.fail("batch_timeout",
+                "batch_timeout applies only to policy 'dynamic' (policy is '" + sc.policy + "')",
                 "set serving.policy: dynamic, or remove batch_timeout");
       const double t = sv.quantity("batch_timeout", units::Dim::kTime);
       if (t > 3600.0)
@@ -599,11 +612,13 @@ Scenario load_map(yaml::Map root, const std::string& file,
       sc.vllm.batch_timeout_ns = seconds_to_ns(t);
     }
     sc.gpu_memory_utilization = sv.number_or("gpu_memory_utilization", 0.05, 1.0, 0.9);
-    sc.runtime_reserve_bytes = sv.quantity_or("runtime_reserve", units::Dim::kBytes, 1.0 * (1 << 30));
+    sc.runtime_reserve_bytes =
+        sv.quantity_or("runtime_reserve", units::Dim::kBytes, 1.0 * (1 << 30));
     if (sc.vllm.chunked_prefill && sc.vllm.max_batched_tokens < sc.vllm.max_num_seqs) {
       sv.fail("max_batched_tokens",
-              "with chunked prefill the token budget (" + std::to_string(sc.vllm.max_batched_tokens) +
-                  ") must be at least max_num_seqs (" + std::to_string(sc.vllm.max_num_seqs) + ")",
+              "with chunked prefill the token budget (" +
+                  std::to_string(sc.vllm.max_batched_tokens) + ") must be at least max_num_seqs (" +
+                  std::to_string(sc.vllm.max_num_seqs) + ")",
               "every running sequence decodes one token per iteration; raise max_batched_tokens "
               "or lower max_num_seqs");
     }
@@ -616,14 +631,15 @@ Scenario load_map(yaml::Map root, const std::string& file,
       lo->finish();
       const double bytes = hw::lora_adapter_bytes(sc.model, sc.lora_rank, sc.prec.weight_bytes);
       const hw::InterconnectSpec& host = catalog.interconnect(sc.gpu.host_link);
-      sc.vllm.lora_load_ns = seconds_to_ns(host.latency_s + bytes / sc.par.tp / host.bw_bytes_per_s);
+      sc.vllm.lora_load_ns =
+          seconds_to_ns(host.latency_s + bytes / sc.par.tp / host.bw_bytes_per_s);
       sc.dep.extra_weight_bytes_per_gpu += sc.vllm.lora_slots * bytes / sc.par.gpus();
     }
     // Memory fit: what is left for the KV cache after weights, activations and reserve.
     try {
-      sc.memory = hw::fit_memory(sc.dep, sc.gpu_memory_utilization, sc.runtime_reserve_bytes,
-                                 sc.vllm.max_batched_tokens, sc.vllm.block_tokens,
-                                 sc.vllm.block_tokens);
+      sc.memory =
+          hw::fit_memory(sc.dep, sc.gpu_memory_utilization, sc.runtime_reserve_bytes,
+                         sc.vllm.max_batched_tokens, sc.vllm.block_tokens, sc.vllm.block_tokens);
     } catch (const InputError& e) {
       // The fit is a property of model × hardware: point at the hardware section.
       throw root.locate("hardware", InputError(e.message() + " [memory fit]", e.hint()));
@@ -631,11 +647,13 @@ Scenario load_map(yaml::Map root, const std::string& file,
     sc.vllm.kv_blocks = sc.memory.kv_blocks;
     // The techniques below live in the vllm policy; the others would silently ignore them.
     if (!sc.vllm_family())
-      for (const char* k : {"prefix_caching", "speculative", "preemption", "swap_space", "max_queue",
-                            "forced_token_share", "prefix_cache_host_space", "disaggregation", "cascade",
-                            "lora"})
+      for (const char* k :
+           {"prefix_caching", "speculative", "preemption", "swap_space", "max_queue",
+            "forced_token_share", "prefix_cache_host_space", "disaggregation", "cascade", "lora"})
         if (sv.has(k))
-          sv.fail(k, std::string(k) + " is modelled by the vllm policy only (policy is '" + sc.policy + "')",
+          sv.fail(k,
+                  std::string(k) + " is modelled by the vllm policy only (policy is '" + sc.policy +
+                      "')",
                   std::string("set serving.policy: vllm, or drop ") + k);
     // Preemption mode and load shedding.
     sc.vllm.swap = sv.choice_or("preemption", {"recompute", "swap"}, "recompute") == "swap";
@@ -648,12 +666,14 @@ Scenario load_map(yaml::Map root, const std::string& file,
       sc.vllm.swap_ns_per_block = block_bytes / host.bw_bytes_per_s * 1e9;
       sc.vllm.swap_latency_ns = seconds_to_ns(host.latency_s);
     } else if (sv.has("swap_space")) {
-      sv.fail("swap_space", "swap_space without preemption: swap", "set preemption: swap, or drop swap_space");
+      sv.fail("swap_space", "swap_space without preemption: swap",
+              "set preemption: swap, or drop swap_space");
     }
     sc.vllm.max_queue = sv.integer_or("max_queue", 0, 1LL << 40, 0);
     if (sv.has("prefix_cache_host_space")) {
       if (!sc.vllm.prefix_caching)
-        sv.fail("prefix_cache_host_space", "a host tier for the prefix cache needs prefix_caching: true", "");
+        sv.fail("prefix_cache_host_space",
+                "a host tier for the prefix cache needs prefix_caching: true", "");
       const double bytes = sv.quantity("prefix_cache_host_space", units::Dim::kBytes, 1.0);
       const double block_bytes = sc.memory.kv_bytes_per_token * sc.vllm.block_tokens;
       const hw::InterconnectSpec& host = catalog.interconnect(sc.gpu.host_link);
@@ -666,11 +686,13 @@ Scenario load_map(yaml::Map root, const std::string& file,
     sc.vllm.forced_token_share = sv.number_or("forced_token_share", 0.0, 0.9, 0.0);
     if (serving::max_tokens_per_iteration(sc.vllm) > sc.vllm.block_tokens)
       sv.fail(sv.has("forced_token_share") ? "forced_token_share" : "speculative",
-              "a sequence could advance " + std::to_string(serving::max_tokens_per_iteration(sc.vllm)) +
+              "a sequence could advance " +
+                  std::to_string(serving::max_tokens_per_iteration(sc.vllm)) +
                   " tokens per iteration, more than one KV block of " +
                   std::to_string(sc.vllm.block_tokens) + " tokens",
               "use a larger block_tokens, a smaller speculative k or forced_token_share");
-    if (auto dg = sv.map_opt("disaggregation")) load_disaggregation(root, *dg, sc, catalog, calibration);
+    if (auto dg = sv.map_opt("disaggregation"))
+      load_disaggregation(root, *dg, sc, catalog, calibration);
     load_regions_and_alltoall(root, sc);
     if (sc.network_model == "simgrid") size_simgrid_fabric(root, sc);
     if (auto cs = sv.map_opt("cascade")) {
@@ -681,11 +703,14 @@ Scenario load_map(yaml::Map root, const std::string& file,
       sc.response_cache = true;
       sc.response_cache_latency_s = rc->quantity_or("latency", units::Dim::kTime, 0.005);
       if (rc->has("hit_rate") == rc->has("capacity"))
-        rc->fail("", "give either hit_rate (a fixed share of hits) or capacity (exact matches "
-                     "of trace prompts, LRU)",
+        rc->fail("",
+                 "give either hit_rate (a fixed share of hits) or capacity (exact matches "
+                 "of trace prompts, LRU)",
                  "e.g. response_cache: {hit_rate: 0.1} or {capacity: 100000}");
-      if (rc->has("hit_rate")) sc.response_cache_hit_rate = rc->number("hit_rate", 0.0, 1.0);
-      else sc.response_cache_capacity = rc->integer("capacity", 1, 1LL << 40);
+      if (rc->has("hit_rate"))
+        sc.response_cache_hit_rate = rc->number("hit_rate", 0.0, 1.0);
+      else
+        sc.response_cache_capacity = rc->integer("capacity", 1, 1LL << 40);
       rc->finish();
     }
     sv.finish();
@@ -706,7 +731,8 @@ Scenario load_map(yaml::Map root, const std::string& file,
     if (sv.has("replicas"))
       sv.fail("replicas", "a fleet scenario sizes its pools under fleet.regions[].pools[].replicas",
               "drop serving.replicas");
-    for (const char* k : {"prefix_caching", "speculative", "disaggregation", "cascade", "response_cache", "lora"})
+    for (const char* k :
+         {"prefix_caching", "speculative", "disaggregation", "cascade", "response_cache", "lora"})
       if (sv.has(k))
         sv.fail(k, std::string(k) + " is not modelled in fleet scenarios yet",
                 std::string("drop serving.") + k + ", or study it in a single-pool scenario");

@@ -39,12 +39,12 @@
 #include "hw_models/catalog.h"
 #include "hw_models/perf_model.h"
 #include "hw_models/yaml_reader.h"
-#include "sim/serving/registry.h"
-#include "sim/serving/vllm.h"
-#include "sim/workload/workload.h"
 #include "sim/fleet/spec.h"
 #include "sim/scenario/pool.h"
+#include "sim/serving/registry.h"
+#include "sim/serving/vllm.h"
 #include "sim/validation/error_band.h"
+#include "sim/workload/workload.h"
 
 namespace fleetsim::scenario {
 
@@ -74,7 +74,7 @@ struct Scenario {
   /// How far fleetsim was from published measurements of scenarios like this one (model
   /// kind × GPU family × engine, sim/validation/error_band.h); empty without a bands file.
   std::optional<validation::ErrorBand> error_band;
-  std::string calibration_used;   ///< calibration tables used for this GPU ("" = none)
+  std::string calibration_used;  ///< calibration tables used for this GPU ("" = none)
   hw::Offload offload;
   /// Everything the performance model needs, built from the fields above.
   hw::Deployment dep;
@@ -95,27 +95,28 @@ struct Scenario {
   std::string router = "round-robin";
   serving::RouterParams router_params;
   std::string policy = "vllm";
-  serving::VllmConfig vllm;        ///< kv_blocks filled from the memory fit
+  serving::VllmConfig vllm;  ///< kv_blocks filled from the memory fit
   double gpu_memory_utilization = 0.9;
   double runtime_reserve_bytes = 0;
   hw::MemoryFit memory;
 
-  std::optional<Pool> prefill_pool;         ///< set when disaggregated
-  std::optional<Pool> small_pool;           ///< set for a cascade
+  std::optional<Pool> prefill_pool;  ///< set when disaggregated
+  std::optional<Pool> small_pool;    ///< set for a cascade
   /// Replicas of every pool of a single-pool run (main, prefill and small pools).
   int replicas_all_pools() const {
-    return replicas + (prefill_pool ? prefill_pool->replicas : 0) + (small_pool ? small_pool->replicas : 0);
+    return replicas + (prefill_pool ? prefill_pool->replicas : 0) +
+           (small_pool ? small_pool->replicas : 0);
   }
-  int64_t prefix_host_blocks = 0;           ///< host-memory tier of the prefix cache, in KV blocks
-  int lora_rank = 0;                        ///< multi-LoRA: adapter rank (0 = none)
-  double escalation = 0;                    ///< cascade: share of requests sent on to the large model
+  int64_t prefix_host_blocks = 0;  ///< host-memory tier of the prefix cache, in KV blocks
+  int lora_rank = 0;               ///< multi-LoRA: adapter rank (0 = none)
+  double escalation = 0;           ///< cascade: share of requests sent on to the large model
   /// Response cache: identical prompts answered without a model call.
   bool response_cache = false;
-  double response_cache_hit_rate = -1;      ///< fixed share of hits (synthetic workloads), or
-  int64_t response_cache_capacity = 0;      ///< exact matching of trace prompts, LRU entries
+  double response_cache_hit_rate = -1;  ///< fixed share of hits (synthetic workloads), or
+  int64_t response_cache_capacity = 0;  ///< exact matching of trace prompts, LRU entries
   double response_cache_latency_s = 0;
-  std::optional<serving::Speculative> spec; ///< speculative decoding (draft deployment)
-  std::string draft_model;                  ///< catalog id, or "mtp"
+  std::optional<serving::Speculative> spec;  ///< speculative decoding (draft deployment)
+  std::string draft_model;                   ///< catalog id, or "mtp"
 
   std::optional<double> slo_ttft_s, slo_tpot_s;
 
@@ -126,7 +127,7 @@ struct Scenario {
 
   /// The workload section, kept to build a fresh generator for any seed.
   std::optional<yaml::Map> workload_section;
-  std::string base_dir;            ///< the scenario file's folder (relative trace paths)
+  std::string base_dir;  ///< the scenario file's folder (relative trace paths)
   std::string workload_description;
   std::vector<std::string> overrides;
 

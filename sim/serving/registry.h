@@ -17,10 +17,10 @@ namespace fleetsim::serving {
 
 /// A policy's parameter, for `fleetsim list policies` and the scenario reference.
 struct ParamInfo {
-  std::string key;      ///< serving.<key> in a scenario
-  std::string type;     ///< "integer", "bool", "time", ...
-  std::string fallback; ///< default, as written in a scenario
-  std::string unit;     ///< "" for dimensionless
+  std::string key;       ///< serving.<key> in a scenario
+  std::string type;      ///< "integer", "bool", "time", ...
+  std::string fallback;  ///< default, as written in a scenario
+  std::string unit;      ///< "" for dimensionless
   std::string help;
 };
 

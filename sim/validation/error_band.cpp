@@ -37,8 +37,11 @@ std::optional<ErrorBand> error_band(const std::vector<BandCase>& cases,
   struct Level {
     bool kind, family, engine;
   };
-  const Level levels[] = {{true, true, true}, {true, true, false}, {true, false, true},
-                          {true, false, false}, {false, false, false}};
+  const Level levels[] = {{true, true, true},
+                          {true, true, false},
+                          {true, false, true},
+                          {true, false, false},
+                          {false, false, false}};
   for (const Level& l : levels) {
     std::vector<double> abs, opt;
     for (const auto& c : cases) {

@@ -25,10 +25,10 @@ struct BandCase {
 };
 
 struct ErrorBand {
-  std::string group;        ///< e.g. "MoE on NVIDIA Blackwell, trtllm-1"
-  int n = 0;                ///< cases in the group
-  double median_abs = 0;    ///< median |error|
-  double p75_abs = 0;       ///< 75th percentile of |error|
+  std::string group;           ///< e.g. "MoE on NVIDIA Blackwell, trtllm-1"
+  int n = 0;                   ///< cases in the group
+  double median_abs = 0;       ///< median |error|
+  double p75_abs = 0;          ///< 75th percentile of |error|
   double median_optimism = 0;  ///< median signed error, optimistic positive
   /// Capacity needed if the model is as optimistic as the group's 75th-percentile error:
   /// a model that over-states each GPU's throughput by e needs (1 + e) times the GPUs.

@@ -158,7 +158,8 @@ std::vector<double> minimise(const std::vector<std::string>& files, const hw::Ca
       } else {
         for (size_t k = 0; k <= n; ++k) {
           if (k == b) continue;
-          for (size_t i = 0; i < n; ++i) simplex[k][i] = simplex[b][i] + 0.5 * (simplex[k][i] - simplex[b][i]);
+          for (size_t i = 0; i < n; ++i)
+            simplex[k][i] = simplex[b][i] + 0.5 * (simplex[k][i] - simplex[b][i]);
           fs[k] = f(to_x(simplex[k]));
           ++evals;
         }
@@ -195,7 +196,8 @@ Staged fit_stages(const std::vector<Case>& train, const hw::Catalog& catalog,
   moe_params.resize(std::min(moe_params.size(), moe_files.size() / kCasesPerParameter));
   hw::EngineSpec e = engine;
   Staged out;
-  for (const auto& [params, files] : {std::pair{dense_params, dense_files}, std::pair{moe_params, moe_files}}) {
+  for (const auto& [params, files] :
+       {std::pair{dense_params, dense_files}, std::pair{moe_params, moe_files}}) {
     std::vector<double> x;
     for (const auto& p : params) x.push_back(hw::engine_parameter(e, p));
     x = minimise(files, catalog, calibration, e, params, x, opt);
@@ -306,10 +308,9 @@ void write_fit(const std::string& engine_file, const FitResult& r, const std::st
     // "<section>:" then, before the next top-level key, "  <key>: <value>" (comments kept).
     const size_t sec = text.find("\n" + info.section + ":");
     if (sec == std::string::npos)
-      throw InputError("engine file has no '" + info.section + ":' section for fitted parameter " +
-                           r.params[i],
-                       "write '" + info.section + ": {" + info.key + ": ...}' as a block mapping",
-                       engine_file);
+      throw InputError(
+          "engine file has no '" + info.section + ":' section for fitted parameter " + r.params[i],
+          "write '" + info.section + ": {" + info.key + ": ...}' as a block mapping", engine_file);
     const std::regex line("(\n  " + info.key + ":[ \t]*)([^ \t\n#]+)");
     std::smatch m;
     const std::string tail = text.substr(sec + 1);
@@ -322,7 +323,8 @@ void write_fit(const std::string& engine_file, const FitResult& r, const std::st
     if (!std::regex_search(section, m, line))
       throw InputError("engine file's '" + info.section + ":' has no '" + info.key + ":' line",
                        "write every fitted parameter on its own line", engine_file);
-    section = m.prefix().str() + m[1].str() + format_param(r.params[i], r.after[i]) + m.suffix().str();
+    section =
+        m.prefix().str() + m[1].str() + format_param(r.params[i], r.after[i]) + m.suffix().str();
     text = text.substr(0, sec + 1) + section + tail.substr(next_top);
   }
   text += "fitted:\n" + provenance;

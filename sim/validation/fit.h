@@ -35,10 +35,10 @@ namespace fleetsim::validation {
 inline constexpr size_t kCasesPerParameter = 5;
 
 struct FitOptions {
-  int sweeps = 3;        ///< coordinate-descent sweeps over the parameters
-  int golden_steps = 16; ///< golden-section steps per parameter and sweep
-  int polish_evals = 80; ///< Nelder–Mead evaluations after the sweeps (0: none)
-  bool loso = true;      ///< also run leave-one-source-out
+  int sweeps = 3;         ///< coordinate-descent sweeps over the parameters
+  int golden_steps = 16;  ///< golden-section steps per parameter and sweep
+  int polish_evals = 80;  ///< Nelder–Mead evaluations after the sweeps (0: none)
+  bool loso = true;       ///< also run leave-one-source-out
   int threads = 2;
 };
 
@@ -50,9 +50,9 @@ struct FitResult {
   int sources = 0;
   double train_median_before = 0, train_median_after = 0;  ///< median |error|
   double heldout_median_before = 0, heldout_median_after = 0;
-  double loso_median = 0;            ///< median |error| of every training case, predicted
-                                     ///< with the parameters fitted without its source
-  std::vector<Case> after_cases;     ///< the engine's cases with the fitted parameters
+  double loso_median = 0;         ///< median |error| of every training case, predicted
+                                  ///< with the parameters fitted without its source
+  std::vector<Case> after_cases;  ///< the engine's cases with the fitted parameters
 };
 
 /// The objective over `cases` (mean |ln(pred/meas)|).

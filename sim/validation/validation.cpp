@@ -2,15 +2,15 @@
 #include "sim/validation/error_band.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <regex>
 #include <sstream>
-#include <atomic>
-#include <exception>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -31,10 +31,17 @@ namespace {
 
 const std::vector<std::string> kStepMetrics = {"decode_tokens_per_s", "prefill_tokens_per_s",
                                                "tpot", "ttft"};
-const std::vector<std::string> kSimMetrics = {
-    "output_tokens_per_s", "total_tokens_per_s", "requests_per_s", "ttft_mean", "ttft_p50",
-    "ttft_p99",            "tpot_mean",          "tpot_p50",       "tpot_p99",  "e2e_mean",
-    "e2e_p50"};
+const std::vector<std::string> kSimMetrics = {"output_tokens_per_s",
+                                              "total_tokens_per_s",
+                                              "requests_per_s",
+                                              "ttft_mean",
+                                              "ttft_p50",
+                                              "ttft_p99",
+                                              "tpot_mean",
+                                              "tpot_p50",
+                                              "tpot_p99",
+                                              "e2e_mean",
+                                              "e2e_p50"};
 
 // Collective cases (setup: collective): NCCL bus bandwidth, nccl-tests' convention.
 const std::vector<std::string> kCollectiveMetrics = {"allreduce_busbw", "tree_allreduce_busbw",
@@ -247,7 +254,8 @@ Case run_case(const std::string& file, const hw::Catalog& catalog,
   // The serving engine that produced the measurement (collectives: none).
   if (c.setup == "collective") {
     c.engine = m.str_or("engine", "none");
-    if (c.engine != "none") m.fail("engine", "a collective case runs no serving engine", "use engine: none");
+    if (c.engine != "none")
+      m.fail("engine", "a collective case runs no serving engine", "use engine: none");
   } else if (m.has("engine")) {
     c.engine = m.str("engine");
     try {
@@ -360,7 +368,8 @@ std::vector<GroupStats> group_stats(const std::vector<Case>& cases) {
       }
   std::vector<std::string> fams;
   for (const auto& c : e2e)
-    if (std::find(fams.begin(), fams.end(), c.gpu_family) == fams.end()) fams.push_back(c.gpu_family);
+    if (std::find(fams.begin(), fams.end(), c.gpu_family) == fams.end())
+      fams.push_back(c.gpu_family);
   std::sort(fams.begin(), fams.end());
   for (const auto& f : fams)
     for (const auto& c : e2e)
@@ -411,14 +420,15 @@ std::string fmt_value(double v, const std::string& unit) {
 std::string format_report(const std::vector<Case>& cases) {
   std::ostringstream o;
   char line[512];
-  std::snprintf(line, sizeof line, "%-40s %-10s %-16s %5s %-21s %16s %16s %8s\n", "case", "category",
-                "gpu", "gpus", "metric", "measured", "predicted", "error");
+  std::snprintf(line, sizeof line, "%-40s %-10s %-16s %5s %-21s %16s %16s %8s\n", "case",
+                "category", "gpu", "gpus", "metric", "measured", "predicted", "error");
   o << line;
   for (const auto& c : cases) {
     std::snprintf(line, sizeof line, "%-40s %-10s %-16s %5d %-21s %16s %16s %+7.1f%%%s\n",
                   c.id.substr(0, 40).c_str(), c.category.c_str(), c.gpu.c_str(), c.gpus,
                   c.metric.c_str(), fmt_value(c.measured, c.unit).c_str(),
-                  fmt_value(c.predicted, c.unit).c_str(), 100 * c.error, c.heldout ? "  (held out)" : "");
+                  fmt_value(c.predicted, c.unit).c_str(), 100 * c.error,
+                  c.heldout ? "  (held out)" : "");
     o << line;
   }
   o << "\n";
@@ -452,7 +462,8 @@ std::string check_baseline(const std::vector<Case>& cases, const std::string& ba
     const double base = j["median_abs_error"][g.group].get<double>();
     if (g.median_abs > base + slack) {
       char buf[256];
-      std::snprintf(buf, sizeof buf, "%s: median |error| %.2f%% is worse than the baseline %.2f%%\n",
+      std::snprintf(buf, sizeof buf,
+                    "%s: median |error| %.2f%% is worse than the baseline %.2f%%\n",
                     g.group.c_str(), 100 * g.median_abs, 100 * base);
       out += buf;
     }
@@ -462,8 +473,9 @@ std::string check_baseline(const std::vector<Case>& cases, const std::string& ba
 
 void write_error_bands(const std::vector<Case>& cases, const std::string& file) {
   nlohmann::json j;
-  j["note"] = "Every validation case's error, written by 'fleetsim validate --update-baseline'. "
-              "Runs look up the group their scenario falls into (sim/validation/error_band.h).";
+  j["note"] =
+      "Every validation case's error, written by 'fleetsim validate --update-baseline'. "
+      "Runs look up the group their scenario falls into (sim/validation/error_band.h).";
   j["cases"] = nlohmann::json::array();
   for (const auto& c : cases) {
     if (c.category == "collective") continue;
@@ -486,9 +498,10 @@ void write_error_bands(const std::vector<Case>& cases, const std::string& file) 
 
 void write_baseline(const std::vector<Case>& cases, const std::string& baseline_file) {
   nlohmann::json j;
-  j["note"] = "Committed median absolute errors of fleetsim validate; CI fails when a group gets "
-              "worse. Update with 'fleetsim validate --update-baseline' only when the model "
-              "genuinely improved (or a case was added), and say so in the commit.";
+  j["note"] =
+      "Committed median absolute errors of fleetsim validate; CI fails when a group gets "
+      "worse. Update with 'fleetsim validate --update-baseline' only when the model "
+      "genuinely improved (or a case was added), and say so in the commit.";
   j["cases"] = cases.size();
   for (const auto& g : group_stats(cases)) {
     // Rounded up to 0.01 % so that re-running the same code never reads as a regression.

@@ -12,20 +12,20 @@
 namespace fleetsim::validation {
 
 struct Case {
-  std::string file, id;            ///< id = file stem
+  std::string file, id;  ///< id = file stem
   std::string description, citation, system;
-  std::string metric;              ///< e.g. "output_tokens_per_s", "tpot"
-  std::string unit;                ///< "tokens/s", "s", "requests/s"
-  std::string category;            ///< throughput | ttft | tpot
-  std::string setup;               ///< step | simulate
+  std::string metric;                              ///< e.g. "output_tokens_per_s", "tpot"
+  std::string unit;                                ///< "tokens/s", "s", "requests/s"
+  std::string category;                            ///< throughput | ttft | tpot
+  std::string setup;                               ///< step | simulate
   std::string model, gpu, gpu_family, model_kind;  ///< model_kind: dense | moe
-  std::string engine;              ///< serving engine profile ("none" for collectives)
-  std::string source;              ///< publication/table id (leave-one-source-out)
-  int gpus = 1;                    ///< GPUs in the measured system
+  std::string engine;  ///< serving engine profile ("none" for collectives)
+  std::string source;  ///< publication/table id (leave-one-source-out)
+  int gpus = 1;        ///< GPUs in the measured system
   bool heldout = false;
   double measured = 0;
   double predicted = 0;
-  double error = 0;                ///< (predicted − measured) / measured
+  double error = 0;  ///< (predicted − measured) / measured
 };
 
 /// Loads every *.yaml under `dir` (sorted) and predicts each. Any malformed case is an

@@ -70,14 +70,14 @@ struct Lengths {
     r.output_tokens = to_tokens(o->sample(rng));
     if (!adapter_cdf.empty()) {
       const double u = adapter_rng.uniform01();
-      r.adapter = static_cast<uint32_t>(
-          std::upper_bound(adapter_cdf.begin(), adapter_cdf.end() - 1, u) - adapter_cdf.begin() + 1);
+      r.adapter =
+          static_cast<uint32_t>(std::upper_bound(adapter_cdf.begin(), adapter_cdf.end() - 1, u) -
+                                adapter_cdf.begin() + 1);
     }
   }
   std::string describe() const {
     std::string s = "prompt " + prompt->describe() + ", output " + output->describe();
-    if (!adapter_cdf.empty())
-      s += ", " + std::to_string(adapter_cdf.size()) + " LoRA adapters";
+    if (!adapter_cdf.empty()) s += ", " + std::to_string(adapter_cdf.size()) + " LoRA adapters";
     for (const auto& c : classes) s += "; class " + c.info.name + " " + fmt(c.info.share);
     return s;
   }
@@ -155,8 +155,7 @@ class ClosedLoop final : public Workload {
     if (!started_) {
       started_ = true;
       first_.reserve(static_cast<size_t>(users_));
-      for (int64_t u = 0; u < users_; ++u)
-        first_.push_back({think_ns(0), static_cast<int32_t>(u)});
+      for (int64_t u = 0; u < users_; ++u) first_.push_back({think_ns(0), static_cast<int32_t>(u)});
       std::stable_sort(first_.begin(), first_.end(),
                        [](const Start& a, const Start& b) { return a.t_ns < b.t_ns; });
     }
@@ -169,7 +168,8 @@ class ClosedLoop final : public Workload {
 
   std::optional<RequestSpec> on_completion(const RequestSpec& done, SimTime now_ns) override {
     if (done.client < 0 || done.client >= users_)
-      throw std::invalid_argument("ClosedLoop::on_completion: request has no client of this workload");
+      throw std::invalid_argument(
+          "ClosedLoop::on_completion: request has no client of this workload");
     return make(done.client, think_ns(now_ns));
   }
 
@@ -238,8 +238,8 @@ class TraceReplay final : public Workload {
   const Trace* trace() const override { return &trace_; }
   std::string describe() const override {
     return "trace " + std::filesystem::path(trace_.file).filename().string() + " (" +
-           trace_.format + ", " + std::to_string(trace_.records.size()) +
-           " records), time scale " + fmt(scale_) + limits_.describe();
+           trace_.format + ", " + std::to_string(trace_.records.size()) + " records), time scale " +
+           fmt(scale_) + limits_.describe();
   }
   // Requests replayed over the replayed span: n / (t_last·scale).
   double nominal_rate_per_s() const override {
@@ -267,9 +267,9 @@ class TraceReplay final : public Workload {
 // prompt + output would exceed `max_context_tokens`.
 class Conversations final : public Workload {
  public:
-  Conversations(double rate, std::unique_ptr<Distribution> turns, std::unique_ptr<Distribution> think,
-                int32_t system_tokens, int block_tokens, int32_t max_context, Lengths lengths,
-                Rng arrivals, Rng clients, Limits limits)
+  Conversations(double rate, std::unique_ptr<Distribution> turns,
+                std::unique_ptr<Distribution> think, int32_t system_tokens, int block_tokens,
+                int32_t max_context, Lengths lengths, Rng arrivals, Rng clients, Limits limits)
       : rate_(rate),
         turns_(std::move(turns)),
         think_(std::move(think)),
@@ -348,7 +348,8 @@ class Conversations final : public Workload {
     r.hash_count = static_cast<uint32_t>(prompt / bt);
     for (int64_t b = 0; b < prompt / bt; ++b) {
       const uint64_t owner = (b + 1) * bt <= system_ ? 0 : static_cast<uint64_t>(conv) + 1;
-      trace_.hashes.push_back(owner * 0x9e3779b97f4a7c15ULL ^ (static_cast<uint64_t>(b) + 1) * 0xbf58476d1ce4e5b9ULL);
+      trace_.hashes.push_back(owner * 0x9e3779b97f4a7c15ULL ^
+                              (static_cast<uint64_t>(b) + 1) * 0xbf58476d1ce4e5b9ULL);
     }
     return r;
   }
@@ -389,7 +390,8 @@ std::unique_ptr<Workload> from_yaml_source(yaml::Map& section, const RngStreams&
 std::unique_ptr<Workload> Workload::from_yaml(yaml::Map& section, const RngStreams& rng,
                                               const std::string& base_dir) {
   // Read before the source's parser finishes the section (it rejects keys nobody read).
-  const uint64_t warmup = static_cast<uint64_t>(section.integer_or("warmup_requests", 0, 1LL << 40, 0));
+  const uint64_t warmup =
+      static_cast<uint64_t>(section.integer_or("warmup_requests", 0, 1LL << 40, 0));
   std::unique_ptr<Workload> w = from_yaml_source(section, rng, base_dir);
   w->set_warmup_requests(warmup);
   return w;
@@ -403,12 +405,13 @@ std::unique_ptr<Workload> from_yaml_source(yaml::Map& section, const RngStreams&
   for (const char* k : {"arrival", "clients", "trace", "conversations"})
     if (section.has(k)) given.push_back(k);
   if (given.empty())
-    section.fail("", "workload needs one of arrival (open loop), clients (closed loop), "
-                     "conversations (multi-turn) or trace (replay)",
+    section.fail("",
+                 "workload needs one of arrival (open loop), clients (closed loop), "
+                 "conversations (multi-turn) or trace (replay)",
                  "e.g. 'arrival: {process: poisson, rate: 20/s}'");
   if (given.size() > 1)
-    section.fail(given[1], "use only one of arrival, clients and trace (got " + given[0] +
-                               " and " + given[1] + ")");
+    section.fail(given[1], "use only one of arrival, clients and trace (got " + given[0] + " and " +
+                               given[1] + ")");
   const std::string kind = given[0];
 
   Limits limits;
@@ -483,8 +486,9 @@ std::unique_ptr<Workload> from_yaml_source(yaml::Map& section, const RngStreams&
   if (section.has("classes")) {
     const YAML::Node list = section.node()["classes"];
     if (!list.IsSequence() || list.size() == 0)
-      section.fail("classes", "expected a non-empty list of classes",
-                   "e.g. classes: [{name: chat, share: 0.7, priority: 1}, {name: batch, share: 0.3}]");
+      section.fail(
+          "classes", "expected a non-empty list of classes",
+          "e.g. classes: [{name: chat, share: 0.7, priority: 1}, {name: batch, share: 0.3}]");
     if (list.size() > 255) section.fail("classes", "at most 255 classes");
     auto src = std::make_shared<yaml::Source>(yaml::Source{section.file(), {}});
     double total = 0;
@@ -498,13 +502,15 @@ std::unique_ptr<Workload> from_yaml_source(yaml::Map& section, const RngStreams&
         k.output = parse_distribution(c, "output_tokens", Quantity::kTokens, base_dir);
       c.finish();
       for (const auto& other : lengths.classes)
-        if (other.info.name == k.info.name) c.fail("name", "duplicate class name '" + k.info.name + "'");
+        if (other.info.name == k.info.name)
+          c.fail("name", "duplicate class name '" + k.info.name + "'");
       total += k.info.share;
       classes.push_back(k.info);
       lengths.classes.push_back(std::move(k));
     }
     double acc = 0;
-    for (const auto& k : lengths.classes) lengths.cumulative.push_back((acc += k.info.share) / total);
+    for (const auto& k : lengths.classes)
+      lengths.cumulative.push_back((acc += k.info.share) / total);
     lengths.class_rng = rng.stream("classes");
   }
 
@@ -517,9 +523,11 @@ std::unique_ptr<Workload> from_yaml_source(yaml::Map& section, const RngStreams&
     std::unique_ptr<Distribution> think =
         cv.has("think_time") ? parse_distribution(cv, "think_time", Quantity::kDuration, base_dir)
                              : make_fixed(0.0);
-    const int32_t system = static_cast<int32_t>(cv.integer_or("system_prompt_tokens", 0, 1 << 20, 0));
+    const int32_t system =
+        static_cast<int32_t>(cv.integer_or("system_prompt_tokens", 0, 1 << 20, 0));
     const int block = static_cast<int>(cv.integer_or("block_tokens", 1, 1 << 16, 256));
-    const int32_t max_ctx = static_cast<int32_t>(cv.integer_or("max_context_tokens", 2, 1 << 30, 32768));
+    const int32_t max_ctx =
+        static_cast<int32_t>(cv.integer_or("max_context_tokens", 2, 1 << 30, 32768));
     cv.finish();
     section.finish();
     auto w = std::make_unique<Conversations>(rate, std::move(turns), std::move(think), system,
@@ -537,8 +545,7 @@ std::unique_ptr<Workload> from_yaml_source(yaml::Map& section, const RngStreams&
       a.fail("rate", "rate must be > 0, got " + a.node()["rate"].Scalar(), "e.g. '20/s'");
     double cv = 1.0;
     if (process == "gamma") {
-      cv = a.number("cv", -std::numeric_limits<double>::max(),
-                    std::numeric_limits<double>::max());
+      cv = a.number("cv", -std::numeric_limits<double>::max(), std::numeric_limits<double>::max());
       if (cv <= 0)
         a.fail("cv", "cv must be > 0, got " + fmt(cv),
                "cv is the coefficient of variation of the gaps: 1 is Poisson, > 1 is bursty");
@@ -555,8 +562,8 @@ std::unique_ptr<Workload> from_yaml_source(yaml::Map& section, const RngStreams&
 
   // clients
   yaml::Map c = section.map("clients");
-  const int64_t users = c.integer("users", std::numeric_limits<int64_t>::min(),
-                                  std::numeric_limits<int64_t>::max());
+  const int64_t users =
+      c.integer("users", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
   if (users < 1) c.fail("users", "users must be >= 1, got " + std::to_string(users));
   if (users > std::numeric_limits<int32_t>::max()) c.fail("users", "too many users");
   std::unique_ptr<Distribution> think =

@@ -4,16 +4,16 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <yaml-cpp/yaml.h>
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
-#include <map>
 #include <string>
 #include <vector>
-#include <yaml-cpp/yaml.h>
 
 #include "cli_fixture.h"
 
@@ -101,8 +101,10 @@ TEST_F(Cli, EmptyWorkload) {
 }
 
 TEST_F(Cli, BadOverrides) {
-  expect_error("check scenarios/chat-service.yaml --set serving.replica=3", {"--set serving.replica", "did you mean 'replicas'"});
-  expect_error("check scenarios/chat-service.yaml --set hardware.gpu=h100", {"--set hardware.gpu", "unknown GPU 'h100'", "h100-sxm"});
+  expect_error("check scenarios/chat-service.yaml --set serving.replica=3",
+               {"--set serving.replica", "did you mean 'replicas'"});
+  expect_error("check scenarios/chat-service.yaml --set hardware.gpu=h100",
+               {"--set hardware.gpu", "unknown GPU 'h100'", "h100-sxm"});
   expect_error("check scenarios/chat-service.yaml --set serving.replicas", {"malformed override"});
   expect_error("check nothere.yaml", {"nothere.yaml", "cannot open"});
 }
@@ -126,12 +128,14 @@ TEST_F(Cli, DeterministicAcrossRuns) {
 
 TEST_F(Cli, DefaultScenarioGoldenSummary) {
   const std::string o = (dir_ / "o").string();
-  const Result r = run("run scenarios/chat-service.yaml --quiet --out " + o + " --requests-csv " + o + "/req.csv");
+  const Result r = run("run scenarios/chat-service.yaml --quiet --out " + o + " --requests-csv " +
+                       o + "/req.csv");
   ASSERT_EQ(r.code, 0) << r.err;
   const json j = json::parse(slurp(o + "/summary.json"));
-  for (const char* k : {"requests_completed", "ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s",
-                        "e2e_p50_s", "e2e_p99_s", "input_tok_per_s", "output_tok_per_s",
-                        "sim_duration_s", "wall_s", "events", "seed", "scenario"}) {
+  for (const char* k :
+       {"requests_completed", "ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "e2e_p50_s",
+        "e2e_p99_s", "input_tok_per_s", "output_tok_per_s", "sim_duration_s", "wall_s", "events",
+        "seed", "scenario"}) {
     EXPECT_TRUE(j.contains(k)) << k;
   }
   // Hand-checkable facts. The workload asks for 6,000 requests; none is longer than
@@ -160,7 +164,9 @@ TEST_F(Cli, DefaultScenarioGoldenSummary) {
   for (const auto& [key, value] : golden.items()) {
     ASSERT_TRUE(j.contains(key)) << key;
     if (value.is_number_float()) {
-      EXPECT_NEAR(j[key].get<double>(), value.get<double>(), 1e-9 * std::max(1.0, std::abs(value.get<double>()))) << key;
+      EXPECT_NEAR(j[key].get<double>(), value.get<double>(),
+                  1e-9 * std::max(1.0, std::abs(value.get<double>())))
+          << key;
     } else {
       EXPECT_EQ(j[key], value) << key;
     }
@@ -170,7 +176,9 @@ TEST_F(Cli, DefaultScenarioGoldenSummary) {
 TEST_F(Cli, OverridesReachTheResolvedScenario) {
   const std::string o = (dir_ / "o").string();
   ASSERT_EQ(run("run scenarios/chat-service.yaml --quiet --out " + o +
-                " --set serving.replicas=3 --set workload.requests=300").code, 0);
+                " --set serving.replicas=3 --set workload.requests=300")
+                .code,
+            0);
   const json j = json::parse(slurp(o + "/summary.json"));
   EXPECT_EQ(j["scenario"]["serving"]["replicas"], 3);
   EXPECT_EQ(j["requests_completed"], 300);
@@ -202,7 +210,8 @@ TEST_F(Cli, ValidationSuiteIsNoWorseThanTheBaseline) {
 }
 
 TEST_F(Cli, ExplainPrintsTheOperatorBreakdown) {
-  const Result r = run("run scenarios/chat-service.yaml --quiet --explain --out " + (dir_ / "o").string());
+  const Result r =
+      run("run scenarios/chat-service.yaml --quiet --explain --out " + (dir_ / "o").string());
   ASSERT_EQ(r.code, 0) << r.err;
   for (const char* k : {"prefill: one chunk of", "decode: 32 sequences", "QKV projection",
                         "decode attention", "MLP up+gate", "LM head", "totals:"})
@@ -222,10 +231,11 @@ TEST_F(Cli, CalibrateImportChecksAndNeverOverwritesWithoutForce) {
   EXPECT_EQ(run("calibrate import " + table + " --calibration " + dest + " --force").code, 0);
   // A broken table is rejected with its line and column.
   const std::string bad = (dir_ / "bad.csv").string();
-  std::ofstream(bad) << "# fleetsim-calibration: 1\n# gpu: h100-sxm\n# source: s\n# driver: d\n"
-                        "# cuda: c\n# date: 2026-01-01\n"
-                        "op,dtype,m,n,k,batch,q_len,kv_len,heads,kv_heads,head_dim,causal,time_us,citation\n"
-                        "gemm,bf16,4096,4096,4096,,,,,,,,0.5,too fast\n";
+  std::ofstream(bad)
+      << "# fleetsim-calibration: 1\n# gpu: h100-sxm\n# source: s\n# driver: d\n"
+         "# cuda: c\n# date: 2026-01-01\n"
+         "op,dtype,m,n,k,batch,q_len,kv_len,heads,kv_heads,head_dim,causal,time_us,citation\n"
+         "gemm,bf16,4096,4096,4096,,,,,,,,0.5,too fast\n";
   r = run("calibrate import " + bad + " --calibration " + dest);
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find(bad + ":8"), std::string::npos) << r.err;
@@ -244,10 +254,13 @@ TEST_F(Cli, MemoryFitErrorSaysWhatWouldFit) {
 
 TEST_F(Cli, CheckAcceptsEveryBatchingPolicy) {
   for (const char* p : {"static", "dynamic", "orca"}) {
-    const Result r = run(std::string("check scenarios/chat-service.yaml --set serving.policy=") + p);
+    const Result r =
+        run(std::string("check scenarios/chat-service.yaml --set serving.policy=") + p);
     EXPECT_EQ(r.code, 0) << p << ": " << r.err;
   }
-  const Result r = run("check scenarios/chat-service.yaml --set serving.policy=dynamic --set serving.batch_timeout=5ms");
+  const Result r =
+      run("check scenarios/chat-service.yaml --set serving.policy=dynamic --set "
+          "serving.batch_timeout=5ms");
   EXPECT_EQ(r.code, 0) << r.err;
   const std::string list = run("list policies").out;
   for (const char* k : {"static", "dynamic", "orca", "serving.batch_timeout", "Orca"})
@@ -257,19 +270,26 @@ TEST_F(Cli, CheckAcceptsEveryBatchingPolicy) {
 TEST_F(Cli, BatchTimeoutOnlyWithDynamic) {
   expect_error("check scenarios/chat-service.yaml --set serving.batch_timeout=10ms",
                {"serving.batch_timeout", "only to policy 'dynamic'", "policy is 'vllm'", "hint"});
-  expect_error("check scenarios/chat-service.yaml --set serving.policy=orca --set serving.batch_timeout=10ms",
-               {"serving.batch_timeout", "policy is 'orca'"});
-  expect_error("check scenarios/chat-service.yaml --set serving.policy=dynamic --set serving.batch_timeout=10",
-               {"serving.batch_timeout", "unit"});
-  expect_error("check scenarios/chat-service.yaml --set serving.policy=dynamic --set serving.batch_timeout=-1ms",
-               {"serving.batch_timeout"});
+  expect_error(
+      "check scenarios/chat-service.yaml --set serving.policy=orca --set "
+      "serving.batch_timeout=10ms",
+      {"serving.batch_timeout", "policy is 'orca'"});
+  expect_error(
+      "check scenarios/chat-service.yaml --set serving.policy=dynamic --set "
+      "serving.batch_timeout=10",
+      {"serving.batch_timeout", "unit"});
+  expect_error(
+      "check scenarios/chat-service.yaml --set serving.policy=dynamic --set "
+      "serving.batch_timeout=-1ms",
+      {"serving.batch_timeout"});
 }
 
 TEST_F(Cli, EveryBatchingPolicyRuns) {
   for (const char* p : {"static", "dynamic", "orca"}) {
     const std::string o = (dir_ / p).string();
-    const Result r = run(std::string("run scenarios/chat-service.yaml --quiet --set serving.policy=") + p +
-                         " --set workload.requests=300 --out " + o);
+    const Result r =
+        run(std::string("run scenarios/chat-service.yaml --quiet --set serving.policy=") + p +
+            " --set workload.requests=300 --out " + o);
     ASSERT_EQ(r.code, 0) << p << ": " << r.err;
     const json j = json::parse(slurp(o + "/summary.json"));
     EXPECT_EQ(j["scenario"]["serving"]["policy"], p);
@@ -301,10 +321,13 @@ TEST_F(Cli, SweepOfASimGridScenarioRunsEachPointInItsOwnProcess) {
   // 1 and 2 decode replicas change the SimGrid fabric; one process can hold only one, so
   // each point runs in a child process (run_in_own_process). Both points complete.
   const std::string o = (dir_ / "s").string();
-  const Result r = run("sweep scenarios/examples/expert-parallel.yaml --vary serving.replicas=1,2 "
-                       "--set workload.requests=200 --threads 2 --quiet --out " + o,
-                       "FLEETSIM_CACHE_DIR='" + (dir_ / "cache").string() + "'");
-  if (r.code != 0 && r.err.find("built without SimGrid") != std::string::npos) GTEST_SKIP() << r.err;
+  const Result r =
+      run("sweep scenarios/examples/expert-parallel.yaml --vary serving.replicas=1,2 "
+          "--set workload.requests=200 --threads 2 --quiet --out " +
+              o,
+          "FLEETSIM_CACHE_DIR='" + (dir_ / "cache").string() + "'");
+  if (r.code != 0 && r.err.find("built without SimGrid") != std::string::npos)
+    GTEST_SKIP() << r.err;
   ASSERT_EQ(r.code, 0) << r.err;
   const std::string csv = slurp(o + "/sweep.csv");
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 3) << csv;  // header + 2 points
@@ -334,7 +357,8 @@ TEST_F(Cli, ResponseCacheAnswersWithoutAModelCall) {
   EXPECT_NEAR(j["response_cache_hits"].get<double>(), 1500, 134);
   EXPECT_EQ(j["requests_completed"], 6000);
   // Exact matching needs prompt identities: a synthetic workload has none.
-  const Result bad = run("check scenarios/chat-service.yaml --set 'serving.response_cache={capacity: 10}'");
+  const Result bad =
+      run("check scenarios/chat-service.yaml --set 'serving.response_cache={capacity: 10}'");
   EXPECT_EQ(bad.code, 1);
   EXPECT_NE(bad.err.find("serving.response_cache.capacity"), std::string::npos) << bad.err;
 }
@@ -371,7 +395,10 @@ TEST_F(Cli, DefaultScenarioOpensWithTheFleetAnswer) {
   // at least one replica): a fleet run that prints the answer first and writes the JSON
   // and the per-region CSV.
   const std::string o = (dir_ / "d").string();
-  const Result r = run("run scenarios/default.yaml --quiet --set users.sample=0.0005 --set users.duration=2h --out " + o);
+  const Result r =
+      run("run scenarios/default.yaml --quiet --set users.sample=0.0005 --set users.duration=2h "
+          "--out " +
+          o);
   ASSERT_EQ(r.code, 0) << r.err;
   const size_t answer = r.out.find("THE ANSWER");
   ASSERT_NE(answer, std::string::npos) << r.out;
@@ -386,8 +413,8 @@ TEST_F(Cli, DefaultScenarioOpensWithTheFleetAnswer) {
   EXPECT_DOUBLE_EQ(j["answer"]["gpus_configured"].get<double>(), 121176.0);
   EXPECT_GT(j["answer"]["cost_usd_per_day"].get<double>(), 0.0);
   EXPECT_EQ(j["calls_arrived"].get<uint64_t>(), j["calls_completed"].get<uint64_t>() +
-                                                   j["calls_failed"].get<uint64_t>() +
-                                                   j["calls_unfinished"].get<uint64_t>());
+                                                    j["calls_failed"].get<uint64_t>() +
+                                                    j["calls_unfinished"].get<uint64_t>());
   const std::string csv = slurp(o + "/regions.csv");
   EXPECT_EQ(csv.rfind("region,start_s,", 0), 0u);
   EXPECT_NE(csv.find("east-asia,"), std::string::npos);
@@ -399,7 +426,8 @@ TEST_F(Cli, DefaultScenarioOpensWithTheFleetAnswer) {
     std::getline(in, line);
     std::vector<std::string> header;
     for (std::istringstream h(line); std::getline(h, cell, ',');) header.push_back(cell);
-    const size_t c = static_cast<size_t>(std::find(header.begin(), header.end(), column) - header.begin());
+    const size_t c =
+        static_cast<size_t>(std::find(header.begin(), header.end(), column) - header.begin());
     double sum = 0;
     *rows = 0;
     while (std::getline(in, line)) {
@@ -438,7 +466,8 @@ TEST_F(Cli, DefaultScenarioIsTheFullScaleScenarioSampled) {
 
 TEST_F(Cli, FleetResultsDoNotDependOnThreads) {
   const std::string o1 = (dir_ / "t1").string(), o2 = (dir_ / "t2").string();
-  const std::string base = "run scenarios/default.yaml --quiet --set users.sample=0.0005 --set users.duration=1h ";
+  const std::string base =
+      "run scenarios/default.yaml --quiet --set users.sample=0.0005 --set users.duration=1h ";
   ASSERT_EQ(run(base + "--threads 1 --out " + o1).code, 0);
   ASSERT_EQ(run(base + "--threads 2 --out " + o2).code, 0);
   json a = json::parse(slurp(o1 + "/summary.json")), b = json::parse(slurp(o2 + "/summary.json"));
@@ -464,13 +493,15 @@ TEST_F(Cli, ReplicationsAreTheSeedsRunOneByOne) {
   EXPECT_GT(ttft["ci95_half_width"].get<double>(), 0.0);
   const Result bad = run(base + "--replications 1 --out " + o);
   EXPECT_EQ(bad.code, 1);
-  EXPECT_NE(bad.err.find("--replications must be between 2 and 1000"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("--replications must be between 2 and 1000"), std::string::npos)
+      << bad.err;
 }
 
 TEST_F(Cli, PerfettoTraceHoldsEverySegmentAndRequest) {
   const std::string o = (dir_ / "t").string();
-  const Result r = run("run scenarios/chat-service.yaml --quiet --set workload.requests=300 --out " + o +
-                       " --trace " + o + "/trace.json");
+  const Result r =
+      run("run scenarios/chat-service.yaml --quiet --set workload.requests=300 --out " + o +
+          " --trace " + o + "/trace.json");
   ASSERT_EQ(r.code, 0) << r.err;
   const json summary = json::parse(slurp(o + "/summary.json"));
   const json trace = json::parse(slurp(o + "/trace.json"));  // valid JSON (a Chrome trace array)
@@ -489,7 +520,8 @@ TEST_F(Cli, PerfettoTraceHoldsEverySegmentAndRequest) {
     } else if (ph == "e") {
       ++ends[e["id"]];
       // Every phase ends no earlier than it began (the file lists b before e).
-      EXPECT_LE(begin_ts.at({e["id"].get<uint64_t>(), e["name"].get<std::string>()}), e["ts"].get<double>());
+      EXPECT_LE(begin_ts.at({e["id"].get<uint64_t>(), e["name"].get<std::string>()}),
+                e["ts"].get<double>());
     }
   }
   // The segments' iterations add up to the run's; every completed request has its four
@@ -510,8 +542,9 @@ TEST_F(Cli, PerfettoTraceHoldsEverySegmentAndRequest) {
 // price, every configuration has a row, and the result does not depend on the threads.
 TEST_F(Cli, PlanWritesTheChoiceAndEveryConfiguration) {
   const std::string a = (dir_ / "a").string(), b = (dir_ / "b").string();
-  const std::string args = "plan scenarios/plan-llama70b-chat.yaml --quiet --set workload.duration=5min "
-                           "--set plan.simulate=4 --out ";
+  const std::string args =
+      "plan scenarios/plan-llama70b-chat.yaml --quiet --set workload.duration=5min "
+      "--set plan.simulate=4 --out ";
   const Result r = run(args + a + " --threads 2");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("ANSWER"), std::string::npos) << r.out;
@@ -527,7 +560,10 @@ TEST_F(Cli, PlanWritesTheChoiceAndEveryConfiguration) {
   EXPECT_GE(c["slo_attainment"].get<double>(), 0.99);
   EXPECT_EQ(c["spare_replicas"], 1);
   const std::string gpu = c["values"]["hardware.gpu"];
-  const double price = gpu == "b200" ? 5.25 : gpu == "h200-sxm" ? 4.0 : gpu == "h100-sxm" ? 3.24 : 1.99;
+  const double price = gpu == "b200"       ? 5.25
+                       : gpu == "h200-sxm" ? 4.0
+                       : gpu == "h100-sxm" ? 3.24
+                                           : 1.99;
   const int tp = std::stoi(c["values"]["hardware.tp"].get<std::string>());
   const int pp = std::stoi(c["values"]["hardware.pp"].get<std::string>());
   const int gpus = (c["replicas"].get<int>() + c["prefill_replicas"].get<int>() + 1) * tp * pp;
@@ -540,24 +576,31 @@ TEST_F(Cli, PlanWritesTheChoiceAndEveryConfiguration) {
   jb.erase("wall_s");
   EXPECT_EQ(ja.dump(), jb.dump());
   // `run` on the same file simulates the configuration as written and ignores plan:.
-  EXPECT_EQ(run("run scenarios/plan-llama70b-chat.yaml --quiet --set workload.duration=1min --out " + b).code, 0);
+  EXPECT_EQ(
+      run("run scenarios/plan-llama70b-chat.yaml --quiet --set workload.duration=1min --out " + b)
+          .code,
+      0);
 }
 
 TEST_F(Cli, PlanNeedsAPlanSection) {
-  expect_error("plan scenarios/chat-service.yaml", {"chat-service.yaml", "no plan: section", "hint"});
+  expect_error("plan scenarios/chat-service.yaml",
+               {"chat-service.yaml", "no plan: section", "hint"});
 }
 
 // fleetsim sweep: every (point, seed) is one run whose metrics equal a plain `run` of the
 // same overrides and seed; a sweep: section in the file gives the same as --vary.
 TEST_F(Cli, SweepRowsEqualPlainRuns) {
   const std::string a = (dir_ / "a").string(), r = (dir_ / "r").string();
-  const Result s = run("sweep scenarios/chat-service.yaml --quiet --threads 2 --vary serving.replicas=1,2 --seeds 2 "
-                       "--set workload.requests=1500 --out " + a);
+  const Result s = run(
+      "sweep scenarios/chat-service.yaml --quiet --threads 2 --vary serving.replicas=1,2 --seeds 2 "
+      "--set workload.requests=1500 --out " +
+      a);
   ASSERT_EQ(s.code, 0) << s.err;
   const std::string csv = slurp(a + "/sweep.csv");
   // Header + 2 points × 2 seeds; the last varied value is first on each row, then the seed.
   ASSERT_EQ(std::count(csv.begin(), csv.end(), '\n'), 5) << csv;
-  EXPECT_EQ(csv.rfind("serving.replicas,seed,requests_completed,ttft_p50_s,ttft_p99_s,", 0), 0u) << csv;
+  EXPECT_EQ(csv.rfind("serving.replicas,seed,requests_completed,ttft_p50_s,ttft_p99_s,", 0), 0u)
+      << csv;
   std::istringstream in(csv);
   std::string header, row;
   std::getline(in, header);
@@ -568,24 +611,34 @@ TEST_F(Cli, SweepRowsEqualPlainRuns) {
   // Row 4 (replicas 2, seed 2) against `fleetsim run` with the same overrides and seed;
   // columns: replicas, seed, requests_completed, ttft_p50_s, ttft_p99_s (4), tpot_p99_s,
   // e2e_p50_s, output_tok_per_s, goodput_req_per_s (8), ... (6 significant digits in the CSV).
-  ASSERT_EQ(run("run scenarios/chat-service.yaml --quiet --set workload.requests=1500 --set serving.replicas=2 "
-                "--seed 2 --out " + r).code, 0);
+  ASSERT_EQ(run("run scenarios/chat-service.yaml --quiet --set workload.requests=1500 --set "
+                "serving.replicas=2 "
+                "--seed 2 --out " +
+                r)
+                .code,
+            0);
   const json j = json::parse(slurp(r + "/summary.json"));
   std::vector<std::string> cells;
   std::istringstream rs(rows[3]);
   for (std::string c; std::getline(rs, c, ',');) cells.push_back(c);
-  EXPECT_NEAR(std::stod(cells[4]), j["ttft_p99_s"].get<double>(), 1e-5 * j["ttft_p99_s"].get<double>());
-  EXPECT_NEAR(std::stod(cells[8]), j["goodput_req_per_s"].get<double>(), 1e-5 * j["goodput_req_per_s"].get<double>());
+  EXPECT_NEAR(std::stod(cells[4]), j["ttft_p99_s"].get<double>(),
+              1e-5 * j["ttft_p99_s"].get<double>());
+  EXPECT_NEAR(std::stod(cells[8]), j["goodput_req_per_s"].get<double>(),
+              1e-5 * j["goodput_req_per_s"].get<double>());
   // The same axes from a sweep: section in the file.
-  const std::string with_section = variant("sectioned", "slo:", "sweep: {vary: {serving.replicas: [1, 2]}, seeds: 2}\nslo:");
+  const std::string with_section =
+      variant("sectioned", "slo:", "sweep: {vary: {serving.replicas: [1, 2]}, seeds: 2}\nslo:");
   const std::string b = (dir_ / "b").string();
-  ASSERT_EQ(run("sweep " + with_section + " --quiet --set workload.requests=1500 --out " + b).code, 0);
+  ASSERT_EQ(run("sweep " + with_section + " --quiet --set workload.requests=1500 --out " + b).code,
+            0);
   EXPECT_EQ(slurp(b + "/sweep.csv"), csv);
 }
 
 TEST_F(Cli, SweepInputErrors) {
   expect_error("sweep scenarios/chat-service.yaml", {"nothing to sweep", "hint"});
-  expect_error("sweep scenarios/chat-service.yaml --vary serving.replicas", {"--vary", "KEY=V1,V2"});
+  expect_error("sweep scenarios/chat-service.yaml --vary serving.replicas",
+               {"--vary", "KEY=V1,V2"});
   // A point that does not load is reported before anything runs.
-  expect_error("sweep scenarios/chat-service.yaml --vary serving.replicas=2,0", {"serving.replicas", "--set"});
+  expect_error("sweep scenarios/chat-service.yaml --vary serving.replicas=2,0",
+               {"serving.replicas", "--set"});
 }

@@ -30,10 +30,10 @@ TEST(Catalog, LoadsTheShippedFiles) {
                          "gb200", "mi300x", "mi325x", "l40s", "rtx-4090", "rtx-5090", "m2-ultra",
                          "m3-max", "m4-max", "tpu-v5e", "tpu-v6e"})
     EXPECT_NO_THROW(c.gpu(id)) << id;
-  for (const char* id : {"llama-2-7b", "llama-2-70b", "llama-3.1-8b", "llama-3.1-70b",
-                         "llama-3.1-405b", "mixtral-8x7b", "mixtral-8x22b", "deepseek-v3",
-                         "deepseek-r1", "qwen3-235b-a22b", "gpt-oss-20b", "gpt-oss-120b",
-                         "gpt4-class-moe"})
+  for (const char* id :
+       {"llama-2-7b", "llama-2-70b", "llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b",
+        "mixtral-8x7b", "mixtral-8x22b", "deepseek-v3", "deepseek-r1", "qwen3-235b-a22b",
+        "gpt-oss-20b", "gpt-oss-120b", "gpt4-class-moe"})
     EXPECT_NO_THROW(c.model(id)) << id;
   for (const char* id : {"hgx-h100", "hgx-h200", "dgx-b200", "gb200-nvl72", "mi300x-platform",
                          "h100-pcie-4gpu-2u", "desktop-rtx4090", "mac-studio-m2-ultra"})
@@ -62,11 +62,11 @@ TEST(Catalog, LoadsTheShippedFiles) {
 
 TEST(Catalog, A100FieldsInSiUnits) {
   const GpuSpec& g = shipped().gpu("a100-80gb-sxm");
-  EXPECT_EQ(g.memory_bytes, 81920.0 * 1048576.0);      // 81920 MiB = 80 GiB = 85,899,345,920 B
-  EXPECT_DOUBLE_EQ(g.memory_bw_bytes_per_s, 2039e9);   // 2039 GB/s
-  EXPECT_DOUBLE_EQ(g.bf16_flops_per_s, 312e12);        // dense, not the sparse 624
-  EXPECT_EQ(g.fp8_flops_per_s, 0.0);                   // Ampere: no FP8
-  EXPECT_DOUBLE_EQ(g.scaleup_bw_bytes_per_s, 300e9);   // 600 GB/s bidirectional / 2
+  EXPECT_EQ(g.memory_bytes, 81920.0 * 1048576.0);     // 81920 MiB = 80 GiB = 85,899,345,920 B
+  EXPECT_DOUBLE_EQ(g.memory_bw_bytes_per_s, 2039e9);  // 2039 GB/s
+  EXPECT_DOUBLE_EQ(g.bf16_flops_per_s, 312e12);       // dense, not the sparse 624
+  EXPECT_EQ(g.fp8_flops_per_s, 0.0);                  // Ampere: no FP8
+  EXPECT_DOUBLE_EQ(g.scaleup_bw_bytes_per_s, 300e9);  // 600 GB/s bidirectional / 2
   EXPECT_DOUBLE_EQ(g.tdp_w, 400.0);
   EXPECT_DOUBLE_EQ(g.compute_efficiency, 256.5 / 312.0);  // = 0.822 (Azure cuBLASLt 16384^3)
   EXPECT_DOUBLE_EQ(g.memory_efficiency, 1.70 / 2.039);    // = 0.834 (STREAM triad)
@@ -81,10 +81,10 @@ TEST(Catalog, HopperFieldsInSiUnits) {
   EXPECT_DOUBLE_EQ(h100.compute_efficiency, 794.5 / 989.4);  // = 0.803 (BF16 MAMF)
   EXPECT_DOUBLE_EQ(h100.memory_efficiency, 2.97 / 3.35);     // = 0.887
   const GpuSpec& h200 = shipped().gpu("h200-sxm");
-  EXPECT_EQ(h200.memory_bytes, 143771.0 * 1048576.0);        // 143771 MiB ≈ 150.8e9 B
+  EXPECT_EQ(h200.memory_bytes, 143771.0 * 1048576.0);  // 143771 MiB ≈ 150.8e9 B
   EXPECT_DOUBLE_EQ(h200.memory_bw_bytes_per_s, 4.8e12);
-  EXPECT_DOUBLE_EQ(h200.memory_efficiency, 4.15 / 4.8);      // = 0.865
-  EXPECT_EQ(h200.bf16_flops_per_s, h100.bf16_flops_per_s);   // same compute as H100
+  EXPECT_DOUBLE_EQ(h200.memory_efficiency, 4.15 / 4.8);     // = 0.865
+  EXPECT_EQ(h200.bf16_flops_per_s, h100.bf16_flops_per_s);  // same compute as H100
 }
 
 // derived = vocab·h (embedding) + layers·(2·h·H·d + 2·h·K·d + 3·h·ffn + 2·h) + h + vocab·h
@@ -126,10 +126,10 @@ TEST(Catalog, GemmParamsAndKvBytes) {
   // 7B layer: 4·4096² + 3·4096·11008 = 67,108,864 + 135,266,304 = 202,375,168.
   EXPECT_EQ(c.model("llama-2-7b").gemm_params_per_layer(), 202375168.0);
   // KV per token at 2 bytes: 2 · layers · kv_heads · head_dim · 2.
-  EXPECT_EQ(c.model("llama-2-7b").kv_bytes_per_token(2), 524288.0);    // 2·32·32·128·2
-  EXPECT_EQ(c.model("llama-3.1-8b").kv_bytes_per_token(2), 131072.0);  // 2·32·8·128·2
-  EXPECT_EQ(c.model("llama-3.1-70b").kv_bytes_per_token(2), 327680.0); // 2·80·8·128·2
-  EXPECT_EQ(c.model("llama-3.1-70b").kv_bytes_per_token(1), 163840.0); // FP8 KV halves it
+  EXPECT_EQ(c.model("llama-2-7b").kv_bytes_per_token(2), 524288.0);     // 2·32·32·128·2
+  EXPECT_EQ(c.model("llama-3.1-8b").kv_bytes_per_token(2), 131072.0);   // 2·32·8·128·2
+  EXPECT_EQ(c.model("llama-3.1-70b").kv_bytes_per_token(2), 327680.0);  // 2·80·8·128·2
+  EXPECT_EQ(c.model("llama-3.1-70b").kv_bytes_per_token(1), 163840.0);  // FP8 KV halves it
 }
 
 TEST(Catalog, UnknownIdSuggestsAndListsKnownIds) {
@@ -211,25 +211,24 @@ class BadCatalogFile : public ::testing::Test {
   // A valid GPU file; line numbers are 1-based.
   static std::string good_gpu(const std::string& replace_key = "", const std::string& with = "") {
     const char* lines[] = {
-        "name: Test GPU",                     // 1
-        "vendor: Test",                       // 2
-        "memory: 80GB",                       // 3
-        "memory_bandwidth: 2TB/s",            // 4
-        "bf16_dense: 300TFLOP/s",             // 5
-        "host_link: pcie5-x16",               // 6
-        "tdp: 400W",                          // 7
-        "sources: [test datasheet]",          // 8
-        "empirical:",                         // 9
-        "  dense_gemm_achieved: 240TFLOP/s",  // 10
+        "name: Test GPU",                        // 1
+        "vendor: Test",                          // 2
+        "memory: 80GB",                          // 3
+        "memory_bandwidth: 2TB/s",               // 4
+        "bf16_dense: 300TFLOP/s",                // 5
+        "host_link: pcie5-x16",                  // 6
+        "tdp: 400W",                             // 7
+        "sources: [test datasheet]",             // 8
+        "empirical:",                            // 9
+        "  dense_gemm_achieved: 240TFLOP/s",     // 10
         "  memory_bandwidth_achieved: 1.6TB/s",  // 11
-        "  scaleup_latency: 3us",             // 12
-        "  sources: [test measurement]",      // 13
+        "  scaleup_latency: 3us",                // 12
+        "  sources: [test measurement]",         // 13
     };
     std::string out;
     for (const char* l : lines) {
       std::string line = l;
-      if (!replace_key.empty() && line.find(replace_key + ":") != std::string::npos)
-        line = with;
+      if (!replace_key.empty() && line.find(replace_key + ":") != std::string::npos) line = with;
       if (!line.empty()) out += line + "\n";
     }
     return out;
@@ -416,8 +415,9 @@ TEST_F(BadCatalogFile, NodeNamingAnUnknownGpuIsRejectedWhereItIsWritten) {
 }
 
 TEST_F(BadCatalogFile, InterconnectWithoutUnitIsRejected) {
-  const std::string p = write("interconnects/x.yaml",
-                              "name: X\nkind: scaleout\nbandwidth: 50\nlatency: 1us\nsources: [s]\n");
+  const std::string p =
+      write("interconnects/x.yaml",
+            "name: X\nkind: scaleout\nbandwidth: 50\nlatency: 1us\nsources: [s]\n");
   try {
     load_interconnect_file(p);
     FAIL() << "expected InputError";
@@ -429,10 +429,11 @@ TEST_F(BadCatalogFile, InterconnectWithoutUnitIsRejected) {
 }
 
 TEST_F(BadCatalogFile, GpuWithoutEmpiricalSectionIsAssumedAndSaysSo) {
-  const GpuSpec g = load_gpu_file(write("gpus/test-gpu.yaml",
-                                        "name: T\nvendor: T\nmemory: 24GB\nmemory_bandwidth: 1TB/s\n"
-                                        "bf16_dense: 100TFLOP/s\nhost_link: pcie4-x16\ntdp: 300W\n"
-                                        "sources: [s]\n"));
+  const GpuSpec g =
+      load_gpu_file(write("gpus/test-gpu.yaml",
+                          "name: T\nvendor: T\nmemory: 24GB\nmemory_bandwidth: 1TB/s\n"
+                          "bf16_dense: 100TFLOP/s\nhost_link: pcie4-x16\ntdp: 300W\n"
+                          "sources: [s]\n"));
   EXPECT_EQ(g.efficiency_basis, "assumed");
   EXPECT_EQ(g.compute_efficiency, GpuSpec::kAssumedComputeEfficiency);
   EXPECT_EQ(g.memory_efficiency, GpuSpec::kAssumedMemoryEfficiency);

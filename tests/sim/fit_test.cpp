@@ -50,8 +50,9 @@ struct Fixture {
     const fs::path f = dir / "cases" / (id + ".yaml");
     std::ofstream o(f);
     o << "case: \"" << id << "\"\ncitation: \"synthetic\"\nmetric: "
-      << (mode == "decode" ? "decode_tokens_per_s" : "prefill_tokens_per_s") << "\nmeasured: " << measured
-      << "\nheldout: " << (heldout ? "true" : "false") << "\nengine: synthetic\nsource: " << source
+      << (mode == "decode" ? "decode_tokens_per_s" : "prefill_tokens_per_s")
+      << "\nmeasured: " << measured << "\nheldout: " << (heldout ? "true" : "false")
+      << "\nengine: synthetic\nsource: " << source
       << "\nsetup: step\nstep:\n  model: llama-3.1-8b\n  hardware: {gpu: h100-sxm, tp: 1}\n"
       << "  mode: " << mode << "\n  batch: " << batch << "\n"
       << (mode == "decode" ? "  context_tokens: " : "  prompt_tokens: ") << tokens << "\n";
@@ -64,11 +65,11 @@ struct Fixture {
 const struct Shape {
   const char* mode;
   int batch, tokens;
-} kShapes[] = {{"decode", 1, 512},  {"decode", 4, 1024}, {"decode", 16, 512},
-               {"decode", 64, 2048}, {"decode", 256, 512}, {"prefill", 1, 2048},
-               {"prefill", 1, 512}, {"prefill", 4, 1024}, {"decode", 8, 4096},
+} kShapes[] = {{"decode", 1, 512},    {"decode", 4, 1024},  {"decode", 16, 512},
+               {"decode", 64, 2048},  {"decode", 256, 512}, {"prefill", 1, 2048},
+               {"prefill", 1, 512},   {"prefill", 4, 1024}, {"decode", 8, 4096},
                {"decode", 128, 1024}, {"prefill", 2, 4096}, {"decode", 2, 256},
-               {"decode", 32, 2048}, {"prefill", 1, 1024}, {"decode", 512, 256}};
+               {"decode", 32, 2048},  {"prefill", 1, 1024}, {"decode", 512, 256}};
 
 TEST(Fit, RecoversKnownParametersFromSyntheticCases) {
   Fixture fx;
@@ -139,8 +140,8 @@ TEST(Fit, FewCasesFitFewerParameters) {
   for (int k = 0; k < 7; ++k) {
     std::string id = "c";
     id += std::to_string(k);
-    files.push_back(fx.write_case(id, kShapes[k].mode, kShapes[k].batch, kShapes[k].tokens, 100.0,
-                                  false, "a"));
+    files.push_back(
+        fx.write_case(id, kShapes[k].mode, kShapes[k].batch, kShapes[k].tokens, 100.0, false, "a"));
   }
   const hw::Catalog cat = hw::Catalog::load((fx.dir / "catalog").string());
   FitOptions opt;
@@ -181,9 +182,10 @@ TEST(ValidationCase, EngineInferredFromTheTextWhenNotGiven) {
     std::string name = "i";
     name += std::to_string(k++);
     const fs::path f = fx.dir / "cases" / (name + ".yaml");
-    std::ofstream(f) << "case: \"x\"\ncitation: \"y\"\nsystem: \"" << row.system
-                     << "\"\nmetric: tpot\nmeasured: 0.01\nsetup: step\nstep:\n  model: llama-3.1-8b\n"
-                        "  hardware: {gpu: h100-sxm}\n  mode: decode\n  batch: 1\n  context_tokens: 100\n";
+    std::ofstream(f)
+        << "case: \"x\"\ncitation: \"y\"\nsystem: \"" << row.system
+        << "\"\nmetric: tpot\nmeasured: 0.01\nsetup: step\nstep:\n  model: llama-3.1-8b\n"
+           "  hardware: {gpu: h100-sxm}\n  mode: decode\n  batch: 1\n  context_tokens: 100\n";
     EXPECT_EQ(run_case(f.string(), cat, nullptr).engine, row.engine) << row.system;
   }
 }
@@ -192,9 +194,10 @@ TEST(ValidationCase, AmdGpuRunsTheRocmBuildsProfile) {
   Fixture fx;
   const hw::Catalog cat = hw::Catalog::load((fx.dir / "catalog").string());
   const fs::path f = fx.dir / "cases" / "amd.yaml";
-  std::ofstream(f) << "case: \"x\"\ncitation: \"y\"\nmetric: tpot\nmeasured: 0.01\nengine: vllm-v1\n"
-                      "setup: step\nstep:\n  model: llama-3.1-8b\n  hardware: {gpu: mi300x}\n"
-                      "  mode: decode\n  batch: 1\n  context_tokens: 100\n";
+  std::ofstream(f)
+      << "case: \"x\"\ncitation: \"y\"\nmetric: tpot\nmeasured: 0.01\nengine: vllm-v1\n"
+         "setup: step\nstep:\n  model: llama-3.1-8b\n  hardware: {gpu: mi300x}\n"
+         "  mode: decode\n  batch: 1\n  context_tokens: 100\n";
   EXPECT_EQ(run_case(f.string(), cat, nullptr).engine, "vllm-v1-rocm");
 }
 

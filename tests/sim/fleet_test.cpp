@@ -37,10 +37,12 @@ users:
   output_tokens: {dist: lognormal, median: 150, sigma: 0.8, max: 1000}
   duration: 2h
   sample: 0.1
-)" + users_extra + R"(
+)" + users_extra +
+         R"(
 fleet:
   regions:
-)" + regions + extra + R"(
+)" + regions +
+         extra + R"(
 slo: {ttft: 2s, tpot: 100ms}
 )";
 }
@@ -48,7 +50,8 @@ slo: {ttft: 2s, tpot: 100ms}
 scenario::Scenario load(const std::string& text) {
   auto src = std::make_shared<yaml::Source>();
   src->file = "fleet.yaml";
-  return scenario::load_map(yaml::Map(YAML::Load(text), src, ""), "fleet.yaml", {}, std::nullopt, catalog());
+  return scenario::load_map(yaml::Map(YAML::Load(text), src, ""), "fleet.yaml", {}, std::nullopt,
+                            catalog());
 }
 
 std::string error_of(const std::string& text) {
@@ -97,8 +100,7 @@ TEST(Fleet, SaturatedRegionSpillsToTheNearestRegionWithRoom) {
   // 86400 s · 0.1 sample = 1.4 calls/s, each ~2-4 s long, so its calls in flight stay far
   // below 64 · 0.05 = 3.2 only rarely: with spill_load 0.05 most of its calls spill, and
   // they go to "near" (30 ms), never to "far" (200 ms), which has room too.
-  const auto sc = load(scenario_text(kThreeRegions,
-                                     "  routing: {spill_load: 0.05}\n"));
+  const auto sc = load(scenario_text(kThreeRegions, "  routing: {spill_load: 0.05}\n"));
   const FleetResult r = run_fleet(sc, {}, 1);
   ASSERT_GT(r.regions[0].arrivals, 1000u);
   EXPECT_GT(r.regions[0].spilled_out, 0u);
@@ -107,8 +109,7 @@ TEST(Fleet, SaturatedRegionSpillsToTheNearestRegionWithRoom) {
   EXPECT_EQ(r.regions[0].served + r.regions[1].served, r.summary.requests_completed);
 
   // The same without spillover pressure (spill_load 100): everything stays home.
-  const auto calm = load(scenario_text(kThreeRegions,
-                                       "  routing: {spill_load: 100}\n"));
+  const auto calm = load(scenario_text(kThreeRegions, "  routing: {spill_load: 100}\n"));
   const FleetResult c = run_fleet(calm, {}, 1);
   EXPECT_EQ(c.regions[0].spilled_out, 0u);
   EXPECT_EQ(c.regions[0].served, c.summary.requests_completed);
@@ -123,11 +124,12 @@ TEST(Fleet, AutoscalerAddsReplicasOneLoadTimeAfterTheFirstTick) {
   // The tick at 10 s (or 20 s, if the load had not built up at 10 s) starts replicas that
   // are active 38 s later: the intervals up to [40, 50) s show exactly 1 replica, and
   // [70, 80) s shows more.
-  std::string text = scenario_text(R"(
+  std::string text =
+      scenario_text(R"(
     - {name: dc, utc_offset: 0h, users: 1, diurnal: flat, pools: [{name: h100, replicas: 1, min_replicas: 1, max_replicas: 10}]}
 )",
-                                   "  autoscaling: {mode: reactive, target: 0.3, interval: 10s, cooldown: 10min, "
-                                   "startup: 30s, storage_bandwidth: 2GB/s}\n  report_interval: 10s\n");
+                    "  autoscaling: {mode: reactive, target: 0.3, interval: 10s, cooldown: 10min, "
+                    "startup: 30s, storage_bandwidth: 2GB/s}\n  report_interval: 10s\n");
   text.replace(text.find("duration: 2h"), 12, "duration: 5min");
   text.replace(text.find("sample: 0.1"), 11, "sample: 1");
   const auto sc = load(text);
@@ -146,10 +148,11 @@ TEST(Fleet, SloAutoscalerGrowsAPoolThatMissesItsTarget) {
   // several times what it serves within a TTFT SLO of 2 s): its attainment falls below
   // 0.99 within the first minute, and each tick below target adds max(1, 10 %) replicas,
   // up to max_replicas 10.
-  std::string text = scenario_text(R"(
+  std::string text = scenario_text(
+      R"(
     - {name: dc, utc_offset: 0h, users: 1, diurnal: flat, pools: [{name: h100, replicas: 1, min_replicas: 1, max_replicas: 10}]}
 )",
-                                   "  autoscaling: {mode: reactive, metric: slo, target: 0.99, interval: 10s, startup: 10s}\n");
+      "  autoscaling: {mode: reactive, metric: slo, target: 0.99, interval: 10s, startup: 10s}\n");
   text.replace(text.find("duration: 2h"), 12, "duration: 5min");
   text.replace(text.find("sample: 0.1"), 11, "sample: 1");
   text.replace(text.find("sessions_per_day: 2"), 19, "sessions_per_day: 8");
@@ -166,16 +169,17 @@ TEST(Fleet, SloAutoscalerGrowsAPoolThatMissesItsTarget) {
 TEST(Fleet, FailuresLoseNoCall) {
   // GPU MTBF 2 h on 20 single-GPU replicas for 2 h: about 20 failures expected. Every
   // call ends completed or failed, and the calls a failed replica held are retried.
-  const auto sc = load(scenario_text(R"(
+  const auto sc =
+      load(scenario_text(R"(
     - {name: dc, utc_offset: 0h, users: 1, diurnal: flat, pools: [{name: h100, replicas: 200}]}
 )",
-                                     "  failures: {gpu: {mtbf: 2h, mttr: 10min}, retry_delay: 1s}\n"));
+                         "  failures: {gpu: {mtbf: 2h, mttr: 10min}, retry_delay: 1s}\n"));
   RunOptions opt;
   opt.check_invariants = false;
   const FleetResult r = run_fleet(sc, opt, 1);
   uint64_t failures = 0;
   for (const auto& p : r.pools) failures += p.failures;
-  EXPECT_GE(failures, 8u);   // Poisson(20): P(X < 8) ≈ 0.0008
+  EXPECT_GE(failures, 8u);  // Poisson(20): P(X < 8) ≈ 0.0008
   EXPECT_LE(failures, 35u);
   EXPECT_GT(r.retried, 0u);
   EXPECT_EQ(r.unfinished, 0u);
@@ -193,10 +197,11 @@ TEST(Fleet, CallsFailWhenNoReplicaWillComeBack) {
   // 2 replicas with a GPU MTBF of 2 min and repairs of ~100 h: both fail within minutes and
   // stay down past the 30-min run. Calls then wait for a replica that never comes, so they
   // fail (not loop forever); every call is accounted for.
-  std::string text = scenario_text(R"(
+  std::string text =
+      scenario_text(R"(
     - {name: dc, utc_offset: 0h, users: 1, diurnal: flat, pools: [{name: h100, replicas: 2}]}
 )",
-                                   "  failures: {gpu: {mtbf: 2min, mttr: 100h}, retry_delay: 1s}\n");
+                    "  failures: {gpu: {mtbf: 2min, mttr: 100h}, retry_delay: 1s}\n");
   text.replace(text.find("duration: 2h"), 12, "duration: 30min");
   text.replace(text.find("sample: 0.1"), 11, "sample: 1");
   const FleetResult r = run_fleet(load(text), {}, 1);
@@ -210,11 +215,12 @@ TEST(Fleet, CallsFailWhenNoReplicaWillComeBack) {
 TEST(Fleet, SameResultForAnyThreadCountAndSeed) {
   // Two models (a class on Llama-3.2-1B): two partitions. One thread or two, and the same
   // seed twice, give identical results.
-  const std::string text = scenario_text(R"(
+  const std::string text = scenario_text(
+      R"(
     - {name: dc, utc_offset: 0h, users: 1, diurnal: flat,
        pools: [{name: big, replicas: 20}, {name: small, replicas: 10, model: llama-3.2-1b}]}
 )",
-                                         "", "  classes: [{name: chat, share: 0.7}, {name: mini, share: 0.3, model: llama-3.2-1b}]\n");
+      "", "  classes: [{name: chat, share: 0.7}, {name: mini, share: 0.3, model: llama-3.2-1b}]\n");
   const auto sc = load(text);
   const FleetResult a = run_fleet(sc, {}, 1), b = run_fleet(sc, {}, 2), c = run_fleet(sc, {}, 2);
   for (const FleetResult* x : {&b, &c}) {
@@ -278,11 +284,13 @@ TEST(Fleet, InputErrorsNameTheField) {
 )"));
   EXPECT_NE(e.find("no round-trip time between a and b"), std::string::npos) << e;
   // workload: and fleet: together.
-  e = error_of(scenario_text(ok_regions) + "workload: {requests: 10, arrival: {process: poisson, rate: 1/s}, "
-                                           "prompt_tokens: 10, output_tokens: 10}\n");
+  e = error_of(scenario_text(ok_regions) +
+               "workload: {requests: 10, arrival: {process: poisson, rate: 1/s}, "
+               "prompt_tokens: 10, output_tokens: 10}\n");
   EXPECT_NE(e.find("users:, not workload:"), std::string::npos) << e;
   // A class asks for a model no pool serves.
-  e = error_of(scenario_text(ok_regions, "", "  classes: [{name: x, share: 1, model: llama-3.1-70b}]\n"));
+  e = error_of(
+      scenario_text(ok_regions, "", "  classes: [{name: x, share: 1, model: llama-3.1-70b}]\n"));
   EXPECT_NE(e.find("no pool serves llama-3.1-70b"), std::string::npos) << e;
   // Unknown key with its line.
   e = error_of(scenario_text(ok_regions, "  autoscaling: {mode: reactive, targte: 0.5}\n"));

@@ -43,7 +43,8 @@ workload:
   arrival: {process: poisson, rate: 8/s}
   prompt_tokens: {dist: fixed, value: 500}
   output_tokens: {dist: fixed, value: 100}
-)" + workload_extra + R"(
+)" + workload_extra +
+         R"(
 slo: {ttft: 1s, tpot: 60ms}
 plan:
 )" + plan;
@@ -64,13 +65,14 @@ std::string error_of(const std::string& name, const std::string& text) {
 }
 
 TEST(Planner, EnumeratesTheCartesianProductLastAxisFastest) {
-  const Planner p = make("enum", scenario_text("  gpu: [h100-sxm, a100-80gb-sxm]\n  tp: [1, 2]\n"
-                                               "  kv: [bf16, fp8]\n  expert_parallel: [false, true]\n"));
+  const Planner p =
+      make("enum", scenario_text("  gpu: [h100-sxm, a100-80gb-sxm]\n  tp: [1, 2]\n"
+                                 "  kv: [bf16, fp8]\n  expert_parallel: [false, true]\n"));
   const std::vector<Candidate> cs = p.enumerate();
   // 2 GPUs × 2 tp × 2 kv = 8; expert_parallel collapses to {false} for a dense model.
   ASSERT_EQ(cs.size(), 8u);
   EXPECT_EQ(cs[0].label, "h100-sxm tp=1 no-ep kv=bf16");
-  EXPECT_EQ(cs[1].label, "h100-sxm tp=1 no-ep kv=fp8");        // kv varies fastest
+  EXPECT_EQ(cs[1].label, "h100-sxm tp=1 no-ep kv=fp8");  // kv varies fastest
   EXPECT_EQ(cs[2].label, "h100-sxm tp=2 no-ep kv=bf16");
   EXPECT_EQ(cs[4].label, "a100-80gb-sxm tp=1 no-ep kv=bf16");  // gpu slowest
   for (const auto& c : cs) EXPECT_NE(c.status, Status::kInvalid) << c.label << ": " << c.reason;
@@ -98,7 +100,8 @@ TEST(Planner, AnalyticCapacityIsPrefillPlusDecodeShareOfTheReplica) {
     EXPECT_GT(step(c.decode_batch + 1), 0.048);
   }
   // Each request holds the replica for t_prefill + O·t(n)/n: capacity is its inverse.
-  const double expect_cap = 1.0 / (c.prefill_mean_s + 100.0 * step(c.decode_batch) / c.decode_batch);
+  const double expect_cap =
+      1.0 / (c.prefill_mean_s + 100.0 * step(c.decode_batch) / c.decode_batch);
   EXPECT_NEAR(c.capacity_per_s, expect_cap, 1e-9 * expect_cap);
   // Replicas = ceil(rate / (0.9·capacity)); the rate is measured from the sampled arrivals
   // (≈ 8/s); cost = (replicas + 1 spare) × 1 GPU × $3.24.
@@ -116,7 +119,8 @@ TEST(Planner, PrefillFirstWithPromptsOverTheBatchLimitIsInfeasible) {
   const std::vector<Candidate> cs = make("prefill-first", t3000).enumerate();
   ASSERT_EQ(cs.size(), 2u);
   EXPECT_EQ(cs[0].status, Status::kInfeasible);
-  EXPECT_NE(cs[0].reason.find("rejects prompts over max_batched_tokens = 2048 tokens (100 %"), std::string::npos)
+  EXPECT_NE(cs[0].reason.find("rejects prompts over max_batched_tokens = 2048 tokens (100 %"),
+            std::string::npos)
       << cs[0].reason;
   EXPECT_EQ(cs[1].status, Status::kPruned) << cs[1].reason;  // chunked prefill serves them
 }
@@ -131,13 +135,15 @@ TEST(Planner, ConfigurationsThatDoNotFitKeepTheLoadersMessage) {
   // The scenario as written (h100-sxm tp 1) does not fit either: the planner takes the
   // first configuration that resolves as its base instead of failing.
   EXPECT_EQ(cs[0].status, Status::kInvalid);
-  EXPECT_NE(cs[0].reason.find("does not fit on 1 x a100-80gb-sxm"), std::string::npos) << cs[0].reason;
+  EXPECT_NE(cs[0].reason.find("does not fit on 1 x a100-80gb-sxm"), std::string::npos)
+      << cs[0].reason;
   EXPECT_NE(cs[1].status, Status::kInvalid) << cs[1].reason;
 }
 
 TEST(Planner, ChoosesTheCheapestAndItsReplicaCountIsMinimal) {
-  const Planner p = make("choose", scenario_text("  gpu: [h100-sxm, a100-80gb-sxm]\n  kv: [bf16, fp8]\n"
-                                                 "  simulate: 8\n  slack: 10\n  spares: 1\n  target: 0.95\n"));
+  const Planner p =
+      make("choose", scenario_text("  gpu: [h100-sxm, a100-80gb-sxm]\n  kv: [bf16, fp8]\n"
+                                   "  simulate: 8\n  slack: 10\n  spares: 1\n  target: 0.95\n"));
   const PlanResult r = p.run(2);
   ASSERT_GE(r.chosen, 0);
   const Candidate& w = r.candidates[r.chosen];
@@ -155,7 +161,8 @@ TEST(Planner, ChoosesTheCheapestAndItsReplicaCountIsMinimal) {
 }
 
 TEST(Planner, ResultDoesNotDependOnTheThreadCount) {
-  const Planner p = make("threads", scenario_text("  tp: [1, 2]\n  kv: [bf16, fp8]\n  simulate: 4\n  slack: 10\n"));
+  const Planner p = make(
+      "threads", scenario_text("  tp: [1, 2]\n  kv: [bf16, fp8]\n  simulate: 4\n  slack: 10\n"));
   const PlanResult a = p.run(1), b = p.run(3);
   ASSERT_EQ(a.chosen, b.chosen);
   ASSERT_EQ(a.ranking, b.ranking);
@@ -171,13 +178,15 @@ TEST(Planner, ResultDoesNotDependOnTheThreadCount) {
 }
 
 TEST(Planner, PrunesByAnalyticCostWithinSlackAndCap) {
-  const Planner p = make("prune", scenario_text("  gpu: [h100-sxm, a100-80gb-sxm]\n  tp: [1, 2, 4]\n"
-                                                "  simulate: 2\n  slack: 0.25\n"));
+  const Planner p =
+      make("prune", scenario_text("  gpu: [h100-sxm, a100-80gb-sxm]\n  tp: [1, 2, 4]\n"
+                                  "  simulate: 2\n  slack: 0.25\n"));
   const PlanResult r = p.run(2);
   int simulated = 0;
   double best = INFINITY;
   for (const auto& c : r.candidates)
-    if (c.status == Status::kPruned || c.status == Status::kFeasible || c.status == Status::kSloMissed)
+    if (c.status == Status::kPruned || c.status == Status::kFeasible ||
+        c.status == Status::kSloMissed)
       best = std::min(best, c.analytic_usd_per_hour);
   for (const auto& c : r.candidates) {
     if (c.status == Status::kFeasible || c.status == Status::kSloMissed) {
@@ -214,15 +223,19 @@ TEST(Planner, InputErrorsNameTheField) {
   no_plan.erase(no_plan.find("plan:"));
   EXPECT_NE(error_of("noplan", no_plan).find("no plan: section"), std::string::npos);
   // A misspelt axis gets "did you mean".
-  EXPECT_NE(error_of("typo", scenario_text("  gpus: [h100-sxm]\n")).find("did you mean 'gpu'"), std::string::npos);
+  EXPECT_NE(error_of("typo", scenario_text("  gpus: [h100-sxm]\n")).find("did you mean 'gpu'"),
+            std::string::npos);
   // A price for an unknown GPU.
-  EXPECT_NE(error_of("price", scenario_text("  usd_per_gpu_hour: {h1000: 2}\n")).find("h1000"), std::string::npos);
+  EXPECT_NE(error_of("price", scenario_text("  usd_per_gpu_hour: {h1000: 2}\n")).find("h1000"),
+            std::string::npos);
   // A closed-loop workload has no rate to plan for.
   std::string closed = scenario_text("  tp: [1]\n");
-  closed.replace(closed.find("arrival: {process: poisson, rate: 8/s}"), 38, "clients: {users: 4, think_time: {dist: fixed, value: 1s}}");
+  closed.replace(closed.find("arrival: {process: poisson, rate: 8/s}"), 38,
+                 "clients: {users: 4, think_time: {dist: fixed, value: 1s}}");
   EXPECT_NE(error_of("closed", closed).find("open-loop workload"), std::string::npos);
   // replicas.max below min.
-  EXPECT_NE(error_of("minmax", scenario_text("  replicas: {min: 8, max: 4}\n")).find("below min"), std::string::npos);
+  EXPECT_NE(error_of("minmax", scenario_text("  replicas: {min: 8, max: 4}\n")).find("below min"),
+            std::string::npos);
 }
 
 }  // namespace
