@@ -17,7 +17,11 @@ namespace fleetsim::validation {
 
 namespace {
 
-double quantile_of(std::vector<double> v, double q) {
+std::string kind_name(const std::string& kind) { return kind == "moe" ? "MoE" : kind; }
+
+}  // namespace
+
+double quantile(std::vector<double> v, double q) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
   const double pos = q * static_cast<double>(v.size() - 1);
@@ -25,10 +29,6 @@ double quantile_of(std::vector<double> v, double q) {
   const size_t hi = std::min(lo + 1, v.size() - 1);
   return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
 }
-
-std::string kind_name(const std::string& kind) { return kind == "moe" ? "MoE" : kind; }
-
-}  // namespace
 
 std::optional<ErrorBand> error_band(const std::vector<BandCase>& cases,
                                     const std::string& model_kind, const std::string& gpu_family,
@@ -58,9 +58,9 @@ std::optional<ErrorBand> error_band(const std::vector<BandCase>& cases,
                    : kind_name(model_kind) + (l.family ? " on " + gpu_family : std::string()) +
                          (l.engine ? ", " + engine : std::string());
     b.n = static_cast<int>(abs.size());
-    b.median_abs = quantile_of(abs, 0.5);
-    b.p75_abs = quantile_of(abs, 0.75);
-    b.median_optimism = quantile_of(opt, 0.5);
+    b.median_abs = quantile(abs, 0.5);
+    b.p75_abs = quantile(abs, 0.75);
+    b.median_optimism = quantile(opt, 0.5);
     return b;
   }
   return std::nullopt;

@@ -13,6 +13,10 @@
 
 namespace fleetsim::validation {
 
+/// The q-quantile of `v` (0 ≤ q ≤ 1), linear between order statistics (q = 0.5: the
+/// median); 0 for an empty `v`.
+double quantile(std::vector<double> v, double q);
+
 /// "NVIDIA Hopper", "NVIDIA Blackwell", "AMD", "Apple", ...: the groups errors are kept by.
 std::string gpu_family(const hw::GpuSpec& g);
 

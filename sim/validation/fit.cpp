@@ -10,6 +10,7 @@
 
 #include "hw_models/error.h"
 #include "hw_models/units.h"
+#include "sim/validation/error_band.h"
 
 namespace fleetsim::validation {
 
@@ -18,10 +19,7 @@ namespace {
 double median_abs(const std::vector<Case>& cases) {
   std::vector<double> v;
   for (const auto& c : cases) v.push_back(std::fabs(c.error));
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  return quantile(std::move(v), 0.5);
 }
 
 std::vector<std::string> files_of(const std::vector<Case>& cases) {
