@@ -585,26 +585,12 @@ int cmd_calibrate_fit(const std::vector<std::string>& args) {
   for (const auto& id : engines) {
     const validation::FitResult r = validation::fit_engine(files, catalog, calibration, id, opt);
     std::string params;
-    std::ostringstream prov;
-    prov << "  by: fleetsim calibrate fit\n  date: " << today_utc()
-         << "\n  objective: mean |ln(predicted/measured)| over the training cases\n  "
-            "training_cases: "
-         << r.train_cases << "\n  heldout_cases: " << r.heldout_cases
-         << "\n  training_sources: " << r.sources
-         << "\n  train_median_abs_error: " << std::round(r.train_median_after * 1e4) / 1e4
-         << "\n  heldout_median_abs_error: " << std::round(r.heldout_median_after * 1e4) / 1e4;
-    if (!std::isnan(r.loso_median))
-      prov << "\n  loso_median_abs_error: " << std::round(r.loso_median * 1e4) / 1e4;
-    prov << "\n  before:";
     for (size_t i = 0; i < r.params.size(); ++i) {
       char b[128];
       std::snprintf(b, sizeof b, "%s%s %.4g -> %.4g", i ? ", " : "", r.params[i].c_str(),
                     r.before[i], r.after[i]);
       params += b;
-      std::snprintf(b, sizeof b, "\n    %s: %.6g", r.params[i].c_str(), r.before[i]);
-      prov << b;
     }
-    prov << "\n";
     auto pct = [](double v) {
       char b[16];
       if (std::isnan(v)) return std::string("-");
@@ -623,7 +609,7 @@ int cmd_calibrate_fit(const std::vector<std::string>& args) {
     } else if (vm.count("write")) {
       const std::string file =
           (std::filesystem::path(catalog.dir()) / "engines" / (id + ".yaml")).string();
-      validation::write_fit(file, r, prov.str());
+      validation::write_fit(file, r, validation::fit_provenance(r, today_utc()));
       std::cout << "  wrote " << file << "\n";
     }
   }

@@ -291,6 +291,26 @@ FitResult fit_engine(const std::vector<std::string>& files, const hw::Catalog& c
   return r;
 }
 
+std::string fit_provenance(const FitResult& r, const std::string& date) {
+  auto r4 = [](double v) { return std::round(v * 1e4) / 1e4; };
+  std::ostringstream prov;
+  prov << "  by: fleetsim calibrate fit\n  date: " << date
+       << "\n  objective: mean |ln(predicted/measured)| over the training cases"
+       << "\n  training_cases: " << r.train_cases << "\n  heldout_cases: " << r.heldout_cases
+       << "\n  training_sources: " << r.sources
+       << "\n  train_median_abs_error: " << r4(r.train_median_after)
+       << "\n  heldout_median_abs_error: " << r4(r.heldout_median_after);
+  if (!std::isnan(r.loso_median)) prov << "\n  loso_median_abs_error: " << r4(r.loso_median);
+  prov << "\n  before:";
+  for (size_t i = 0; i < r.params.size(); ++i) {
+    char b[128];
+    std::snprintf(b, sizeof b, "\n    %s: %.6g", r.params[i].c_str(), r.before[i]);
+    prov << b;
+  }
+  prov << "\n";
+  return prov.str();
+}
+
 void write_fit(const std::string& engine_file, const FitResult& r, const std::string& provenance) {
   std::ifstream in(engine_file);
   if (!in) throw InputError("cannot read the engine file", "check the catalog folder", engine_file);

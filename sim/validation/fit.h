@@ -64,6 +64,10 @@ FitResult fit_engine(const std::vector<std::string>& files, const hw::Catalog& c
                      std::shared_ptr<const hw::CalibrationSet> calibration,
                      const std::string& engine_id, const FitOptions& opt);
 
+/// The `fitted:` block's lines for `r` (indented by two spaces): who, `date`, objective, case
+/// counts, training / held-out / leave-one-source-out errors and `before:`, the priors.
+std::string fit_provenance(const FitResult& r, const std::string& date);
+
 /// Rewrites the fitted parameters and a `fitted:` provenance block in the engine's file
 /// (the values in place, keeping every comment; `fitted:` replaced or appended at the end).
 void write_fit(const std::string& engine_file, const FitResult& r, const std::string& provenance);

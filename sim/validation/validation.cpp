@@ -321,69 +321,37 @@ double optimism(const Case& c) {
 std::vector<GroupStats> group_stats(const std::vector<Case>& cases) {
   std::map<std::string, std::vector<double>> groups, signed_groups;
   std::vector<std::string> order;
-  const Case* current = nullptr;  // the case being added (its signed optimism)
-  auto add_signed = [&](const std::string& g, double e, double opt) {
+  auto add = [&](const std::string& g, const Case& c) {
     if (!groups.count(g)) order.push_back(g);
-    groups[g].push_back(std::fabs(e));
-    signed_groups[g].push_back(opt);
-  };
-  auto add = [&](const std::string& g, double e) {
-    add_signed(g, e, current != nullptr ? optimism(*current) : e);
+    groups[g].push_back(std::fabs(c.error));
+    signed_groups[g].push_back(optimism(c));
   };
   // Collective cases (network model, issue 7) form their own group and stay out of the
   // end-to-end ones, whose baselines they would otherwise move.
   std::vector<Case> e2e;
   for (const auto& c : cases)
     if (c.category != "collective") e2e.push_back(c);
-  for (const auto& c : e2e) {
-    current = &c;
-    add("all", c.error);
-  }
-  for (const char* cat : {"throughput", "ttft", "tpot", "e2e"})
-    for (const auto& c : e2e)
-      if (c.category == cat) {
-        current = &c;
-        add(std::string("category ") + cat, c.error);
-      }
-  for (const char* k : {"dense", "moe"})
-    for (const auto& c : e2e)
-      if (c.model_kind == k) {
-        current = &c;
-        add(std::string("model ") + k, c.error);
-      }
-  std::vector<std::string> fams;
-  for (const auto& c : e2e)
-    if (std::find(fams.begin(), fams.end(), c.gpu_family) == fams.end())
-      fams.push_back(c.gpu_family);
-  std::sort(fams.begin(), fams.end());
-  for (const auto& f : fams)
-    for (const auto& c : e2e)
-      if (c.gpu_family == f) {
-        current = &c;
-        add("gpu " + f, c.error);
-      }
-  std::vector<std::string> engines;
-  for (const auto& c : e2e)
-    if (std::find(engines.begin(), engines.end(), c.engine) == engines.end())
-      engines.push_back(c.engine);
-  std::sort(engines.begin(), engines.end());
-  for (const auto& en : engines)
-    for (const auto& c : e2e)
-      if (c.engine == en) {
-        current = &c;
-        add("engine " + en, c.error);
-      }
-  for (const auto& c : e2e) {
-    current = &c;
-    add(c.gpus == 1 ? "single-GPU" : "multi-GPU", c.error);
-  }
-  for (const auto& c : e2e) {
-    current = &c;
-    add(c.heldout ? "held out" : "tuned on", c.error);
-  }
-  current = nullptr;
+  // One group per value of `key` in `values` order (all values seen, sorted, when empty).
+  auto by = [&](const std::string& prefix, auto key, std::vector<std::string> values) {
+    if (values.empty()) {
+      for (const auto& c : e2e)
+        if (std::find(values.begin(), values.end(), key(c)) == values.end())
+          values.push_back(key(c));
+      std::sort(values.begin(), values.end());
+    }
+    for (const auto& v : values)
+      for (const auto& c : e2e)
+        if (key(c) == v) add(prefix + v, c);
+  };
+  for (const auto& c : e2e) add("all", c);
+  by("category ", [](const Case& c) { return c.category; }, {"throughput", "ttft", "tpot", "e2e"});
+  by("model ", [](const Case& c) { return c.model_kind; }, {"dense", "moe"});
+  by("gpu ", [](const Case& c) { return c.gpu_family; }, {});
+  by("engine ", [](const Case& c) { return c.engine; }, {});
+  for (const auto& c : e2e) add(c.gpus == 1 ? "single-GPU" : "multi-GPU", c);
+  for (const auto& c : e2e) add(c.heldout ? "held out" : "tuned on", c);
   for (const auto& c : cases)
-    if (c.category == "collective") add("category collective", c.error);
+    if (c.category == "collective") add("category collective", c);
   std::vector<GroupStats> out;
   for (const auto& g : order) {
     const auto& v = groups[g];
