@@ -267,8 +267,6 @@ FitResult fit_engine(const std::vector<std::string>& files, const hw::Catalog& c
   const std::vector<Case> held_after =
       evaluate(files_of(held), catalog, calibration, start, r.params, r.after, opt.threads);
   r.heldout_median_after = median_abs(held_after);
-  r.after_cases = train_after;
-  r.after_cases.insert(r.after_cases.end(), held_after.begin(), held_after.end());
 
   std::map<std::string, std::vector<Case>> by_source;
   for (const auto& c : train) by_source[c.source].push_back(c);

@@ -50,9 +50,8 @@ struct FitResult {
   int sources = 0;
   double train_median_before = 0, train_median_after = 0;  ///< median |error|
   double heldout_median_before = 0, heldout_median_after = 0;
-  double loso_median = 0;         ///< median |error| of every training case, predicted
-                                  ///< with the parameters fitted without its source
-  std::vector<Case> after_cases;  ///< the engine's cases with the fitted parameters
+  double loso_median = 0;  ///< median |error| of every training case, predicted
+                           ///< with the parameters fitted without its source
 };
 
 /// The objective over `cases` (mean |ln(pred/meas)|).

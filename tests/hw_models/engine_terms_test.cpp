@@ -145,8 +145,9 @@ TEST(EngineTerms, GroupedGemmOccupancyCurve) {
   expect_rel(find_op(slow, op).time_s, 2 * find_op(base, op).time_s, 1e-9);
   // One decode token, m_half = 64: A = 8·(1 − (6/8)^1) = 2 experts hit, m = 2/2 = 1 row each,
   // so the compute side costs (1 + 64)/1 = 65x: 2·2·3·4096·14336 = 7.05e8 FLOPs → 46 µs at
-  // the 989 TFLOP/s peak (66 µs at 0.7 of it), still under the weight read of 2 experts,
-  // 2·3·4096·14336·2 B = 704.6 MB → 263 µs at 3.35 TB/s · 0.8: memory-bound, unchanged.
+  // the 989 TFLOP/s peak (58 µs at the catalog's 794.5/989 = 0.80), still under the weight
+  // read of 2 experts, 2·3·4096·14336·2 B = 704.6 MB → 237 µs at the measured 2.97 TB/s:
+  // memory-bound, unchanged.
   d.eff.moe_half_tokens = 64;
   const auto one = explain_step(d, decode(1, 10));
   d.eff.moe_half_tokens = 0;
