@@ -73,6 +73,7 @@ json resolved_scenario(const scenario::Scenario& sc) {
                   {"router", sc.router},
                   {"policy", sc.policy},
                   {"chunked_prefill", sc.vllm.chunked_prefill},
+                  {"split_prompts", sc.vllm.split_prompts},
                   {"block_tokens", sc.vllm.block_tokens},
                   {"max_num_seqs", sc.vllm.max_num_seqs},
                   {"max_batched_tokens", sc.vllm.max_batched_tokens},
@@ -187,7 +188,8 @@ std::string serving_setup(const scenario::Scenario& sc) {
   o << sc.model.name << " on " << sc.replicas << " × " << sc.par.gpus() << " × " << sc.gpu.name
     << ", " << sc.policy
     << (sc.policy != "vllm"       ? ""
-        : sc.vllm.chunked_prefill ? " (chunked prefill)"
+        : sc.vllm.chunked_prefill ? (sc.vllm.split_prompts ? " (chunked prefill)"
+                                                            : " (whole prompts with decodes)")
                                   : " (prefill-first)")
     << ", router " << sc.router;
   return o.str();

@@ -447,7 +447,9 @@ int cmd_list(const std::vector<std::string>& args) {
             "%-10s %-42s %s, budget %lld tokens, overhead %s/iteration + %s/sequence, kernels "
             "x%.2f%s%s\n",
             id.c_str(), e.name.substr(0, 42).c_str(),
-            e.chunked_prefill ? "chunked prefill" : "prefill-first",
+            !e.chunked_prefill ? "prefill-first"
+            : e.split_prompts  ? "chunked prefill"
+                               : "whole prompts with decodes",
             static_cast<long long>(e.max_batched_tokens),
             units::format(e.iteration_overhead_s, units::Dim::kTime).c_str(),
             units::format(e.per_sequence_overhead_s, units::Dim::kTime).c_str(),
@@ -490,8 +492,11 @@ int cmd_validate(const std::vector<std::string>& args) {
       "update-baseline",
       "write the current errors as the baseline (DIR/baseline.json) and the error bands "
       "(DIR/error_bands.json)")("catalog", po::value<std::string>(), "catalog folder")(
-      "calibration", po::value<std::string>(), "calibration folder, or 'none'")("help,h",
-                                                                                "show this help");
+      "calibration", po::value<std::string>(), "calibration folder, or 'none'")(
+      "explain", po::value<std::string>(),
+      "for each case whose file name contains this text: the case's result and where the time "
+      "of its iteration goes (simulated cases: their representative iterations)")("help,h",
+                                                                                  "show this help");
   po::positional_options_description pos;
   pos.add("dir", 1);
   po::variables_map vm;
@@ -504,6 +509,28 @@ int cmd_validate(const std::vector<std::string>& args) {
   const std::string dir =
       vm.count("dir") ? vm["dir"].as<std::string>() : std::string(FLEETSIM_VALIDATION_DIR);
   const hw::Catalog catalog = load_catalog(vm);
+  if (vm.count("explain")) {
+    const std::string want = vm["explain"].as<std::string>();
+    const auto calibration = load_calibration(vm, catalog);
+    int shown = 0;
+    for (const std::string& f : validation::case_files(dir)) {
+      if (std::filesystem::path(f).filename().string().find(want) == std::string::npos) continue;
+      validation::CaseSetup setup;
+      const validation::Case c = validation::run_case(f, catalog, calibration, &setup);
+      std::cout << validation::format_report({c}) << "\n";
+      if (setup.step)
+        std::cout << reports::explain_table(*setup.scenario, *setup.step,
+                                            "the case's iteration")
+                  << "\n";
+      else if (setup.scenario)
+        std::cout << reports::explain(*setup.scenario) << "\n";
+      ++shown;
+    }
+    if (shown == 0)
+      throw InputError("no case file name contains '" + want + "'",
+                       "list the folder's files, or give a shorter part of a name", dir);
+    return 0;
+  }
   const auto cases = validation::run_suite(dir, catalog, load_calibration(vm, catalog));
   std::cout << validation::format_report(cases);
   const std::string baseline = (std::filesystem::path(dir) / "baseline.json").string();

@@ -4,9 +4,10 @@
 //
 // What it models:
 //  - a launch runs the grid's blocks one after another; a block's threads are fibers
-//    (ucontext) scheduled cooperatively on the calling thread: __syncthreads is a barrier of
-//    the block's fibers and warp operations a barrier of the warp's 32 lanes; a barrier no
-//    fiber can pass (divergent __syncthreads) is reported as a deadlock instead of hanging;
+//    scheduled cooperatively on the calling thread (switched by emu/fiber_switch.cpp on
+//    x86-64 Linux, by ucontext elsewhere): __syncthreads is a barrier of the block's fibers
+//    and warp operations a barrier of the warp's 32 lanes; a barrier no fiber can pass
+//    (divergent __syncthreads) is reported as a deadlock instead of hanging;
 //  - shared memory is per block and starts filled with 0xFF (NaN as bf16/float), so a read
 //    of shared memory nothing wrote spoils the result;
 //  - cp.async copies land either at the cp.async.wait_group that must complete them (the
@@ -59,6 +60,7 @@
 #endif
 #endif
 #if defined(FK_EMU_ASAN)
+#include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #endif
 
@@ -163,6 +165,13 @@ inline unsigned long long global_ns() {
 
 // ---- fibers and synchronisation -----------------------------------------------------------
 
+#if defined(__x86_64__) && defined(__linux__)
+#define FK_EMU_FAST_SWITCH 1
+/// emu/fiber_switch.cpp: stores the current stack pointer in *save and resumes the fiber
+/// whose stack pointer is `to` (callee-saved registers, MXCSR and x87 control word kept).
+extern "C" void fk_emu_switch(void** save, void* to);
+#endif
+
 /// Runs one block's threads as fibers on the calling thread.
 class Scheduler {
  public:
@@ -170,7 +179,11 @@ class Scheduler {
 
   enum class State { kRunnable, kWaiting, kDone };
   struct Fiber {
+#if defined(FK_EMU_FAST_SWITCH)
+    void* sp = nullptr;  // saved stack pointer while the fiber is switched out
+#else
     ucontext_t ctx{};
+#endif
     std::unique_ptr<char[]> stack;
     State state = State::kRunnable;
     Thread* th = nullptr;
@@ -193,11 +206,29 @@ class Scheduler {
       Fiber& f = fibers_[static_cast<std::size_t>(t)];
       f.state = State::kRunnable;
       f.th = nullptr;
+#if defined(FK_EMU_FAST_SWITCH)
+      // A fresh stack as fk_emu_switch leaves one: MXCSR and x87 control word (their
+      // power-on defaults), six zeroed registers, then trampoline as the return address,
+      // entered with the stack aligned as after a call (rsp % 16 == 8).
+#if defined(FK_EMU_ASAN)
+      // Frames of the fiber's last run (its redzones) are still poisoned: a new run starts
+      // on a clean stack (swapcontext's interceptor did this for the ucontext switch).
+      __asan_unpoison_memory_region(f.stack.get(), kStack);
+#endif
+      auto top = reinterpret_cast<std::uintptr_t>(f.stack.get() + kStack) & ~std::uintptr_t{15};
+      auto* slot = reinterpret_cast<std::uint64_t*>(top);
+      *--slot = 0;  // trampoline's own return address: it never returns
+      *--slot = reinterpret_cast<std::uint64_t>(&Scheduler::trampoline);
+      for (int r = 0; r < 6; ++r) *--slot = 0;
+      *--slot = 0x1F80ull | (0x037Full << 32);  // MXCSR at (rsp), x87 control word at 4(rsp)
+      f.sp = slot;
+#else
       getcontext(&f.ctx);
       f.ctx.uc_stack.ss_sp = f.stack.get();
       f.ctx.uc_stack.ss_size = kStack;
       f.ctx.uc_link = nullptr;
       makecontext(&f.ctx, &Scheduler::trampoline, 0);
+#endif
     }
     int next = 0;
     for (;;) {
@@ -275,7 +306,11 @@ class Scheduler {
     void* fake = nullptr;
     __sanitizer_start_switch_fiber(&fake, f.stack.get(), kStack);
 #endif
+#if defined(FK_EMU_FAST_SWITCH)
+    fk_emu_switch(&main_sp_, f.sp);
+#else
     swapcontext(&main_, &f.ctx);
+#endif
 #if defined(FK_EMU_ASAN)
     __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
 #endif
@@ -289,14 +324,22 @@ class Scheduler {
 #else
     (void)dying;
 #endif
+#if defined(FK_EMU_FAST_SWITCH)
+    fk_emu_switch(&f.sp, main_sp_);
+#else
     swapcontext(&f.ctx, &main_);
+#endif
 #if defined(FK_EMU_ASAN)
     __sanitizer_finish_switch_fiber(fake, &main_bottom_, &main_size_);
 #endif
   }
 
   std::vector<Fiber> fibers_;
+#if defined(FK_EMU_FAST_SWITCH)
+  void* main_sp_ = nullptr;
+#else
   ucontext_t main_{};
+#endif
   Block* blk_ = nullptr;
   std::function<void(int)> body_;
   int current_ = 0;

@@ -591,6 +591,15 @@ Scenario load_map(yaml::Map root, const std::string& file,
     if (sc.policy == "sarathi" && !sc.vllm.chunked_prefill)
       sv.fail("chunked_prefill", "the sarathi policy is chunked prefill",
               "drop chunked_prefill, or use policy: vllm for prefill-first");
+    // Whole or split prompts in a chunked iteration: the engine's way unless the file says.
+    sc.vllm.split_prompts =
+        sv.boolean_or("split_prompts", sc.policy == "sarathi" || sc.engine.split_prompts);
+    if (sv.has("split_prompts") && !sc.vllm.chunked_prefill)
+      sv.fail("split_prompts", "split_prompts applies to chunked prefill only",
+              "set chunked_prefill: true, or remove split_prompts");
+    if (sc.policy == "sarathi" && !sc.vllm.split_prompts)
+      sv.fail("split_prompts", "the sarathi policy splits prompts into chunks",
+              "use policy: vllm with chunked_prefill: true for whole prompts with decodes");
     sc.vllm.block_tokens = static_cast<int>(sv.integer_or("block_tokens", 1, 1024, 16));
     sc.vllm.max_num_seqs = sv.integer_or("max_num_seqs", 1, 65536, sc.engine.max_num_seqs);
     sc.vllm.max_batched_tokens =

@@ -20,6 +20,9 @@ const std::vector<PolicyInfo>& policies() {
         {"block_tokens", "integer", "16", "tokens", "KV block size (vLLM --block-size)"},
         {"chunked_prefill", "bool", "false", "",
          "decodes first, then prompt chunks in the token budget (Sarathi-Serve)"},
+        {"split_prompts", "bool", "the engine's", "",
+         "with chunked_prefill: split a prompt across iterations (false: whole prompts, as "
+         "TensorRT-LLM without chunked context)"},
         {"prefix_caching", "bool", "false", "",
          "keep prompt prefix blocks by content hash, evict least recently used (needs a trace "
          "with prefix hashes)"},

@@ -340,8 +340,9 @@ bool Vllm::can_admit(const Seq& s, int64_t free_blocks, int64_t batch_tokens) co
   if (!adapter_ready(s.spec.adapter)) return false;
   const Lookup l = lookup(s);
   if (l.need_blocks + l.load_blocks > free_blocks + l.evictable_blocks) return false;
-  if (!cfg_.chunked_prefill) {
-    // Whole prompts only; a recompute longer than the budget may run alone.
+  if (!cfg_.chunked_prefill || !cfg_.split_prompts) {
+    // Whole prompts only; the first prompt of an iteration may exceed the budget (a
+    // recompute, or with chunked prefill any prompt, that the budget cannot hold).
     const int64_t compute = s.target - l.hits * cfg_.prefix_block_tokens;
     if (batch_tokens > 0 && batch_tokens + compute > cfg_.max_batched_tokens) return false;
   }
@@ -405,18 +406,25 @@ void Vllm::schedule_next(SimTime now) {
   const int64_t n = static_cast<int64_t>(decoding_.size());
   const int64_t decode_blocks = n > 0 ? decode_blocks_needed(decode_iter_, 1) : 0;
   int64_t budget = cfg_.max_batched_tokens - n;
+  // A prompt's chunk: what is left of it, cut to the budget unless prompts run whole.
+  const auto chunk = [&](const Seq& s) {
+    const int64_t left = s.target - s.prefilled;
+    return static_cast<int32_t>(cfg_.split_prompts ? std::min<int64_t>(left, budget) : left);
+  };
   for (uint32_t slot : prefilling_) {
     if (budget <= 0) break;
-    const Seq& s = seqs_[slot];
-    const int32_t c = static_cast<int32_t>(std::min<int64_t>(s.target - s.prefilled, budget));
+    const int32_t c = chunk(seqs_[slot]);
     seg_chunks_.push_back({slot, c});
     budget -= c;
   }
   uint32_t slot = 0;
-  while (budget > 0 && next_admissible(cfg_.kv_blocks - used_blocks_ - decode_blocks, 0, &slot)) {
+  // Whole prompts: can_admit checks the tokens already in the iteration once a prompt is in.
+  const auto taken = [&] { return seg_chunks_.empty() ? 0 : cfg_.max_batched_tokens - budget; };
+  while (budget > 0 &&
+         next_admissible(cfg_.kv_blocks - used_blocks_ - decode_blocks, taken(), &slot)) {
     Seq& head = seqs_[slot];
     admit(slot, now, decode_blocks);
-    const int32_t c = static_cast<int32_t>(std::min<int64_t>(head.target - head.prefilled, budget));
+    const int32_t c = chunk(head);
     seg_chunks_.push_back({slot, c});
     budget -= c;
   }

@@ -10,7 +10,10 @@
 //   prefill-only and running decodes wait (vLLM v0 without chunked prefill).
 // - Chunked prefill (`chunked_prefill: true`, vLLM's enable_chunked_prefill / Sarathi-Serve
 //   style): every iteration runs all decodes first, then fills the rest of the token
-//   budget with prompt chunks, in-progress prompts before new ones.
+//   budget with prompt chunks, in-progress prompts before new ones. With
+//   `split_prompts: false` the budget takes whole prompts only (the first one of an
+//   iteration even if it alone exceeds the budget), as TensorRT-LLM's in-flight batching
+//   does without chunked context.
 // - Preemption by recompute: when a decode step needs a block and none is free, the most
 //   recently arrived running request is evicted (its blocks freed) and put back at the
 //   head of the queue; on readmission it prefills prompt + tokens generated so far.
@@ -52,6 +55,11 @@ struct VllmConfig {
   int64_t max_num_seqs = 256;
   int64_t max_batched_tokens = 8192;
   bool chunked_prefill = false;
+  /// With chunked prefill: a prompt may be split across iterations (vLLM, SGLang). When
+  /// false, whole prompts join the decodes in the token budget and only the first prompt of
+  /// an iteration may exceed it (TensorRT-LLM in-flight batching without
+  /// enable_chunked_context).
+  bool split_prompts = true;
   bool fast_forward = true;
   int64_t max_context_tokens = 0;   ///< the model's context window (0: unlimited)
   bool prefix_caching = false;

@@ -72,7 +72,7 @@ std::string family_of(const hw::GpuSpec& g) { return gpu_family(g); }
 
 // One iteration of the performance model.
 double predict_step(yaml::Map step, Case& c, const hw::Catalog& catalog,
-                    std::shared_ptr<const hw::CalibrationSet> calibration) {
+                    std::shared_ptr<const hw::CalibrationSet> calibration, CaseSetup* setup) {
   scenario::Scenario sc;
   sc.engine = catalog.engine(c.engine);
   const std::string model_id = step.str("model");
@@ -114,6 +114,10 @@ double predict_step(yaml::Map step, Case& c, const hw::Catalog& catalog,
     throw step.locate("hardware", InputError(e.message() + " [memory fit]", e.hint()));
   }
   const double t = hw::estimate_step(sc.dep, b).total_s();
+  if (setup) {
+    setup->scenario = sc;
+    setup->step = b;
+  }
   c.engine = sc.engine.id;  // the profile that ran (an AMD GPU runs the ROCm build's)
   c.model = sc.model.id;
   c.gpu = sc.gpu.id;
@@ -127,7 +131,8 @@ double predict_step(yaml::Map step, Case& c, const hw::Catalog& catalog,
 
 double predict_simulation(yaml::Map scen, const std::string& file, Case& c,
                           const hw::Catalog& catalog,
-                          std::shared_ptr<const hw::CalibrationSet> calibration) {
+                          std::shared_ptr<const hw::CalibrationSet> calibration,
+                          CaseSetup* setup) {
   // The case's engine is the scenario's, unless the scenario names one itself.
   {
     YAML::Node root = scen.node();
@@ -135,6 +140,7 @@ double predict_simulation(yaml::Map scen, const std::string& file, Case& c,
   }
   const scenario::Scenario sc =
       scenario::load_map(scen, file, {}, std::nullopt, catalog, std::move(calibration));
+  if (setup) setup->scenario = sc;
   const RunResult r = run_in_own_process(sc);  // cases run on threads; SimGrid: its own process
   const metrics::Summary& s = r.summary;
   c.engine = sc.engine.id;
@@ -226,7 +232,7 @@ double median(std::vector<double> v) { return quantile(std::move(v), 0.5); }
 }  // namespace
 
 Case run_case(const std::string& file, const hw::Catalog& catalog,
-              std::shared_ptr<const hw::CalibrationSet> calibration) {
+              std::shared_ptr<const hw::CalibrationSet> calibration, CaseSetup* setup) {
   yaml::Map m = yaml::load_file(file);
   Case c;
   c.file = file;
@@ -260,11 +266,11 @@ Case run_case(const std::string& file, const hw::Catalog& catalog,
   c.measured = m.number("measured", 1e-12, 1e15);
   const bool per_gpu = m.choice_or("normalize", {"none", "per_gpu"}, "none") == "per_gpu";
   if (c.setup == "step") {
-    c.predicted = predict_step(m.map("step"), c, catalog, calibration);
+    c.predicted = predict_step(m.map("step"), c, catalog, calibration, setup);
   } else if (c.setup == "collective") {
     c.predicted = predict_collective(m.map("collective"), c, catalog);
   } else {
-    c.predicted = predict_simulation(m.map("scenario"), file, c, catalog, calibration);
+    c.predicted = predict_simulation(m.map("scenario"), file, c, catalog, calibration, setup);
   }
   if (per_gpu) {
     if (c.unit == "s") m.fail("normalize", "per_gpu applies to throughput metrics only", "");

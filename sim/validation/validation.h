@@ -3,11 +3,14 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "hw_models/calibration.h"
 #include "hw_models/catalog.h"
+#include "hw_models/perf_model.h"
+#include "sim/scenario/scenario.h"
 
 namespace fleetsim::validation {
 
@@ -32,9 +35,15 @@ struct Case {
 /// InputError naming the file, line and field.
 std::vector<Case> run_suite(const std::string& dir, const hw::Catalog& catalog,
                             std::shared_ptr<const hw::CalibrationSet> calibration);
-/// One case file.
+/// What a case ran, for `validate --explain`: its scenario, and for a step case the one
+/// iteration it timed.
+struct CaseSetup {
+  std::optional<scenario::Scenario> scenario;
+  std::optional<hw::BatchShape> step;
+};
+/// One case file (and, if `setup` is given, what it ran).
 Case run_case(const std::string& file, const hw::Catalog& catalog,
-              std::shared_ptr<const hw::CalibrationSet> calibration);
+              std::shared_ptr<const hw::CalibrationSet> calibration, CaseSetup* setup = nullptr);
 /// The case files of a folder, sorted.
 std::vector<std::string> case_files(const std::string& dir);
 /// Runs `files` on `threads` threads (results in file order, identical for any count).

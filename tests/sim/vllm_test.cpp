@@ -125,6 +125,29 @@ TEST(Vllm, ChunkedPrefillSharesIterationsWithDecodes) {
   }
 }
 
+TEST(Vllm, WholePromptsJoinTheDecodesWithoutSplitting) {
+  const StepModel steps = simple_steps(8, 10);
+  // TensorRT-LLM-style in-flight batching: budget 64, whole prompts only.
+  // A (t=0, 100 prompt, 2 output): the first prompt of an iteration may exceed the budget,
+  //   so A prefills whole, 0..100 ms → A's first token at 100.
+  // B (t=10, 30 prompt, 1 output) and C (t=20, 40 prompt, 1 output) wait. At 100 the
+  //   iteration holds A's decode (1 token) and B's whole prompt (1 + 30 = 31 ≤ 64); C's 40
+  //   would make 71 > 64, so C waits (split prompts would have taken 33 of C's tokens):
+  //   30 ms + 10 ms = 40 ms, 100..140. A done at 140 (2nd token), B done at 140 (TTFT 130).
+  // At 140 only C is left: its whole prompt, 140..180 → C done at 180 (TTFT 160).
+  for (bool ff : {true, false}) {
+    VllmConfig cfg = config(true, 64, 1000);
+    cfg.split_prompts = false;
+    cfg.fast_forward = ff;
+    RunLog r =
+        simulate(steps, cfg, {req(0, 0, 100, 2), req(1, 10 * kMs, 30, 1), req(2, 20 * kMs, 40, 1)});
+    EXPECT_EQ(r.log.out[0], (Outcome{0, 100 * kMs, 140 * kMs, 0}));
+    EXPECT_EQ(r.log.out[1], (Outcome{100 * kMs, 140 * kMs, 140 * kMs, 0}));
+    EXPECT_EQ(r.log.out[2], (Outcome{140 * kMs, 180 * kMs, 180 * kMs, 0}));
+    EXPECT_EQ(r.iterations, 3);
+  }
+}
+
 TEST(Vllm, PreemptionByRecompute) {
   const StepModel steps = simple_steps(8, 10);
   // 3 KV blocks of 4 tokens. A and B (t=0, 4 prompt, 5 output each) are admitted together
@@ -596,6 +619,7 @@ TEST(Vllm, FastPathMatchesSteppingOnRandomScenarios) {
     cfg.max_num_seqs = max_seqs;
     cfg.max_batched_tokens = budget;
     cfg.chunked_prefill = chunked;
+    cfg.split_prompts = !(chunked && trial % 8 == 3);  // some chunked trials: whole prompts
     cfg.fast_forward = true;
     RunLog fast = simulate(steps, cfg, reqs);
     cfg.fast_forward = false;
