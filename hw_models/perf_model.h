@@ -103,6 +103,13 @@ struct Parallelism {
   int pp = 1;                    ///< pipeline stages
   int dp_attention = 1;          ///< attention data-parallel groups (DeepSeek-style DP attention)
   bool expert_parallel = false;  ///< MoE experts whole on GPUs (EP over tp·dp_attention)
+  /// Expert-parallel load balancing (EPLB, DeepSeek-V3 report §3.4): this many replicas of
+  /// hot experts on top of the model's experts, placed from routing statistics (0: none).
+  int redundant_experts = 0;
+  /// Two-batch overlap (SGLang --enable-two-batch-overlap; DeepSeek's inference system):
+  /// the iteration runs as two micro-batches so that one's EP all-to-all overlaps the
+  /// other's compute.
+  bool two_batch_overlap = false;
   int gpus_per_stage() const { return tp * dp_attention; }
   int gpus() const { return tp * dp_attention * pp; }
 };
@@ -203,8 +210,9 @@ struct StepBreakdown {
   double communication_s = 0;  ///< TP all-reduce, EP all-to-all, pipeline hand-off
   double offload_s = 0;        ///< host-memory weights: transfer or host compute
   double overhead_s = 0;       ///< scheduler and launch cost per iteration
+  double overlap_s = 0;        ///< <= 0: EP all-to-all hidden by two-batch overlap
   double total_s() const {
-    return gemm_s + attention_s + moe_s + communication_s + offload_s + overhead_s;
+    return gemm_s + attention_s + moe_s + communication_s + offload_s + overhead_s + overlap_s;
   }
 };
 

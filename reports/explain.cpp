@@ -62,10 +62,12 @@ std::string explain_table(const scenario::Scenario& sc, const hw::BatchShape& b,
   }
   const std::pair<const char*, double> cats[] = {
       {"gemm", s.gemm_s},   {"attention", s.attention_s}, {"moe", s.moe_s},
-      {"communication", s.communication_s}, {"offload", s.offload_s}, {"overhead", s.overhead_s}};
+      {"communication", s.communication_s}, {"offload", s.offload_s}, {"overhead", s.overhead_s},
+      {"overlap", s.overlap_s}};
   o << "  totals:";
   for (const auto& [name, t] : cats)
     if (t > 0) o << " " << name << " " << format(t, Dim::kTime);
+    else if (t < 0) o << " " << name << " -" << format(-t, Dim::kTime);
   o << "; iteration " << format(total, Dim::kTime) << "\n";
   return o.str();
 }

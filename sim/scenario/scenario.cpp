@@ -140,6 +140,11 @@ void load_deployment(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
   sc.par.pp = static_cast<int>(hw.integer_or("pp", 1, 1024, 1));
   sc.par.dp_attention = static_cast<int>(hw.integer_or("dp_attention", 1, 1024, 1));
   sc.par.expert_parallel = hw.boolean_or("expert_parallel", false);
+  sc.par.redundant_experts = static_cast<int>(hw.integer_or("redundant_experts", 0, 1 << 16, 0));
+  sc.par.two_batch_overlap = hw.boolean_or("two_batch_overlap", false);
+  for (const char* k : {"redundant_experts", "two_batch_overlap"})
+    if (hw.has(k) && !sc.par.expert_parallel)
+      hw.fail(k, std::string(k) + " applies to expert parallelism", "set expert_parallel: true");
   if (sc.model.heads % sc.par.tp != 0)
     hw.fail("tp",
             "tensor parallelism " + std::to_string(sc.par.tp) + " does not divide the " +
@@ -160,6 +165,14 @@ void load_deployment(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
                 "dp_attention = " +
                 std::to_string(sc.par.gpus_per_stage()) + " GPUs",
             "use a GPU count per stage that divides the expert count");
+  if (sc.par.redundant_experts > 0 &&
+      (sc.model.moe->experts + sc.par.redundant_experts) % sc.par.gpus_per_stage() != 0)
+    hw.fail("redundant_experts",
+            std::to_string(sc.model.moe->experts) + " experts + " +
+                std::to_string(sc.par.redundant_experts) +
+                " redundant ones do not split evenly over " +
+                std::to_string(sc.par.gpus_per_stage()) + " GPUs",
+            "use a multiple of the GPU count, e.g. " + std::to_string(sc.par.gpus_per_stage()));
   hw.finish();
 
   // Precision. FP8 weights on a GPU with FP8 units default to FP8 activations (W8A8, as
