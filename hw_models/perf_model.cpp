@@ -477,8 +477,8 @@ StepBreakdown Calc::run(const BatchShape& b) {
           const double hidden = 0.5 * std::min(c, m);
           s.overlap_s -= hidden;
           if (ops_ != nullptr)
-            ops_->push_back(
-                {"overlap", "EP all-to-all hidden by two-batch overlap", 1, 0, 0, -hidden, "overlap"});
+            ops_->push_back({"overlap", "EP all-to-all hidden by two-batch overlap", 1, 0, 0,
+                             -hidden, "overlap"});
         }
       }
     }

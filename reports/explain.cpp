@@ -29,7 +29,8 @@ Representative representative_iterations(const scenario::Scenario& sc) {
   const int64_t prompt = std::max<int64_t>(1, static_cast<int64_t>(r.mean_prompt + 0.5));
   const int64_t chunk = std::min(prompt, sc.vllm.max_batched_tokens);
   r.prefill.prefill_tokens = chunk;
-  r.prefill.prefill_attn_pairs = static_cast<double>(chunk) * (static_cast<double>(chunk) + 1.0) / 2.0;
+  r.prefill.prefill_attn_pairs =
+      static_cast<double>(chunk) * (static_cast<double>(chunk) + 1.0) / 2.0;
   r.prefill.prefill_kv_tokens = chunk;
   r.prefill.logits_tokens = chunk == prompt ? 1 : 0;
   r.decode_seqs = std::min<int64_t>(sc.vllm.max_num_seqs, 32);
@@ -61,13 +62,16 @@ std::string explain_table(const scenario::Scenario& sc, const hw::BatchShape& b,
     o << line;
   }
   const std::pair<const char*, double> cats[] = {
-      {"gemm", s.gemm_s},   {"attention", s.attention_s}, {"moe", s.moe_s},
-      {"communication", s.communication_s}, {"offload", s.offload_s}, {"overhead", s.overhead_s},
+      {"gemm", s.gemm_s},       {"attention", s.attention_s},
+      {"moe", s.moe_s},         {"communication", s.communication_s},
+      {"offload", s.offload_s}, {"overhead", s.overhead_s},
       {"overlap", s.overlap_s}};
   o << "  totals:";
   for (const auto& [name, t] : cats)
-    if (t > 0) o << " " << name << " " << format(t, Dim::kTime);
-    else if (t < 0) o << " " << name << " -" << format(-t, Dim::kTime);
+    if (t > 0)
+      o << " " << name << " " << format(t, Dim::kTime);
+    else if (t < 0)
+      o << " " << name << " -" << format(-t, Dim::kTime);
   o << "; iteration " << format(total, Dim::kTime) << "\n";
   return o.str();
 }
@@ -78,18 +82,19 @@ std::string explain(const scenario::Scenario& sc) {
   char buf[256];
   o << "explain: " << sc.model.id << " on " << sc.par.gpus() << " x " << sc.gpu.id << " (tp "
     << sc.par.tp << ", pp " << sc.par.pp << ", dp_attention " << sc.par.dp_attention
-    << (sc.par.expert_parallel ? ", expert-parallel" : "") << "), weights "
-    << sc.weights_dtype << ", activations " << sc.activations_dtype << ", KV " << sc.kv_dtype
+    << (sc.par.expert_parallel ? ", expert-parallel" : "") << "), weights " << sc.weights_dtype
+    << ", activations " << sc.activations_dtype << ", KV " << sc.kv_dtype
     << "; efficiency: " << sc.efficiency_source << "\n";
   std::snprintf(buf, sizeof buf, "prefill: one chunk of %lld tokens (mean prompt %.0f tokens)",
                 static_cast<long long>(r.prefill.prefill_tokens), r.mean_prompt);
   o << explain_table(sc, r.prefill, buf);
-  std::snprintf(buf, sizeof buf,
-                "decode: %lld sequences at %lld context tokens each (mean prompt + half the mean "
-                "output %.0f)",
-                static_cast<long long>(r.decode_seqs),
-                static_cast<long long>(r.decode.decode_ctx_tokens / std::max<int64_t>(1, r.decode_seqs)),
-                r.mean_output);
+  std::snprintf(
+      buf, sizeof buf,
+      "decode: %lld sequences at %lld context tokens each (mean prompt + half the mean "
+      "output %.0f)",
+      static_cast<long long>(r.decode_seqs),
+      static_cast<long long>(r.decode.decode_ctx_tokens / std::max<int64_t>(1, r.decode_seqs)),
+      r.mean_output);
   o << explain_table(sc, r.decode, buf);
   return o.str();
 }

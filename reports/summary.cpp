@@ -187,10 +187,10 @@ std::string serving_setup(const scenario::Scenario& sc) {
   std::ostringstream o;
   o << sc.model.name << " on " << sc.replicas << " × " << sc.par.gpus() << " × " << sc.gpu.name
     << ", " << sc.policy
-    << (sc.policy != "vllm"       ? ""
-        : sc.vllm.chunked_prefill ? (sc.vllm.split_prompts ? " (chunked prefill)"
-                                                            : " (whole prompts with decodes)")
-                                  : " (prefill-first)")
+    << (sc.policy != "vllm" ? ""
+        : sc.vllm.chunked_prefill
+            ? (sc.vllm.split_prompts ? " (chunked prefill)" : " (whole prompts with decodes)")
+            : " (prefill-first)")
     << ", router " << sc.router;
   return o.str();
 }

@@ -519,8 +519,7 @@ int cmd_validate(const std::vector<std::string>& args) {
       const validation::Case c = validation::run_case(f, catalog, calibration, &setup);
       std::cout << validation::format_report({c}) << "\n";
       if (setup.step)
-        std::cout << reports::explain_table(*setup.scenario, *setup.step,
-                                            "the case's iteration")
+        std::cout << reports::explain_table(*setup.scenario, *setup.step, "the case's iteration")
                   << "\n";
       else if (setup.scenario)
         std::cout << reports::explain(*setup.scenario) << "\n";

@@ -91,15 +91,21 @@ const std::vector<RouterInfo>& routers() {
       {"least-outstanding", "the replica with the fewest waiting + running requests",
        [](const RngStreams&, const RouterParams&) { return std::make_unique<LeastOutstanding>(); }},
       {"random", "a replica uniformly at random (random stream 'router')",
-       [](const RngStreams& rng, const RouterParams&) { return std::make_unique<RandomRouter>(rng); }},
+       [](const RngStreams& rng, const RouterParams&) {
+         return std::make_unique<RandomRouter>(rng);
+       }},
       {"least-kv", "the replica with the lowest KV-cache occupancy",
        [](const RngStreams&, const RouterParams&) { return std::make_unique<LeastKvLoad>(); }},
-      {"power-of-two", "two replicas at random, the one with fewer outstanding requests "
-                       "(Mitzenmacher, IEEE TPDS 2001)",
-       [](const RngStreams& rng, const RouterParams&) { return std::make_unique<PowerOfTwo>(rng); }},
-      {"prefix-aware", "the replica with the longest cached prompt prefix unless it has more "
-                       "than prefix_balance_slack outstanding requests above the least loaded "
-                       "one (SGLang cache-aware router, Mooncake Conductor); needs prefix_caching",
+      {"power-of-two",
+       "two replicas at random, the one with fewer outstanding requests "
+       "(Mitzenmacher, IEEE TPDS 2001)",
+       [](const RngStreams& rng, const RouterParams&) {
+         return std::make_unique<PowerOfTwo>(rng);
+       }},
+      {"prefix-aware",
+       "the replica with the longest cached prompt prefix unless it has more "
+       "than prefix_balance_slack outstanding requests above the least loaded "
+       "one (SGLang cache-aware router, Mooncake Conductor); needs prefix_caching",
        [](const RngStreams&, const RouterParams& p) {
          return std::make_unique<PrefixAware>(p.prefix_balance_slack);
        },

@@ -10,8 +10,7 @@
 namespace fleetsim::serving {
 
 int32_t max_tokens_per_iteration(const VllmConfig& cfg) {
-  return static_cast<int32_t>(
-      std::ceil((cfg.spec_k + 1) / (1 - cfg.forced_token_share) - 1e-9));
+  return static_cast<int32_t>(std::ceil((cfg.spec_k + 1) / (1 - cfg.forced_token_share) - 1e-9));
 }
 
 int32_t tokens_per_iteration(const VllmConfig& cfg, uint64_t id) {
@@ -20,8 +19,8 @@ int32_t tokens_per_iteration(const VllmConfig& cfg, uint64_t id) {
   const double u1 = unit_hash(id, 1), u2 = unit_hash(id, 2);
   double expected = 1;
   if (cfg.spec_k > 0) {
-    const double alpha = std::clamp(
-        cfg.spec_acceptance + cfg.spec_acceptance_spread * (2 * u1 - 1), 0.0, 0.999);
+    const double alpha =
+        std::clamp(cfg.spec_acceptance + cfg.spec_acceptance_spread * (2 * u1 - 1), 0.0, 0.999);
     expected = (1 - std::pow(alpha, cfg.spec_k + 1)) / (1 - alpha);
   }
   expected /= 1 - cfg.forced_token_share;
@@ -29,7 +28,6 @@ int32_t tokens_per_iteration(const VllmConfig& cfg, uint64_t id) {
   const int32_t tau = static_cast<int32_t>(whole) + (u2 < expected - whole ? 1 : 0);
   return std::clamp(tau, 1, max_tokens_per_iteration(cfg));
 }
-
 
 Vllm::Vllm(int index, core::Engine& engine, ServingObserver& observer, const StepModel& steps,
            VllmConfig cfg)
@@ -42,8 +40,9 @@ Vllm::Vllm(int index, core::Engine& engine, ServingObserver& observer, const Ste
   if (cfg_.prefix_caching) {
     if (cfg_.hashes == nullptr || cfg_.prefix_block_tokens < cfg_.block_tokens ||
         cfg_.prefix_block_tokens % cfg_.block_tokens != 0)
-      throw std::logic_error("Vllm: prefix caching needs hashes and a prefix block size that is "
-                             "a multiple of block_tokens");
+      throw std::logic_error(
+          "Vllm: prefix caching needs hashes and a prefix block size that is "
+          "a multiple of block_tokens");
     blocks_per_hash_ = cfg_.prefix_block_tokens / cfg_.block_tokens;
     cache_.set_host_capacity(cfg_.prefix_host_entries);
   }
@@ -190,8 +189,8 @@ void Vllm::submit(const workload::RequestSpec& r) {
   s.target = r.prompt_tokens;
   s.tau = tokens_per_iteration(cfg_, r.id);
   // A request that becomes the queue's head may be admitted at the next boundary.
-  const bool queue_was_empty = waiting_.empty() || r.priority > waiting_.front_priority() ||
-                               cfg_.lora_slots > 0;
+  const bool queue_was_empty =
+      waiting_.empty() || r.priority > waiting_.front_priority() || cfg_.lora_slots > 0;
   waiting_.push_back(slot, r.priority);
   ++outstanding_;
 
@@ -218,8 +217,7 @@ void Vllm::queued(bool may_admit, SimTime now) {
       }
       break;
     }
-    default:
-      break;  // seen at the end of the current iteration
+    default: break;  // seen at the end of the current iteration
   }
 }
 
@@ -248,8 +246,8 @@ void Vllm::submit_prefilled(const Handoff& h) {
   s.preemptions = h.preemptions;
   observer_.on_first_token(r, index_, h.first_token_ns);
   // A request that becomes the queue's head may be admitted at the next boundary.
-  const bool queue_was_empty = waiting_.empty() || r.priority > waiting_.front_priority() ||
-                               cfg_.lora_slots > 0;
+  const bool queue_was_empty =
+      waiting_.empty() || r.priority > waiting_.front_priority() || cfg_.lora_slots > 0;
   waiting_.push_back(slot, r.priority);
   ++outstanding_;
   queued(queue_was_empty, now);
@@ -372,8 +370,9 @@ void Vllm::admit(uint32_t slot, SimTime now, int64_t keep_free) {
   // prefilling_ stays in arrival order (a readmitted preempted request goes back to its
   // place), so chunks are handed out first come, first served. It is short: at most the
   // prompts in flight within one token budget.
-  const auto at = std::upper_bound(prefilling_.begin(), prefilling_.end(), s.spec.id,
-                                   [&](uint64_t id, uint32_t other) { return id < seqs_[other].spec.id; });
+  const auto at =
+      std::upper_bound(prefilling_.begin(), prefilling_.end(), s.spec.id,
+                       [&](uint64_t id, uint32_t other) { return id < seqs_[other].spec.id; });
   prefilling_.insert(at, slot);
   used_blocks_ += l.need_blocks;
   if (s.scheduled_ns < 0) s.scheduled_ns = now;
@@ -613,8 +612,8 @@ void Vllm::finish_stretch(SimTime now) {
   decode_iter_ += k;
   iterations_ += k;
   last_decode_end_ns_ = now;
-  observer_.on_segment({index_, seg_start_ns_, now, k, 0, k * seg_n_, seg_kv_start_, used_blocks_,
-                        cfg_.kv_blocks});
+  observer_.on_segment(
+      {index_, seg_start_ns_, now, k, 0, k * seg_n_, seg_kv_start_, used_blocks_, cfg_.kv_blocks});
   complete_due(now);
 }
 
@@ -802,7 +801,8 @@ void Vllm::check_invariants() const {
   for (uint32_t slot : prefilling_) ++using_adapter[seqs_[slot].spec.adapter];
   if (cfg_.lora_slots > 0) {
     for (const auto& [id, a] : adapters_)
-      if (a.running != (using_adapter.count(id) ? using_adapter[id] : 0)) fail("adapter use drifted");
+      if (a.running != (using_adapter.count(id) ? using_adapter[id] : 0))
+        fail("adapter use drifted");
     if (static_cast<int>(adapters_.size()) > cfg_.lora_slots) fail("more adapters than slots");
   }
   int64_t host = 0;
@@ -810,7 +810,8 @@ void Vllm::check_invariants() const {
   if (host != host_used_blocks_) fail("host (swap) blocks drifted");
   if (host_used_blocks_ > cfg_.host_blocks && cfg_.swap) fail("host swap space over capacity");
   if (phases != phase_count_) fail("block phase counts drifted");
-  if (outstanding_ != static_cast<int64_t>(waiting_.size()) + running()) fail("requests not conserved");
+  if (outstanding_ != static_cast<int64_t>(waiting_.size()) + running())
+    fail("requests not conserved");
   if (running() > cfg_.max_num_seqs) fail("more running sequences than max_num_seqs");
 }
 

@@ -35,8 +35,8 @@
 // per-request results (tested).
 #pragma once
 
-#include <cstdint>
 #include <array>
+#include <cstdint>
 #include <deque>
 #include <iterator>
 #include <list>
@@ -51,7 +51,7 @@ namespace fleetsim::serving {
 
 struct VllmConfig {
   int block_tokens = 16;
-  int64_t kv_blocks = 0;            ///< KV-cache capacity of the replica, in blocks
+  int64_t kv_blocks = 0;  ///< KV-cache capacity of the replica, in blocks
   int64_t max_num_seqs = 256;
   int64_t max_batched_tokens = 8192;
   bool chunked_prefill = false;
@@ -61,9 +61,9 @@ struct VllmConfig {
   /// enable_chunked_context).
   bool split_prompts = true;
   bool fast_forward = true;
-  int64_t max_context_tokens = 0;   ///< the model's context window (0: unlimited)
+  int64_t max_context_tokens = 0;  ///< the model's context window (0: unlimited)
   bool prefix_caching = false;
-  int prefix_block_tokens = 0;      ///< tokens per prefix hash (a multiple of block_tokens)
+  int prefix_block_tokens = 0;  ///< tokens per prefix hash (a multiple of block_tokens)
   const std::vector<uint64_t>* hashes = nullptr;  ///< the trace's hashes (RequestSpec ranges)
   /// Prefill/decode disaggregation (DistServe, Splitwise): a `prefill` replica hands each
   /// request over when its prompt is done (on_prefill_done) and frees its KV; a `decode`
@@ -213,20 +213,20 @@ class Vllm final : public Replica {
   struct Seq {
     workload::RequestSpec spec;
     State state = State::kFree;
-    uint32_t gen = 0;            // bumped on reuse and on leaving decode (heap validity)
-    int32_t generated = 0;       // tokens emitted, as of joining decode (lazy afterwards)
-    int32_t target = 0;          // prefill tokens for the current admission
-    int32_t prefilled = 0;       // of target
-    int64_t join_iter = 0;       // decode_iter_ when it joined decode
-    int32_t ctx_at_join = 0;     // KV tokens when it joined decode
-    int64_t finish_iter = 0;     // decode_iter_ value at which it is complete
-    uint32_t pos = 0;            // index in decoding_ (while decoding)
-    bool in_joined = false;      // in joined_ (joined decode since the last decode iteration)
+    uint32_t gen = 0;         // bumped on reuse and on leaving decode (heap validity)
+    int32_t generated = 0;    // tokens emitted, as of joining decode (lazy afterwards)
+    int32_t target = 0;       // prefill tokens for the current admission
+    int32_t prefilled = 0;    // of target
+    int64_t join_iter = 0;    // decode_iter_ when it joined decode
+    int32_t ctx_at_join = 0;  // KV tokens when it joined decode
+    int64_t finish_iter = 0;  // decode_iter_ value at which it is complete
+    uint32_t pos = 0;         // index in decoding_ (while decoding)
+    bool in_joined = false;   // in joined_ (joined decode since the last decode iteration)
     int32_t preemptions = 0;
-    int32_t pinned = 0;          // prefix-cache entries this sequence holds a reference to
-    int32_t tau = 1;             // tokens per decode iteration (speculative decoding)
+    int32_t pinned = 0;                // prefix-cache entries this sequence holds a reference to
+    int32_t tau = 1;                   // tokens per decode iteration (speculative decoding)
     bool prefilled_elsewhere = false;  // has its KV (handed over, or swapped): join decode directly
-    int32_t swapped_blocks = 0;  // KV blocks held in host memory while swapped out
+    int32_t swapped_blocks = 0;        // KV blocks held in host memory while swapped out
     SimTime scheduled_ns = -1, first_token_ns = -1, last_token_ns = -1;
   };
   struct Finish {
@@ -264,7 +264,9 @@ class Vllm final : public Replica {
   bool next_admissible(int64_t free_blocks, int64_t batch_tokens, uint32_t* slot);
   void admit(uint32_t slot, SimTime now, int64_t keep_free);
   void cache_prompt(Seq& s);
-  void admit_prefilled(SimTime now);  // decode pool: handed-over requests join decode       // at prefill end: the prompt's full blocks into the cache
+  void admit_prefilled(
+      SimTime
+          now);  // decode pool: handed-over requests join decode       // at prefill end: the prompt's full blocks into the cache
   void release(Seq& s, int64_t tokens);  // free own blocks for `tokens` of KV, unpin
   const uint64_t* hashes_of(const Seq& s) const { return cfg_.hashes->data() + s.spec.hash_begin; }
   int64_t full_hash_blocks(const Seq& s) const;
@@ -296,7 +298,9 @@ class Vllm final : public Replica {
   // Adds `delta` to the phase counts of the iterations (mod block_tokens) at which s needs
   // a new KV block: those whose τ written positions cross a block boundary.
   void add_phases(const Seq& s, int64_t delta, std::vector<int64_t>& counts) const;
-  int64_t blocks_for(int64_t tokens) const { return (tokens + cfg_.block_tokens - 1) / cfg_.block_tokens; }
+  int64_t blocks_for(int64_t tokens) const {
+    return (tokens + cfg_.block_tokens - 1) / cfg_.block_tokens;
+  }
   int phase_of(int64_t join_iter, int32_t ctx) const;
   uint32_t new_slot();
   void free_slot(uint32_t slot);
@@ -305,31 +309,31 @@ class Vllm final : public Replica {
   const StepModel& steps_;
   VllmConfig cfg_;
   PrefixCache cache_;
-  int64_t blocks_per_hash_ = 0;        // KV blocks per prefix-cache entry
+  int64_t blocks_per_hash_ = 0;  // KV blocks per prefix-cache entry
 
   std::vector<Seq> seqs_;
   std::vector<uint32_t> free_slots_;
   WaitQueue waiting_;
-  std::vector<uint32_t> prefilling_;   // admitted, prompt not yet fully computed; arrival order
+  std::vector<uint32_t> prefilling_;  // admitted, prompt not yet fully computed; arrival order
   std::vector<uint32_t> decoding_;
   std::vector<Finish> finish_heap_;
-  std::vector<int64_t> phase_count_;   // decoding seqs needing a block when d % bs == phase
-  std::vector<uint32_t> joined_;       // slots that joined decode since the last decode iteration
-  int64_t ctx_offset_sum_ = 0;         // Σ (ctx_at_join - τ·join_iter) over decoding seqs
-  int64_t tau_sum_ = 0;                // Σ τ over decoding seqs: context growth per iteration
+  std::vector<int64_t> phase_count_;  // decoding seqs needing a block when d % bs == phase
+  std::vector<uint32_t> joined_;      // slots that joined decode since the last decode iteration
+  int64_t ctx_offset_sum_ = 0;        // Σ (ctx_at_join - τ·join_iter) over decoding seqs
+  int64_t tau_sum_ = 0;               // Σ τ over decoding seqs: context growth per iteration
   int64_t used_blocks_ = 0;
   int64_t outstanding_ = 0;
-  int64_t decode_iter_ = 0;            // decode iterations completed
-  int64_t iterations_ = 0;             // all iterations completed
+  int64_t decode_iter_ = 0;  // decode iterations completed
+  int64_t iterations_ = 0;   // all iterations completed
   SimTime last_decode_end_ns_ = 0;
 
   // The segment in progress.
   Segment segment_ = Segment::kNone;
   SimTime seg_start_ns_ = 0, seg_end_ns_ = 0;
   int64_t seg_k_ = 0, seg_n_ = 0, seg_g_ = 0, seg_ctx0_ = 0, seg_kv_start_ = 0;
-  SimTime seg_stall_ns_ = 0;           // swap transfers at the start of the segment
-  SimTime pending_stall_ns_ = 0;       // swap transfers waiting for the next segment
-  int64_t host_used_blocks_ = 0;       // swapped-out KV in host memory
+  SimTime seg_stall_ns_ = 0;      // swap transfers at the start of the segment
+  SimTime pending_stall_ns_ = 0;  // swap transfers waiting for the next segment
+  int64_t host_used_blocks_ = 0;  // swapped-out KV in host memory
   // LoRA adapters resident on the GPU: running requests using each, and recency of the
   // idle ones (front = least recently used).
   struct Adapter {
@@ -343,7 +347,8 @@ class Vllm final : public Replica {
   void acquire_adapter(uint32_t adapter);
   void release_adapter(uint32_t adapter);
   SimTime swap_ns(int64_t blocks) const {
-    return cfg_.swap_latency_ns + static_cast<SimTime>(static_cast<double>(blocks) * cfg_.swap_ns_per_block);
+    return cfg_.swap_latency_ns +
+           static_cast<SimTime>(static_cast<double>(blocks) * cfg_.swap_ns_per_block);
   }
   bool seg_decodes_ = false;
   std::vector<Chunk> seg_chunks_;

@@ -131,8 +131,7 @@ double predict_step(yaml::Map step, Case& c, const hw::Catalog& catalog,
 
 double predict_simulation(yaml::Map scen, const std::string& file, Case& c,
                           const hw::Catalog& catalog,
-                          std::shared_ptr<const hw::CalibrationSet> calibration,
-                          CaseSetup* setup) {
+                          std::shared_ptr<const hw::CalibrationSet> calibration, CaseSetup* setup) {
   // The case's engine is the scenario's, unless the scenario names one itself.
   {
     YAML::Node root = scen.node();

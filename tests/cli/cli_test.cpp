@@ -107,6 +107,21 @@ TEST_F(Cli, BadOverrides) {
                {"--set hardware.gpu", "unknown GPU 'h100'", "h100-sxm"});
   expect_error("check scenarios/chat-service.yaml --set serving.replicas", {"malformed override"});
   expect_error("check nothere.yaml", {"nothere.yaml", "cannot open"});
+  // Fields that only mean something with another one.
+  expect_error("check scenarios/chat-service.yaml --set hardware.redundant_experts=8",
+               {"redundant_experts", "applies to expert parallelism", "expert_parallel: true"});
+  expect_error("check scenarios/chat-service.yaml --set hardware.two_batch_overlap=true",
+               {"two_batch_overlap", "applies to expert parallelism"});
+  expect_error("check scenarios/examples/expert-parallel.yaml --set hardware.redundant_experts=20",
+               {"redundant_experts", "256 experts + 20 redundant ones", "16 GPUs"});
+  expect_error(
+      "check scenarios/chat-service.yaml --set serving.chunked_prefill=false "
+      "--set serving.split_prompts=false",
+      {"split_prompts", "applies to chunked prefill only"});
+  expect_error(
+      "check scenarios/chat-service.yaml --set serving.policy=sarathi "
+      "--set serving.split_prompts=false",
+      {"split_prompts", "sarathi policy splits prompts"});
 }
 
 // ---- runs --------------------------------------------------------------------------------

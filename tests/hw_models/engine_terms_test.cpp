@@ -1,8 +1,8 @@
 // Tests for the serving-engine terms of hw_models/perf_model (issue 16): per-sequence CPU
 // overhead, the CUDA-graph batch limit, kernel and compute efficiency, the MoE grouped-GEMM
 // occupancy curve and efficiency, expert-parallel imbalance from the hottest expert, the
-// fixed all-to-all call cost, GGUF dequantisation bandwidth, sequential pipeline stages and
-// the measured FP4 GEMM rate. Each test changes one term and checks the difference against
+// fixed all-to-all call cost, redundant experts (EPLB), two-batch overlap, GGUF
+// dequantisation bandwidth, sequential pipeline stages and the measured FP4 GEMM rate. Each test changes one term and checks the difference against
 // the formula in perf_model.h, worked out in the comment.
 #include <gtest/gtest.h>
 
@@ -177,6 +177,44 @@ TEST(EngineTerms, HottestExpertSetsTheBusiestGpu) {
     // An explicit floor above it wins.
     d.eff.moe_imbalance = 4.0;
     expect_rel(find_op(explain_step(d, prefill(1024)), op).flops, 4.0 * base);
+  }
+}
+
+TEST(EngineTerms, RedundantExpertsCapTheImbalanceAndAddTheirWeights) {
+  // Mixtral (E = 8 experts, hidden 4096, expert_ffn 14336, 32 MoE layers) on EP 8 with a hot
+  // expert of 3: 3x the balanced routed FLOPs. With R = 8 redundant experts (EPLB) the
+  // busiest rank gets at most 1.11x the mean (TensorRT-LLM blog4 Table 1).
+  const char* op = "routed experts (grouped GEMM, EP)";
+  const double base = find_op(explain_step(mixtral(8, true), prefill(1024)), op).flops;
+  Deployment d = mixtral(8, true, 3.0);
+  const MemoryFit before = fit_memory(d, 0.9, 0, 8192, 16, 1);
+  d.par.redundant_experts = 8;
+  expect_rel(find_op(explain_step(d, prefill(1024)), op).flops, 1.11 * base);
+  // Each GPU holds R/G = 1 more expert per MoE layer: 32 · 3 · 4096 · 14336 parameters
+  // (5,637,144,576) at 2 bytes (BF16) = 11,274,289,152 bytes more weights.
+  const MemoryFit after = fit_memory(d, 0.9, 0, 8192, 16, 1);
+  expect_rel(after.weight_bytes - before.weight_bytes, 11'274'289'152.0, 1e-9);
+  // A model that is balanced already stays balanced (min(1, 1.11) = 1).
+  Deployment flat = mixtral(8, true);
+  flat.par.redundant_experts = 8;
+  expect_rel(find_op(explain_step(flat, prefill(1024)), op).flops, base);
+}
+
+TEST(EngineTerms, TwoBatchOverlapHidesHalfOfTheShorterSide) {
+  // Two micro-batches with compute c and all-to-all m per layer, drained per layer:
+  // 2·max(c, m) + min(c, m) instead of 2c + 2m, so min(C, M)/2 of the iteration's compute C
+  // (gemm + attention + moe) and EP all-to-all M is hidden. The TP all-reduces are not.
+  for (int64_t tokens : {64, 8192}) {  // all-to-all-bound and compute-bound iterations
+    Deployment d = mixtral(8, true);
+    const StepBreakdown base = estimate_step(d, prefill(tokens));
+    const double m =
+        find_op(explain_step(d, prefill(tokens)), "EP dispatch + combine all-to-all").time_s;
+    const double c = base.gemm_s + base.attention_s + base.moe_s;
+    d.par.two_batch_overlap = true;
+    const StepBreakdown tbo = estimate_step(d, prefill(tokens));
+    expect_rel(tbo.overlap_s, -0.5 * std::min(c, m), 1e-12);
+    expect_rel(tbo.total_s(), base.total_s() - 0.5 * std::min(c, m), 1e-12);
+    EXPECT_LT(tbo.total_s(), base.total_s());
   }
 }
 

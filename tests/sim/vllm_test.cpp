@@ -18,12 +18,12 @@ using namespace fleetsim::serving::testing;
 
 namespace {
 
-
 struct Outcome {
   SimTime scheduled = -1, first = -1, done = -1;
   int preemptions = 0;
   bool operator==(const Outcome& o) const {
-    return scheduled == o.scheduled && first == o.first && done == o.done && preemptions == o.preemptions;
+    return scheduled == o.scheduled && first == o.first && done == o.done &&
+           preemptions == o.preemptions;
   }
 };
 
@@ -174,7 +174,8 @@ TEST(Vllm, RejectsRequestsThatCanNeverRun) {
   // 10 + 8 - 1 = 17 KV tokens > 16: never fits the cache.
   // 300-token prompt > 256 batched tokens without chunked prefill.
   // 900 + 200 > 1000 context.
-  RunLog r = simulate(steps, cfg, {req(0, 0, 10, 8), req(1, 0, 300, 1), req(2, 0, 900, 200), req(3, 0, 8, 8)});
+  RunLog r = simulate(steps, cfg,
+                      {req(0, 0, 10, 8), req(1, 0, 300, 1), req(2, 0, 900, 200), req(3, 0, 8, 8)});
   EXPECT_EQ(r.log.rejected, 3);
   EXPECT_EQ(r.log.out.size(), 1u);  // 8 + 8 - 1 = 15 tokens fit
 }
@@ -207,16 +208,18 @@ TEST(Vllm, PrefixHitSkipsCachedPrefillAndEvictsLeastRecentlyUsed) {
       // D (t=300, 20 prompt, hashes [11, 99]): 11 is cached (8 tokens), 99 is not; it needs
       //   blocks_for(20) − 2 = 3 blocks and evicts C's deepest two (23, then 22) to get 4;
       //   computes 12 tokens 300..312. Then 99's entry is added: 11, 21, 99 = 6 blocks.
-      RunLog r = simulate(steps, cfg,
-                          {with_hashes(req(0, 0, 20, 2), 0, 2), with_hashes(req(1, 100 * kMs, 20, 1), 0, 2),
-                           with_hashes(req(2, 200 * kMs, 24, 1), 2, 3),
-                           with_hashes(req(3, 300 * kMs, 20, 1), 5, 2)});
+      RunLog r = simulate(
+          steps, cfg,
+          {with_hashes(req(0, 0, 20, 2), 0, 2), with_hashes(req(1, 100 * kMs, 20, 1), 0, 2),
+           with_hashes(req(2, 200 * kMs, 24, 1), 2, 3),
+           with_hashes(req(3, 300 * kMs, 20, 1), 5, 2)});
       SCOPED_TRACE(std::string(chunked ? "chunked" : "prefill-first") + (ff ? " fast" : " step"));
       EXPECT_EQ(r.log.out[0], (Outcome{0, 20 * kMs, 30 * kMs, 0}));
       EXPECT_EQ(r.log.out[1], (Outcome{100 * kMs, 104 * kMs, 104 * kMs, 0}));
       EXPECT_EQ(r.log.out[2], (Outcome{200 * kMs, 224 * kMs, 224 * kMs, 0}));
       EXPECT_EQ(r.log.out[3], (Outcome{300 * kMs, 312 * kMs, 312 * kMs, 0}));
-      EXPECT_EQ(r.log.lookups, (std::vector<std::pair<int64_t, int64_t>>{{20, 0}, {20, 16}, {24, 0}, {20, 8}}));
+      EXPECT_EQ(r.log.lookups,
+                (std::vector<std::pair<int64_t, int64_t>>{{20, 0}, {20, 16}, {24, 0}, {20, 8}}));
       EXPECT_EQ(r.evictions, 3);
       EXPECT_EQ(r.cache_entries, 3);
     }
@@ -232,23 +235,22 @@ TEST(PrefixCache, MatchPinUnpinAndEvictionOrder) {
   EXPECT_TRUE(c.insert_pinned(3));
   EXPECT_FALSE(c.insert_pinned(1));  // already there: a second reference
   EXPECT_EQ(c.match(a, 3), 3);
-  EXPECT_EQ(c.match(b, 3), 2);       // diverges at the third block
+  EXPECT_EQ(c.match(b, 3), 2);  // diverges at the third block
   EXPECT_EQ(c.evictable(), 0);
-  EXPECT_FALSE(c.evict_one());        // everything is referenced
-  c.unpin(a, 3);                      // 1 still has one reference
+  EXPECT_FALSE(c.evict_one());  // everything is referenced
+  c.unpin(a, 3);                // 1 still has one reference
   EXPECT_EQ(c.refs(1), 1);
   EXPECT_EQ(c.evictable(), 2);
-  EXPECT_TRUE(c.evict_one());         // the deepest first: 3
+  EXPECT_TRUE(c.evict_one());  // the deepest first: 3
   EXPECT_EQ(c.match(a, 3), 2);
   const uint64_t one[] = {1};
   c.unpin(one, 1);
-  EXPECT_TRUE(c.evict_one());         // then 2 (queued before 1)
+  EXPECT_TRUE(c.evict_one());  // then 2 (queued before 1)
   EXPECT_TRUE(c.evict_one());
   EXPECT_FALSE(c.evict_one());
   EXPECT_EQ(c.entries(), 0);
   EXPECT_EQ(c.evictions(), 3);
 }
-
 
 // Prefill/decode disaggregation: a prefill replica hands requests over; the test moves the
 // KV cache to the decode replica after a fixed 5 ms transfer.
@@ -308,7 +310,6 @@ TEST(Vllm, DisaggregatedPrefillHandsOverAndTtftIncludesTheTransfer) {
   }
 }
 
-
 TEST(Speculative, TokensPerIterationHasTheExpectedMean) {
   VllmConfig cfg;
   EXPECT_EQ(tokens_per_iteration(cfg, 7), 1);  // off
@@ -352,7 +353,6 @@ TEST(Speculative, AcceptedTokensShortenTheDecode) {
   }
 }
 
-
 TEST(Vllm, PreemptionBySwapPaysTheHostLink) {
   const StepModel steps = simple_steps(8, 10);
   // As PreemptionByRecompute (3 KV blocks of 4 tokens; A and B with 4-token prompts and 5
@@ -381,12 +381,12 @@ TEST(Vllm, LoadSheddingRejectsPastTheQueueLimit) {
   // C (t=2 ms) finds one request waiting: rejected (queue full). B runs after A's prefill.
   VllmConfig cfg = config(false, 100, 1000);
   cfg.max_queue = 1;
-  RunLog r = simulate(steps, cfg, {req(0, 0, 100, 1), req(1, 1 * kMs, 100, 1), req(2, 2 * kMs, 100, 1)});
+  RunLog r =
+      simulate(steps, cfg, {req(0, 0, 100, 1), req(1, 1 * kMs, 100, 1), req(2, 2 * kMs, 100, 1)});
   EXPECT_EQ(r.log.rejected, 1);
   EXPECT_EQ(r.log.out.size(), 2u);
   EXPECT_EQ(r.log.out[1], (Outcome{100 * kMs, 200 * kMs, 200 * kMs, 0}));
 }
-
 
 TEST(Vllm, ForcedTokensNeedNoDecodeStep) {
   const StepModel steps = simple_steps(8, 10);
@@ -402,7 +402,6 @@ TEST(Vllm, ForcedTokensNeedNoDecodeStep) {
     EXPECT_EQ(r.log.out[0], (Outcome{0, 10 * kMs, 50 * kMs, 0}));
   }
 }
-
 
 TEST(Vllm, PrefixHostTierLoadsEvictedBlocksBackOverTheHostLink) {
   const StepModel steps = simple_steps(8, 10);
@@ -424,11 +423,13 @@ TEST(Vllm, PrefixHostTierLoadsEvictedBlocksBackOverTheHostLink) {
     cfg.hashes = &hashes;
     cfg.prefix_host_entries = 10;
     cfg.swap_ns_per_block = 1.0 * kMs;
-    RunLog r = simulate(steps, cfg,
-                        {with_hashes(req(0, 0, 16, 1), 0, 2), with_hashes(req(1, 100 * kMs, 16, 1), 2, 2),
-                         with_hashes(req(2, 200 * kMs, 17, 1), 4, 2)});
+    RunLog r =
+        simulate(steps, cfg,
+                 {with_hashes(req(0, 0, 16, 1), 0, 2), with_hashes(req(1, 100 * kMs, 16, 1), 2, 2),
+                  with_hashes(req(2, 200 * kMs, 17, 1), 4, 2)});
     EXPECT_EQ(r.log.out[2], (Outcome{200 * kMs, 203 * kMs, 203 * kMs, 0}));
-    EXPECT_EQ(r.log.lookups, (std::vector<std::pair<int64_t, int64_t>>{{16, 0}, {16, 0}, {17, 16}}));
+    EXPECT_EQ(r.log.lookups,
+              (std::vector<std::pair<int64_t, int64_t>>{{16, 0}, {16, 0}, {17, 16}}));
     EXPECT_EQ(r.log.host_loaded, 8);
     EXPECT_EQ(r.evictions, 3);
     EXPECT_EQ(r.cache_entries, 2);
@@ -449,11 +450,10 @@ TEST(PrefixCache, HostTierKeepsEvictedEntries) {
   EXPECT_EQ(c.match_tiers(a, 2).gpu, 0);
   EXPECT_EQ(c.match_tiers(a, 2).host, 1);
   EXPECT_EQ(c.host_entries(), 1);
-  c.promote(a, 1);             // 1 back on the GPU, referenced
+  c.promote(a, 1);  // 1 back on the GPU, referenced
   EXPECT_EQ(c.refs(1), 1);
   EXPECT_EQ(c.host_entries(), 0);
 }
-
 
 RequestSpec with_priority(RequestSpec r, uint8_t p) {
   r.priority = p;
@@ -467,9 +467,9 @@ TEST(Vllm, HigherPriorityIsAdmittedFirstAndShedsLowerPriority) {
   // priority 1) wait; at 100 C goes first although it arrived later: 100..200; B 200..300.
   {
     VllmConfig cfg = config(false, 100, 1000);
-    RunLog r = simulate(steps, cfg,
-                        {req(0, 0, 100, 1), req(1, 1 * kMs, 100, 1),
-                         with_priority(req(2, 2 * kMs, 100, 1), 1)});
+    RunLog r = simulate(
+        steps, cfg,
+        {req(0, 0, 100, 1), req(1, 1 * kMs, 100, 1), with_priority(req(2, 2 * kMs, 100, 1), 1)});
     EXPECT_EQ(r.log.out[2], (Outcome{100 * kMs, 200 * kMs, 200 * kMs, 0}));
     EXPECT_EQ(r.log.out[1], (Outcome{200 * kMs, 300 * kMs, 300 * kMs, 0}));
   }
@@ -478,9 +478,9 @@ TEST(Vllm, HigherPriorityIsAdmittedFirstAndShedsLowerPriority) {
   {
     VllmConfig cfg = config(false, 100, 1000);
     cfg.max_queue = 1;
-    RunLog r = simulate(steps, cfg,
-                        {req(0, 0, 100, 1), req(1, 1 * kMs, 100, 1),
-                         with_priority(req(2, 2 * kMs, 100, 1), 1)});
+    RunLog r = simulate(
+        steps, cfg,
+        {req(0, 0, 100, 1), req(1, 1 * kMs, 100, 1), with_priority(req(2, 2 * kMs, 100, 1), 1)});
     EXPECT_EQ(r.log.rejected, 1);
     EXPECT_EQ(r.log.out.count(1), 0u);
     EXPECT_EQ(r.log.out[2], (Outcome{100 * kMs, 200 * kMs, 200 * kMs, 0}));
@@ -497,7 +497,6 @@ TEST(Vllm, PreemptionTakesTheLowestPriorityFirst) {
   EXPECT_EQ(r.log.out[1], (Outcome{0, 8 * kMs, 48 * kMs, 0}));
   EXPECT_EQ(r.log.out[0], (Outcome{0, 8 * kMs, 83 * kMs, 1}));
 }
-
 
 TEST(Vllm, LoraAdaptersWaitForASlotAndPayTheirLoad) {
   const StepModel steps = simple_steps(8, 10);
@@ -521,7 +520,6 @@ TEST(Vllm, LoraAdaptersWaitForASlotAndPayTheirLoad) {
     EXPECT_EQ(r.log.out[2], (Outcome{30 * kMs, 40 * kMs, 40 * kMs, 0}));
   }
 }
-
 
 TEST(Vllm, LoraSkipsARequestWaitingForASlot) {
   const StepModel steps = simple_steps(8, 10);
@@ -561,7 +559,8 @@ TEST(Vllm, FastPathMatchesSteppingOnRandomScenarios) {
     const int64_t kv_blocks = 8 + static_cast<int64_t>(rng.uniform_u64(80));
     // Affine decode cost with a real per-context slope, so stretch times are non-trivial.
     std::vector<SimTime> fixed(static_cast<size_t>(max_seqs) + 1);
-    for (size_t n = 1; n < fixed.size(); ++n) fixed[n] = 3 * kMs + static_cast<SimTime>(n) * 100'000;
+    for (size_t n = 1; n < fixed.size(); ++n)
+      fixed[n] = 3 * kMs + static_cast<SimTime>(n) * 100'000;
     const StepModel steps(fixed, 1234.5, [](const hw::BatchShape& b) {
       return 2 * kMs + b.prefill_tokens * 50'000 + b.decode_seqs * 100'000 +
              static_cast<SimTime>(b.prefill_attn_pairs * 10.0) + b.decode_ctx_tokens * 1234;
