@@ -3,15 +3,16 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <mutex>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 
@@ -116,7 +117,8 @@ std::vector<char> receive(int src, int tag, MPI_Status* st) {
   int count = 0;
   MPI_Get_count(st, MPI_BYTE, &count);
   std::vector<char> buf(static_cast<std::size_t>(count));
-  MPI_Recv(buf.data(), count, MPI_BYTE, st->MPI_SOURCE, st->MPI_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  MPI_Recv(buf.data(), count, MPI_BYTE, st->MPI_SOURCE, st->MPI_TAG, MPI_COMM_WORLD,
+           MPI_STATUS_IGNORE);
   return buf;
 }
 
@@ -134,12 +136,27 @@ std::size_t index_of(const std::vector<char>& buf) {
   return static_cast<std::size_t>(v);
 }
 
-std::vector<std::string> map_mpi(std::size_t n, int threads, const std::function<std::string(std::size_t)>& fn,
-                                 const std::map<std::size_t, std::string>& done,
-                                 const std::function<void(std::size_t, const std::string&)>& on_result) {
+// Test-only: FLEETSIM_TEST_KILL_RANK="R:K" makes rank R kill itself (SIGKILL, no clean-up)
+// when it receives its K-th item, standing in for a node that dies mid-search
+// (tests/mpi/mpi_test.sh), so the test needs no timing to hit a running rank.
+bool test_kill_now(int items_received) {
+  static const std::pair<int, int> at = [] {
+    const char* v = std::getenv("FLEETSIM_TEST_KILL_RANK");
+    int r = -1, k = 0;
+    if (v == nullptr || std::sscanf(v, "%d:%d", &r, &k) != 2) return std::pair{-1, 0};
+    return std::pair{r, k};
+  }();
+  return at.first == g_rank && at.second == items_received;
+}
+
+std::vector<std::string> map_mpi(
+    std::size_t n, int threads, const std::function<std::string(std::size_t)>& fn,
+    const std::map<std::size_t, std::string>& done,
+    const std::function<void(std::size_t, const std::string&)>& on_result) {
   if (g_rank != 0) {
     // Worker: ask, run, answer, until told to stop. A failed item is reported and ends
     // this rank's work (rank 0 stops handing out new items).
+    int received = 0;
     for (;;) {
       MPI_Send(nullptr, 0, MPI_BYTE, 0, kRequest, MPI_COMM_WORLD);
       MPI_Status st;
@@ -153,6 +170,7 @@ std::vector<std::string> map_mpi(std::size_t n, int threads, const std::function
         break;
       }
       const std::size_t i = index_of(receive(0, kItem, &st));
+      if (test_kill_now(++received)) std::raise(SIGKILL);
       try {
         send_indexed(0, kResult, i, fn(i));
       } catch (const std::exception& e) {
@@ -203,8 +221,10 @@ std::vector<std::string> map_mpi(std::size_t n, int threads, const std::function
       const std::vector<char> buf = receive(src, st.MPI_TAG, &st);
       const std::size_t i = index_of(buf);
       std::string payload(buf.begin() + 8, buf.end());
-      if (st.MPI_TAG == kResult) g.put(i, std::move(payload));
-      else g.fail(i, "rank " + std::to_string(src) + ": " + payload);
+      if (st.MPI_TAG == kResult)
+        g.put(i, std::move(payload));
+      else
+        g.fail(i, "rank " + std::to_string(src) + ": " + payload);
     }
   }
   stop = g.error_index != SIZE_MAX;
@@ -256,9 +276,10 @@ bool built_with_mpi() {
 #endif
 }
 
-std::vector<std::string> map(std::size_t n, int threads, const std::function<std::string(std::size_t)>& fn,
-                             const std::map<std::size_t, std::string>& done,
-                             const std::function<void(std::size_t, const std::string&)>& on_result) {
+std::vector<std::string> map(
+    std::size_t n, int threads, const std::function<std::string(std::size_t)>& fn,
+    const std::map<std::size_t, std::string>& done,
+    const std::function<void(std::size_t, const std::string&)>& on_result) {
 #ifdef FLEETSIM_HAVE_MPI
   if (g_mpi && g_size > 1) return map_mpi(n, threads, fn, done, on_result);
 #endif
@@ -270,7 +291,8 @@ std::vector<std::string> map(std::size_t n, int threads, const std::function<std
     if (i < n) g.results[i] = r;
   g.on_result = &on_result;
   std::vector<std::thread> pool;
-  run_local(q, g, std::min<int>(threads, static_cast<int>(std::max<std::size_t>(1, q.pending()))), fn, nullptr, &pool);
+  run_local(q, g, std::min<int>(threads, static_cast<int>(std::max<std::size_t>(1, q.pending()))),
+            fn, nullptr, &pool);
   for (auto& t : pool) t.join();
   if (g.error_index != SIZE_MAX) rethrow(g);
   return std::move(g.results);
@@ -283,8 +305,10 @@ std::map<std::size_t, std::string> Checkpoint::load() const {
   std::string line;
   if (!std::getline(in, line)) return out;
   if (line != header_)
-    throw InputError("the checkpoint belongs to another search (its first line is '" + line.substr(0, 120) + "')",
-                     "resume with the same scenario, options and seed, or drop --resume to start over", path_);
+    throw InputError(
+        "the checkpoint belongs to another search (its first line is '" + line.substr(0, 120) +
+            "')",
+        "resume with the same scenario, options and seed, or drop --resume to start over", path_);
   int lineno = 1;
   while (std::getline(in, line)) {
     ++lineno;
@@ -322,7 +346,8 @@ std::string search_identity(const std::string& command, const std::string& scena
   std::ifstream in(scenario_file);
   std::stringstream text;
   text << in.rdbuf();
-  std::string id = command + " " + scenario_file + " scenario-hash " + std::to_string(std::hash<std::string>{}(text.str()));
+  std::string id = command + " " + scenario_file + " scenario-hash " +
+                   std::to_string(std::hash<std::string>{}(text.str()));
   // The output folder names where the checkpoint is; threads and progress do not change results.
   for (const auto& a : args)
     if (a != "--resume" && a != "--quiet" && a != "-q") id += " " + a;
@@ -339,14 +364,19 @@ std::vector<std::string> map_checkpointed(std::size_t n, int threads, const std:
       done = ck.load();
     } else if (std::filesystem::exists(ck.path())) {
       throw InputError("an unfinished search left its results in the checkpoint",
-                       "rerun with --resume to continue it, or delete the file (or pick another --out) to start over",
+                       "rerun with --resume to continue it, or delete the file (or pick another "
+                       "--out) to start over",
                        ck.path());
     }
     ck.open(resume);
     if (!quiet)
-      std::fprintf(stderr, "  %zu simulations on %d rank%s x %d thread%s%s; checkpoint %s (rerun with --resume after a failure)\n",
-                   n, g_size, g_size == 1 ? "" : "s", threads, threads == 1 ? "" : "s",
-                   done.empty() ? "" : (", " + std::to_string(done.size()) + " already done").c_str(), ck.path().c_str());
+      std::fprintf(
+          stderr,
+          "  %zu simulations on %d rank%s x %d thread%s%s; checkpoint %s (rerun with --resume "
+          "after a failure)\n",
+          n, g_size, g_size == 1 ? "" : "s", threads, threads == 1 ? "" : "s",
+          done.empty() ? "" : (", " + std::to_string(done.size()) + " already done").c_str(),
+          ck.path().c_str());
   }
   std::size_t finished = done.size();
   return map(n, threads, fn, done, [&](std::size_t i, const std::string& r) {

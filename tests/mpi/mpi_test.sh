@@ -3,8 +3,9 @@
 # built with MPI:  mpi_test.sh FLEETSIM_BIN MPIRUN SOURCE_DIR
 #  1. a sweep on 3 ranks writes the single-process sweep.csv byte for byte;
 #  2. a plan on 3 ranks writes the single-process plan.csv (every configuration, the choice);
-#  3. a worker killed mid-sweep stops the job; --resume finishes it from the checkpoint with
-#     the single-process result, and a resume of another search is refused.
+#  3. a worker killed mid-sweep (it kills itself at a set item: no timing) stops the job;
+#     --resume finishes it from the checkpoint with the single-process result, and a resume
+#     of another search is refused.
 set -euo pipefail
 bin="$1"
 mpirun="$2"
@@ -30,36 +31,19 @@ plan=(plan scenarios/plan-llama70b-chat.yaml --set workload.duration=5min --set 
 cmp "$tmp/plan1/plan.csv" "$tmp/plan3/plan.csv" || fail "plan.csv differs between 1 process and 3 ranks"
 
 echo "== 3. a killed worker, then --resume"
-# 24 items of ~0.3 s each: long enough to kill a rank between the first and the last.
+# 24 items of ~0.3 s each. Rank 2 kills itself (SIGKILL) when it receives its second item
+# (FLEETSIM_TEST_KILL_RANK, a test-only switch): by then it has finished one item, and the
+# others cannot have finished the other 23, so the kill always lands mid-sweep.
 long=(sweep scenarios/chat-service.yaml --set workload.requests=200000 --vary serving.replicas=1,2,3,4
       --threads 1)
 "$bin" "${long[@]}" --seeds 6 --quiet --out "$tmp/long1" > /dev/null
-"${mpi[@]}" "$bin" "${long[@]}" --seeds 6 --quiet --out "$tmp/kill" > /dev/null 2>&1 &
-job=$!
-# Rank 2 of this job: its command line names the output folder, its environment the rank.
-# Find it first, then kill it once a few results are in the checkpoint.
-victim=""
-for _ in $(seq 1 400); do
-  for p in /proc/[0-9]*; do
-    if tr '\0' ' ' < "$p/cmdline" 2>/dev/null | grep -q -- "$tmp/kill" &&
-       tr '\0' '\n' < "$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=2"; then
-      victim="${p#/proc/}"
-    fi
-  done
-  [ -n "$victim" ] && break
-  sleep 0.05
-done
-ck="$tmp/kill/checkpoint.txt"
-for _ in $(seq 1 400); do
-  [ -f "$ck" ] && [ "$(wc -l < "$ck")" -ge 3 ] && break
-  sleep 0.02
-done
-[ -n "$victim" ] || { wait "$job" || true; fail "could not find rank 2 to kill (did the sweep finish first?)"; }
-kill -9 "$victim"
-if wait "$job"; then fail "the job went on after a rank was killed (expected it to stop)"; fi
+if FLEETSIM_TEST_KILL_RANK=2:2 "${mpi[@]}" -x FLEETSIM_TEST_KILL_RANK "$bin" "${long[@]}" \
+  --seeds 6 --quiet --out "$tmp/kill" > /dev/null 2>&1; then
+  fail "the job went on after a rank was killed (expected it to stop)"
+fi
 [ ! -f "$tmp/kill/sweep.csv" ] || fail "a stopped job wrote sweep.csv"
 done_before=$(( $(wc -l < "$tmp/kill/checkpoint.txt") - 1 ))
-echo "   killed rank 2 (pid $victim); the checkpoint holds $done_before of 24 results"
+echo "   rank 2 was killed; the checkpoint holds $done_before of 24 results"
 [ "$done_before" -lt 24 ] || fail "every item finished before the kill: nothing left to resume"
 "${mpi[@]}" "$bin" "${long[@]}" --seeds 6 --resume --out "$tmp/kill" > /dev/null 2> "$tmp/resume.err"
 grep -q "already done" "$tmp/resume.err" || fail "the resumed run did not reuse the checkpoint: $(cat "$tmp/resume.err")"
