@@ -18,8 +18,6 @@ using units::Dim;
 
 namespace {
 
-std::string t(double s) { return units::format(s, Dim::kTime); }
-
 // Every line of `text` indented by two spaces.
 std::string indent(const std::string& text) {
   std::string o;
@@ -329,7 +327,7 @@ std::string fleet_users_notes(const scenario::Scenario& sc, const fleet::FleetRe
                 pop->peak_to_mean(), pop->peak_hour());
   o << buf;
   if (std::fabs(ns_to_seconds(pop->duration_ns()) - 86400.0) > 1.0)
-    o << "         the run covers " << t(ns_to_seconds(pop->duration_ns()))
+    o << "         the run covers " << duration(ns_to_seconds(pop->duration_ns()))
       << ": figures \"a day\" scale that span to 24 h (expected: the day's average)\n";
   if (res.sample < 1) {
     std::snprintf(buf, sizeof buf,
@@ -371,8 +369,8 @@ std::vector<Table> fleet_tables(const scenario::Scenario& sc, const fleet::Fleet
     regions.rows.push_back({g.name, pct(pop->regions()[r].user_share),
                             human(static_cast<double>(g.arrivals) / res.sample * per_day),
                             human(static_cast<double>(g.served) / res.sample * per_day),
-                            share(g.spilled_out, g.arrivals), t(g.ttft.p50_s), t(g.ttft.p99_s),
-                            share(g.good, g.served)});
+                            share(g.spilled_out, g.arrivals), duration(g.ttft.p50_s),
+                            duration(g.ttft.p99_s), share(g.good, g.served)});
   }
   tables.push_back(std::move(regions));
   // What each region's datacenter holds (full scale, at the most held at once).
@@ -450,7 +448,7 @@ std::vector<Table> fleet_tables(const scenario::Scenario& sc, const fleet::Fleet
     service.rows.push_back(
         {p.name, human(static_cast<double>(p.completed) / res.sample * per_day),
          human(out_tok / res.sample * per_day), p.tpot.p50_s > 0 ? human(1.0 / p.tpot.p50_s) : "-",
-         t(p.tpot.p99_s),
+         duration(p.tpot.p99_s),
          fp.usd_per_gpu_hour > 0 && out_tok > 0 ? usd(cost / out_tok * 1e6) : "n/a",
          fp.usd_per_gpu_hour > 0 && all_tok > 0 ? usd(cost / all_tok * 1e6) : "n/a"});
   }
@@ -458,13 +456,14 @@ std::vector<Table> fleet_tables(const scenario::Scenario& sc, const fleet::Fleet
   const auto& s = res.summary;
   Table lat{{"latency (all calls)", "mean", "p50", "p90", "p99"}, {}};
   for (const auto& [name, l] : {std::pair{"TTFT", s.ttft}, {"TPOT", s.tpot}, {"end-to-end", s.e2e}})
-    lat.rows.push_back({name, t(l.mean_s), t(l.p50_s), t(l.p90_s), t(l.p99_s)});
+    lat.rows.push_back(
+        {name, duration(l.mean_s), duration(l.p50_s), duration(l.p90_s), duration(l.p99_s)});
   tables.push_back(std::move(lat));
   if (!s.classes.empty()) {
     Table cls{{"classes", "completed", "TTFT p99", "TPOT p99", "SLO met"}, {}};
     for (const auto& c : s.classes)
       cls.rows.push_back({c.name, human(static_cast<double>(c.completed) / res.sample),
-                          t(c.ttft.p99_s), t(c.tpot.p99_s), pct(c.slo_attainment)});
+                          duration(c.ttft.p99_s), duration(c.tpot.p99_s), pct(c.slo_attainment)});
     tables.push_back(std::move(cls));
   }
   return tables;
@@ -492,9 +491,9 @@ std::string fleet_events_notes(const fleet::FleetResult& res) {
   std::string o = buf;
   const auto& s = res.summary;
   if (res.retried_completed > 0)
-    o += "         retried calls, end to end: p50 " + t(res.retried_e2e.p50_s) + ", p99 " +
-         t(res.retried_e2e.p99_s) + " (all calls: p50 " + t(s.e2e.p50_s) + ", p99 " +
-         t(s.e2e.p99_s) + ")\n";
+    o += "         retried calls, end to end: p50 " + duration(res.retried_e2e.p50_s) + ", p99 " +
+         duration(res.retried_e2e.p99_s) + " (all calls: p50 " + duration(s.e2e.p50_s) + ", p99 " +
+         duration(s.e2e.p99_s) + ")\n";
   return o;
 }
 
@@ -518,7 +517,7 @@ std::string fleet_report(const scenario::Scenario& sc, const fleet::FleetResult&
   o << "\n" << indent(fleet_users_notes(sc, res, a));
   for (const auto& tb : fleet_tables(sc, res)) o << "\n" << table_text(tb);
   o << "\n" << indent(fleet_events_notes(res));
-  o << "  simulated " << t(res.sim_end_s) << " in " << t(res.wall_s) << " wall, "
+  o << "  simulated " << duration(res.sim_end_s) << " in " << duration(res.wall_s) << " wall, "
     << human(static_cast<double>(res.events)) << " events, "
     << human(static_cast<double>(res.summary.requests_arrived)) << " calls, peak memory "
     << units::format(res.peak_rss_bytes, Dim::kBytes) << "\n";

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include "hw_models/units.h"
+
 namespace fleetsim::reports {
 
 std::string human(double v) {
@@ -17,9 +19,12 @@ std::string human(double v) {
     ++i;
   }
   char buf[64];
-  if (a >= 99.95 || (i == 0 && a == std::floor(a))) std::snprintf(buf, sizeof buf, "%.0f%s", v, suffix[i]);
-  else if (a >= 9.995) std::snprintf(buf, sizeof buf, "%.1f%s", v, suffix[i]);
-  else std::snprintf(buf, sizeof buf, "%.2f%s", v, suffix[i]);
+  if (a >= 99.95 || (i == 0 && a == std::floor(a)))
+    std::snprintf(buf, sizeof buf, "%.0f%s", v, suffix[i]);
+  else if (a >= 9.995)
+    std::snprintf(buf, sizeof buf, "%.1f%s", v, suffix[i]);
+  else
+    std::snprintf(buf, sizeof buf, "%.2f%s", v, suffix[i]);
   return buf;
 }
 
@@ -64,5 +69,7 @@ std::string csv_field(const std::string& s) {
   for (char ch : s) o += ch == '"' ? std::string("\"\"") : std::string(1, ch);
   return o + "\"";
 }
+
+std::string duration(double seconds) { return units::format(seconds, units::Dim::kTime); }
 
 }  // namespace fleetsim::reports

@@ -17,5 +17,7 @@ std::string usd(double v);
 std::string csv_field(const std::string& s);
 /// `text` word-wrapped at 92 columns, each line indented by two spaces.
 std::string wrap(const std::string& text);
+/// A duration with its unit (units::format): duration(0.0123) == "12.3 ms".
+std::string duration(double seconds);
 
 }  // namespace fleetsim::reports

@@ -30,12 +30,11 @@ std::string pct_d(double x, int decimals) {
   return buf;
 }
 
-std::string t(double s) { return units::format(s, Dim::kTime); }
-
 std::string slo_text(const PlanResult& r) {
   std::string s;
-  if (r.slo_ttft_s) s += "TTFT ≤ " + t(*r.slo_ttft_s);
-  if (r.slo_tpot_s) s += std::string(s.empty() ? "" : " and ") + "TPOT ≤ " + t(*r.slo_tpot_s);
+  if (r.slo_ttft_s) s += "TTFT ≤ " + duration(*r.slo_ttft_s);
+  if (r.slo_tpot_s)
+    s += std::string(s.empty() ? "" : " and ") + "TPOT ≤ " + duration(*r.slo_tpot_s);
   return s + " for ≥ " + pct_d(r.spec.target, 1) + " of requests";
 }
 
@@ -79,7 +78,8 @@ std::string plan_why_lost(const PlanResult& r, const Candidate& c) {
   if (c.total_gpus > w.total_gpus)
     return "same cost, " + std::to_string(c.total_gpus - w.total_gpus) + " more GPUs";
   if (c.best->ttft_p99_s != w.best->ttft_p99_s)
-    return "same cost and GPUs, TTFT p99 " + t(c.best->ttft_p99_s) + " vs " + t(w.best->ttft_p99_s);
+    return "same cost and GPUs, TTFT p99 " + duration(c.best->ttft_p99_s) + " vs " +
+           duration(w.best->ttft_p99_s);
   return "tie (same cost, GPUs and TTFT p99; listed later in plan:)";
 }
 
@@ -102,7 +102,7 @@ std::string search_text(const PlanResult& r) {
     << " invalid (memory fit or layout), " << count[Status::kInfeasible]
     << " cannot meet the SLO by the analytic model, " << count[Status::kPruned]
     << " pruned by their analytic cost, " << count[Status::kFeasible] + count[Status::kSloMissed]
-    << " simulated (" << r.simulations << " runs) in " << t(r.wall_s) << " on " << r.threads
+    << " simulated (" << r.simulations << " runs) in " << duration(r.wall_s) << " on " << r.threads
     << (r.threads == 1 ? " thread" : " threads") << ". Failure headroom: ";
   std::string headroom;
   if (r.spec.spares) headroom += "N+" + std::to_string(r.spec.spares);
@@ -127,7 +127,7 @@ Table robustness_table(const PlanResult& r, const std::vector<PlanRobustness>& r
                                     : "NOT robust: the CI reaches below the target";
     tb.rows.push_back({c.label, std::to_string(c.best->replicas),
                        pct_d(m.mean, 2) + " ± " + pct_d(m.ci95, 2), pct_d(m.min, 2),
-                       t(rb.reps.metrics.at("ttft_p99_s").mean), verdict});
+                       duration(rb.reps.metrics.at("ttft_p99_s").mean), verdict});
   }
   return tb;
 }
@@ -177,8 +177,8 @@ std::string plan_answer(const PlanResult& r) {
     << c.gpus_per_replica << " per replica), " << per(c.usd_per_hour, "h") << " ("
     << per(24 * c.usd_per_hour, "day") << ", " << per(24 * 30.44 * c.usd_per_hour, "month")
     << " at " << per(c.usd_per_gpu_hour, "GPU-hour") << "). SLO met by "
-    << pct_d(c.best->attainment, 2) << " of requests; TTFT p99 " << t(c.best->ttft_p99_s)
-    << ", TPOT p99 " << t(c.best->tpot_p99_s) << ", replicas busy " << pct_d(c.best->busy, 0)
+    << pct_d(c.best->attainment, 2) << " of requests; TTFT p99 " << duration(c.best->ttft_p99_s)
+    << ", TPOT p99 " << duration(c.best->tpot_p99_s) << ", replicas busy " << pct_d(c.best->busy, 0)
     << ", " << human(c.best->output_tok_per_s) << " output tokens/s. The analytic estimate was "
     << c.analytic_replicas << " replicas (decode batch " << c.decode_batch << ", "
     << units::format(c.capacity_per_s, Dim::kRate) << " per replica); replica counts simulated:";
@@ -207,7 +207,7 @@ Table plan_ranking_table(const PlanResult& r, int runners_up) {
     const Candidate& x = r.candidates[r.ranking[k]];
     tb.rows.push_back({x.label, replicas_text(x), std::to_string(x.total_gpus),
                        per(x.usd_per_hour, "h"), pct_d(x.best->attainment, 2),
-                       t(x.best->ttft_p99_s), t(x.best->tpot_p99_s),
+                       duration(x.best->ttft_p99_s), duration(x.best->tpot_p99_s),
                        k == 0 ? "(chosen)" : plan_why_lost(r, x)});
   }
   return tb;
@@ -245,9 +245,9 @@ std::string plan_report(const PlanResult& r, const std::vector<PlanRobustness>& 
     const std::vector<int> front = plan_pareto(r);
     o << "  Pareto frontier (cost vs TTFT p99): " << front.size() << " configurations, from "
       << per(r.candidates[front.front()].usd_per_hour, "h") << " at "
-      << t(r.candidates[front.front()].best->ttft_p99_s) << " to "
+      << duration(r.candidates[front.front()].best->ttft_p99_s) << " to "
       << per(r.candidates[front.back()].usd_per_hour, "h") << " at "
-      << t(r.candidates[front.back()].best->ttft_p99_s) << "\n";
+      << duration(r.candidates[front.back()].best->ttft_p99_s) << "\n";
   }
   o << "\nWHY THE OTHERS LOST (by outcome, the first example of each)\n"
     << table_text(plan_lost_table(r));

@@ -20,14 +20,15 @@ class PerfettoTrace final : public serving::ServingObserver {
   ~PerfettoTrace() override;
   void on_segment(const serving::SegmentRecord& seg) override;
   void on_completion(const serving::RequestRecord& rec) override;
-  void on_reject(const workload::RequestSpec& r, int replica, serving::RejectReason why, SimTime t) override;
+  void on_reject(const workload::RequestSpec& r, int replica, serving::RejectReason why,
+                 SimTime t) override;
   /// Closes the JSON array (also done by the destructor). Returns the events written.
   uint64_t finish();
   bool truncated() const { return truncated_; }
 
  private:
   bool room(int n);
-  void event(const std::string& json);
+  void event(const std::string& record);
   void name_replica(int replica);
 
   std::ofstream out_;

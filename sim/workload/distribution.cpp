@@ -8,20 +8,16 @@
 #include <stdexcept>
 
 #include "hw_models/error.h"
+#include "sim/workload/fmt.h"
 #include "sim/workload/trace.h"
 
 namespace fleetsim::workload {
 
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
+using detail::fmt;
+using detail::kInf;
 constexpr int kMaxRedraws = 64;
-
-std::string fmt(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
 
 // ", min=1, max=4096" for the bounds that are finite.
 std::string bounds_text(double lo, double hi) {
@@ -57,9 +53,7 @@ class Uniform final : public Distribution {
     return lo_ + (hi_ - lo_) * rng.uniform01();
   }
   double mean() const override { return 0.5 * (lo_ + hi_); }
-  std::string describe() const override {
-    return "uniform(" + fmt(lo_) + ".." + fmt(hi_) + ")";
-  }
+  std::string describe() const override { return "uniform(" + fmt(lo_) + ".." + fmt(hi_) + ")"; }
 
  private:
   double lo_, hi_;
@@ -82,9 +76,7 @@ class Normal final : public Distribution {
     return std::clamp(x, lo_, hi_);
   }
   // Lognormal: E[exp(N(μ, σ))] = exp(μ + σ²/2) = median·exp(σ²/2).
-  double mean() const override {
-    return log_ ? std::exp(mean_ + 0.5 * std_ * std_) : mean_;
-  }
+  double mean() const override { return log_ ? std::exp(mean_ + 0.5 * std_ * std_) : mean_; }
   std::string describe() const override {
     const std::string b = bounds_text(lo_implicit_ ? -kInf : lo_, hi_);
     if (log_) return "lognormal(median=" + fmt(std::exp(mean_)) + ", sigma=" + fmt(std_) + b + ")";
@@ -153,8 +145,8 @@ class Clamped final : public Distribution {
 // A parameter in the distribution's unit: a bare number of tokens, or a duration with a
 // unit. Range checks are left to the caller so the messages can say what is wrong.
 double read_param(yaml::Map& m, const std::string& key, Quantity q) {
-  if (q == Quantity::kTokens) return m.number(key, -std::numeric_limits<double>::max(),
-                                              std::numeric_limits<double>::max());
+  if (q == Quantity::kTokens)
+    return m.number(key, -std::numeric_limits<double>::max(), std::numeric_limits<double>::max());
   return m.quantity(key, units::Dim::kTime, -kInf);
 }
 
@@ -222,8 +214,8 @@ std::unique_ptr<Distribution> parse_distribution(yaml::Map& parent, const std::s
   // negative; token draws are floored at 1 by to_tokens, and normal/lognormal redraw below
   // 1 token so a truncated normal keeps its shape instead of piling up at 1.
   const double default_lo = tokens && (dist == "normal" || dist == "lognormal") ? 1.0
-                            : tokens                                           ? -kInf
-                                                                               : 0.0;
+                            : tokens                                            ? -kInf
+                                                                                : 0.0;
   const bool has_lo = m.has("min"), has_hi = m.has("max");
   if (dist == "uniform" && !has_lo) m.fail("min", "uniform needs min and max");
   if (dist == "uniform" && !has_hi) m.fail("max", "uniform needs min and max");
@@ -231,8 +223,8 @@ std::unique_ptr<Distribution> parse_distribution(yaml::Map& parent, const std::s
   const double hi = has_hi ? read_param(m, "max", q) : kInf;
   if (!tokens && has_lo && lo < 0) m.fail("min", "min must be >= 0, got " + fmt(lo) + " s");
   if (lo > hi)
-    m.fail("max", "max (" + fmt(hi) + unit_text(q) + ") must be >= min (" + fmt(lo) +
-                      unit_text(q) + ")");
+    m.fail("max",
+           "max (" + fmt(hi) + unit_text(q) + ") must be >= min (" + fmt(lo) + unit_text(q) + ")");
 
   std::unique_ptr<Distribution> d;
   bool self_bounded = false;  // normal/lognormal/uniform handle min/max themselves
@@ -252,8 +244,8 @@ std::unique_ptr<Distribution> parse_distribution(yaml::Map& parent, const std::s
     self_bounded = true;
   } else if (dist == "lognormal") {
     const double median = read_param(m, "median", q);
-    const double sigma = m.number("sigma", -std::numeric_limits<double>::max(),
-                                  std::numeric_limits<double>::max());
+    const double sigma =
+        m.number("sigma", -std::numeric_limits<double>::max(), std::numeric_limits<double>::max());
     if (median <= 0) m.fail("median", "median must be > 0, got " + fmt(median) + unit_text(q));
     if (sigma <= 0)
       m.fail("sigma", "sigma must be > 0, got " + fmt(sigma),
@@ -266,8 +258,9 @@ std::unique_ptr<Distribution> parse_distribution(yaml::Map& parent, const std::s
     d = make_exponential(mean);
   } else {  // empirical
     if (!tokens)
-      m.fail("dist", "empirical takes token counts from a trace; it is not available for "
-                     "durations",
+      m.fail("dist",
+             "empirical takes token counts from a trace; it is not available for "
+             "durations",
              "use exponential, lognormal, normal, uniform or fixed");
     const std::string file = m.str("trace");
     const std::string column = m.choice("column", {"input", "output"});

@@ -8,18 +8,14 @@
 #include <stdexcept>
 
 #include "hw_models/error.h"
+#include "sim/workload/fmt.h"
 
 namespace fleetsim::workload {
 
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
-std::string fmt(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
+using detail::fmt;
+using detail::kInf;
 
 // When generation stops: after `requests` requests and/or at `duration` (arrivals at
 // t >= duration are not generated: the window is [0, duration)).

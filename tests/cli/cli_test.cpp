@@ -550,8 +550,6 @@ TEST_F(Cli, PerfettoTraceHoldsEverySegmentAndRequest) {
   EXPECT_NE(r.out.find("trace "), std::string::npos);
 }
 
-}  // namespace
-
 // fleetsim plan on the bundled plan scenario, shortened to 5 minutes of traffic and 4
 // simulated configurations: the outputs exist, the choice's cost is its GPUs times the
 // price, every configuration has a row, and the result does not depend on the threads.
@@ -657,3 +655,5 @@ TEST_F(Cli, SweepInputErrors) {
   expect_error("sweep scenarios/chat-service.yaml --vary serving.replicas=2,0",
                {"serving.replicas", "--set"});
 }
+
+}  // namespace

@@ -11,18 +11,14 @@
 
 #include "hw_models/catalog.h"
 #include "hw_models/perf_model.h"
+#include "tests/hw_models/hw_test_util.h"
 
 namespace fleetsim::hw {
 namespace {
 
-const Catalog& catalog() {
-  static const Catalog c = Catalog::load(std::string(FLEETSIM_SOURCE_DIR) + "/hw_models/catalog");
-  return c;
-}
+using test_util::catalog;
 
-void expect_rel(double actual, double expected, double rel = 1e-12) {
-  EXPECT_NEAR(actual, expected, rel * std::abs(expected)) << "expected " << expected;
-}
+using test_util::expect_rel;
 
 // Llama-2-7B on one A100 with the ideal engine's terms (none) and no calibration tables.
 Deployment llama7b(Efficiency* e = nullptr) {

@@ -14,23 +14,19 @@
 #include "hw_models/error.h"
 #include "hw_models/network.h"
 #include "hw_models/perf_model.h"
+#include "tests/hw_models/hw_test_util.h"
 
 namespace fleetsim::hw {
 namespace {
 
 namespace fs = std::filesystem;
 
-const Catalog& catalog() {
-  static const Catalog c = Catalog::load(std::string(FLEETSIM_SOURCE_DIR) + "/hw_models/catalog");
-  return c;
-}
+using test_util::catalog;
 
-void expect_rel(double actual, double expected, double rel = 1e-12) {
-  EXPECT_NEAR(actual, expected, rel * std::abs(expected)) << "expected " << expected;
-}
+using test_util::expect_rel;
 
 // Test efficiencies: compute 0.5, memory 0.8, no overhead.
-Efficiency test_eff(const GpuSpec& g) {
+Efficiency full_test_eff(const GpuSpec& g) {
   Efficiency e = catalog_efficiency(g);
   e.compute = 0.5;
   e.memory = 0.8;
@@ -49,7 +45,7 @@ TEST(MoeModel, MixtralExpertsByHand) {
   const auto& g = catalog().gpu("h100-sxm");
   BatchShape b;
   b.decode_seqs = 4;
-  const StepBreakdown s = estimate_step(m, {}, g, {}, test_eff(g), b);
+  const StepBreakdown s = estimate_step(m, {}, g, {}, full_test_eff(g), b);
   expect_rel(s.moe_s, 32 * (1927577600.0 + 98368.0) / (3.35e12 * 0.8));
 }
 
@@ -60,7 +56,7 @@ TEST(MoeModel, ExpertParallelSplitsExpertsAndAddsAllToAll) {
   // = 368,705,536. Dispatch + combine: per GPU (512/8)·2·4096·2 = 1,048,576 bytes each.
   const auto& m = catalog().model("mixtral-8x7b");
   const auto& g = catalog().gpu("h100-sxm");
-  Efficiency e = test_eff(g);
+  Efficiency e = full_test_eff(g);
   e.moe_imbalance = 1.25;
   Parallelism ep{8};
   ep.expert_parallel = true;
@@ -92,7 +88,7 @@ TEST(MlaModel, DeepSeekDecodeSlopeIsComputeBound) {
   // 3.84 TB/s): MLA decode is compute-bound. 61 layers: 61·278,528 / 494.7e12.
   const auto& m = catalog().model("deepseek-v3");
   const auto& g = catalog().gpu("h200-sxm");
-  const DecodeAffine a = decode_affine(m, {}, g, {}, test_eff(g), 1);
+  const DecodeAffine a = decode_affine(m, {}, g, {}, full_test_eff(g), 1);
   expect_rel(a.per_ctx_token_s, 61 * 278528.0 / (989.4e12 * 0.5));
 }
 
@@ -103,7 +99,7 @@ TEST(PerfModel, DecodeStaysAffineForMoeMlaAndSlidingWindowModels) {
     for (int tp : {1, 8}) {
       for (int pp : {1, 2}) {
         Parallelism par{tp, pp};
-        Efficiency e = test_eff(g);
+        Efficiency e = full_test_eff(g);
         e.iteration_overhead_s = 20e-6;
         const DecodeAffine a1 = decode_affine(make_deployment(m, par, g, {}, e), 1);
         for (int64_t n : {1, 9, 128}) {
@@ -130,7 +126,7 @@ TEST(PerfModel, PipelineSpreadsKvReadsAndAddsHandOffs) {
   // stage over NVLink: 2·(1.83 µs + 65,536 / 450e9).
   const auto& m = catalog().model("llama-3.1-70b");
   const auto& g = catalog().gpu("h100-sxm");
-  const Efficiency e = test_eff(g);
+  const Efficiency e = full_test_eff(g);
   const auto d1 = make_deployment(m, {1, 1}, g, {}, e);
   const auto d2 = make_deployment(m, {1, 2}, g, {}, e);
   expect_rel(decode_affine(d2, 8).per_ctx_token_s, decode_affine(d1, 8).per_ctx_token_s / 2);
@@ -189,7 +185,7 @@ TEST(Offload, StreamedLayersPayTheHostLink) {
   // 8 layers 3,489,660,928 bytes → 3.5 µs + 109.05 ms.
   const auto& m = catalog().model("llama-3.1-8b");
   const auto& g = catalog().gpu("rtx-4090");
-  auto d = make_deployment(m, {}, g, {}, test_eff(g));
+  auto d = make_deployment(m, {}, g, {}, full_test_eff(g));
   d.offload.layers_on_host = 8;
   d.offload.host_link = {3.5e-6, 32e9};
   BatchShape b;
@@ -208,11 +204,12 @@ TEST(Offload, StreamedLayersPayTheHostLink) {
 }
 
 TEST(Precision, MathUnitRules) {
-  EXPECT_EQ(Precision::of(DType::kFp8, DType::kFp8, DType::kBf16).math, DType::kFp8);    // W8A8
-  EXPECT_EQ(Precision::of(DType::kInt4, DType::kFp8, DType::kBf16).math, DType::kFp8);   // W4A8
-  EXPECT_EQ(Precision::of(DType::kInt8, DType::kInt8, DType::kBf16).math, DType::kInt8); // W8A8 int
-  EXPECT_EQ(Precision::of(DType::kFp4, DType::kFp4, DType::kFp8).math, DType::kFp4);     // W4A4
-  EXPECT_EQ(Precision::of(DType::kInt4, DType::kBf16, DType::kBf16).math, DType::kBf16); // W4A16
+  EXPECT_EQ(Precision::of(DType::kFp8, DType::kFp8, DType::kBf16).math, DType::kFp8);   // W8A8
+  EXPECT_EQ(Precision::of(DType::kInt4, DType::kFp8, DType::kBf16).math, DType::kFp8);  // W4A8
+  EXPECT_EQ(Precision::of(DType::kInt8, DType::kInt8, DType::kBf16).math,
+            DType::kInt8);                                                            // W8A8 int
+  EXPECT_EQ(Precision::of(DType::kFp4, DType::kFp4, DType::kFp8).math, DType::kFp4);  // W4A4
+  EXPECT_EQ(Precision::of(DType::kInt4, DType::kBf16, DType::kBf16).math, DType::kBf16);  // W4A16
   EXPECT_EQ(Precision::of(DType::kQ4_0, DType::kBf16, DType::kBf16).weight_bytes, 18.0 / 32);
   EXPECT_EQ(Precision::of(DType::kBf16, DType::kBf16, DType::kFp8).kv_bytes, 1.0);
   // FP4 math on Hopper (no FP4 units) falls back to FP8: the same step as W8A8 FP8 compute.
@@ -223,8 +220,8 @@ TEST(Precision, MathUnitRules) {
   Precision p4 = Precision::of(DType::kFp4, DType::kFp4, DType::kBf16);
   Precision p8 = p4;
   p8.math = DType::kFp8;
-  EXPECT_EQ(estimate_step(m, {}, h100, p4, test_eff(h100), b).gemm_s,
-            estimate_step(m, {}, h100, p8, test_eff(h100), b).gemm_s);
+  EXPECT_EQ(estimate_step(m, {}, h100, p4, full_test_eff(h100), b).gemm_s,
+            estimate_step(m, {}, h100, p8, full_test_eff(h100), b).gemm_s);
 }
 
 TEST(MemoryFit, DeepSeekNeedsFp8OnEightH200s) {
@@ -241,7 +238,6 @@ TEST(MemoryFit, DeepSeekNeedsFp8OnEightH200s) {
   EXPECT_EQ(f.kv_bytes_per_token, 61 * 576 * 2.0);
 }
 
-
 TEST(Lora, AdapterBytesAndStepCostByHand) {
   // Llama-3.1-8B, rank 16, adapters on q, k, v, o, gate, up, down: Σ(in + out) per layer =
   // (4096+4096) + 2·(4096+1024) + (4096+4096) + 2·(4096+14336) + (14336+4096) = 81,920;
@@ -252,7 +248,7 @@ TEST(Lora, AdapterBytesAndStepCostByHand) {
   // 5.37e9 (10.9 µs at 494.7 TFLOP/s); bytes 4·83,886,080 + 64·2·16·32·7·2 = 335,544,320 +
   // 917,504 = 336,461,824 (125.5 µs at 2.68 TB/s): memory-bound.
   const auto& g = catalog().gpu("h100-sxm");
-  const auto d = make_deployment(m, {}, g, {}, test_eff(g));
+  const auto d = make_deployment(m, {}, g, {}, full_test_eff(g));
   expect_rel(lora_step_s(d, 64, 4, 16), 336461824.0 / (3.35e12 * 0.8));
 }
 
@@ -286,9 +282,11 @@ const double kF1 = 2.0 * 1024 * 1024 * 1024, kF2 = 2.0 * 8192 * 8192 * 8192;
 std::string two_rows() {
   char buf[256];
   std::string s;
-  std::snprintf(buf, sizeof buf, "gemm,bf16,1024,1024,1024,,,,,,,,%.6f,row one\n", kF1 / 989.4e12 / 0.5 * 1e6);
+  std::snprintf(buf, sizeof buf, "gemm,bf16,1024,1024,1024,,,,,,,,%.6f,row one\n",
+                kF1 / 989.4e12 / 0.5 * 1e6);
   s += buf;
-  std::snprintf(buf, sizeof buf, "gemm,bf16,8192,8192,8192,,,,,,,,%.6f,row two\n", kF2 / 989.4e12 / 0.8 * 1e6);
+  std::snprintf(buf, sizeof buf, "gemm,bf16,8192,8192,8192,,,,,,,,%.6f,row two\n",
+                kF2 / 989.4e12 / 0.8 * 1e6);
   return s + buf;
 }
 
@@ -313,7 +311,7 @@ TEST_F(CalibrationFile, FractionsAndLogInterpolation) {
   // table each GEMM costs its peak roofline over the interpolated fraction instead of over 0.5.
   const auto& m = catalog().model("llama-3.1-8b");
   const auto& g = catalog().gpu("h100-sxm");
-  auto d = make_deployment(m, {}, g, {}, test_eff(g));
+  auto d = make_deployment(m, {}, g, {}, full_test_eff(g));
   BatchShape b;
   b.prefill_tokens = 4096;
   const double plain = estimate_step(d, b).gemm_s;
@@ -339,8 +337,9 @@ TEST_F(CalibrationFile, ErrorsNameLineAndColumn) {
   EXPECT_EQ(e.field(), "time_us");
   EXPECT_NE(e.message().find("faster than the datasheet roofline"), std::string::npos) << e.what();
   // Missing provenance.
-  e = error_of("# fleetsim-calibration: 1\n# gpu: h100-sxm\n"
-               "op,dtype,m,n,k,batch,q_len,kv_len,heads,kv_heads,head_dim,causal,time_us,citation\n");
+  e = error_of(
+      "# fleetsim-calibration: 1\n# gpu: h100-sxm\n"
+      "op,dtype,m,n,k,batch,q_len,kv_len,heads,kv_heads,head_dim,causal,time_us,citation\n");
   EXPECT_EQ(e.field(), "source");
   // Unknown GPU, with did-you-mean.
   e = error_of(header("h100") + two_rows());

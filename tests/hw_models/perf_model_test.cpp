@@ -7,6 +7,7 @@
 // ffn 11008, vocab 32000). To keep the arithmetic checkable the efficiencies are set by the
 // test: compute 0.5 → C = 156e12 FLOP/s, memory 0.8 → B = 1.6312e12 B/s.
 #include "hw_models/perf_model.h"
+#include "tests/hw_models/hw_test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -19,10 +20,7 @@
 namespace fleetsim::hw {
 namespace {
 
-const Catalog& catalog() {
-  static const Catalog c = Catalog::load(std::string(FLEETSIM_SOURCE_DIR) + "/hw_models/catalog");
-  return c;
-}
+using test_util::catalog;
 
 constexpr double kC = 156e12;     // 312e12 · 0.5
 constexpr double kB = 1.6312e12;  // 2.039e12 · 0.8
@@ -35,9 +33,7 @@ Efficiency test_eff(const GpuSpec& gpu) {
   return e;
 }
 
-void expect_rel(double actual, double expected, double rel = 1e-12) {
-  EXPECT_NEAR(actual, expected, rel * std::abs(expected)) << "expected " << expected;
-}
+using test_util::expect_rel;
 
 TEST(PerfModel, EmptyBatchCostsNothing) {
   const auto& m = catalog().model("llama-2-7b");
@@ -236,7 +232,8 @@ TEST(MemoryFit, Llama70bOnOneA100SaysByHowMuchAndWhatFits) {
     //      + reserve 1e9 + KV 4096 · 327,680 = 1,342,177,280
     //      = 144,075,852,288; usable 77,309,411,328; short by 66,766,440,960 = 66.8 GB
     const std::string msg = e.message();
-    EXPECT_NE(msg.find("llama-3.1-70b does not fit on 1 x a100-80gb-sxm"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("llama-3.1-70b does not fit on 1 x a100-80gb-sxm"), std::string::npos)
+        << msg;
     EXPECT_NE(msg.find("weights 141 GB"), std::string::npos) << msg;
     EXPECT_NE(msg.find("77.3 GB usable"), std::string::npos) << msg;
     EXPECT_NE(msg.find("short by 66.8 GB"), std::string::npos) << msg;

@@ -81,7 +81,8 @@ struct Rescheduler final : EventTarget {
     ++checked;
     if (left-- > 0) {
       for (int i = 0; i < 2; ++i) {
-        add(e.time + static_cast<SimTime>(rng.uniform_u64(3)), static_cast<uint32_t>(rng.uniform_u64(3)));
+        add(e.time + static_cast<SimTime>(rng.uniform_u64(3)),
+            static_cast<uint32_t>(rng.uniform_u64(3)));
       }
     }
   }
@@ -101,10 +102,13 @@ TEST(Engine, EventCarriesKindAndData) {
   Engine eng;
   Recorder r;
   eng.schedule(1, 2, &r, 7, 99);
-  struct Kind final : EventTarget {
+  struct KindTarget final : EventTarget {
     uint32_t kind = 0;
     uint32_t phase = 0;
-    void on_event(const Event& e) override { kind = e.kind(); phase = e.phase(); }
+    void on_event(const Event& e) override {
+      kind = e.kind();
+      phase = e.phase();
+    }
   } k;
   eng.schedule(1, 3, &k, 200, 5);
   eng.run();
