@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "hw_models/error.h"
@@ -114,7 +115,8 @@ double Map::quantity(const std::string& key, units::Dim dim, double min_si) {
     throw e.located(file_of(key), line_of(key), field(key));
   }
   if (v < min_si) {
-    fail(key, std::string("must be at least ") + units::format(min_si, dim) + ", got '" + text + "'");
+    fail(key,
+         std::string("must be at least ") + units::format(min_si, dim) + ", got '" + text + "'");
   }
   return v;
 }
@@ -208,11 +210,35 @@ void Map::finish() const {
 
 namespace {
 
+// yaml-cpp keeps every entry of a mapping that repeats a key and lookups find the first, so
+// a second `serving:` section would be dropped without a word: refuse it, naming both lines.
+void reject_duplicate_keys(const YAML::Node& node, const std::string& file) {
+  if (node.IsMap()) {
+    std::map<std::string, int> seen;  // key -> line of its first occurrence
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      if (it->first.IsScalar()) {
+        const std::string& key = it->first.Scalar();
+        const int line = it->first.Mark().line + 1;
+        const auto [first, fresh] = seen.emplace(key, line);
+        if (!fresh)
+          throw InputError(
+              "duplicate key '" + key + "' (first at line " + std::to_string(first->second) + ")",
+              "a mapping holds each key once: merge the two entries or remove one", file, line);
+      }
+      reject_duplicate_keys(it->second, file);
+    }
+  } else if (node.IsSequence()) {
+    for (const auto& item : node) reject_duplicate_keys(item, file);
+  }
+}
+
 YAML::Node parse_file(const std::string& file) {
   std::ifstream in(file);
   if (!in) {
-    throw InputError("cannot open file", "check the path (relative paths are relative to the "
-                     "current directory)", file);
+    throw InputError("cannot open file",
+                     "check the path (relative paths are relative to the "
+                     "current directory)",
+                     file);
   }
   std::stringstream buf;
   buf << in.rdbuf();
@@ -222,6 +248,7 @@ YAML::Node parse_file(const std::string& file) {
       throw InputError("expected a YAML mapping at the top level, got " + node_kind(root), "", file,
                        1);
     }
+    reject_duplicate_keys(root, file);
     return root;
   } catch (const YAML::ParserException& e) {
     throw InputError("YAML syntax error: " + e.msg, "check indentation and quoting", file,
@@ -266,7 +293,8 @@ Map load_file_with_overrides(const std::string& file, const std::vector<std::str
     try {
       parsed = YAML::Load(value);
     } catch (const YAML::ParserException& e) {
-      throw InputError("cannot parse value '" + value + "': " + e.msg, "quote it", "--set " + dotted);
+      throw InputError("cannot parse value '" + value + "': " + e.msg, "quote it",
+                       "--set " + dotted);
     }
     // Walk down, creating mappings as needed. YAML::Node is a handle: assigning through a
     // copy modifies the tree.

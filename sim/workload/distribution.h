@@ -7,7 +7,7 @@
 //   {dist: normal, mean: 512, std: 128}                          (resampled while outside [min, max])
 //   {dist: lognormal, median: 400, sigma: 1.0}                   (exp(N(ln median, sigma)))
 //   {dist: exponential, mean: 5s}
-//   {dist: empirical, trace: ../../shared/traces/azure_llm_2023_conv.csv, column: input|output}
+//   {dist: empirical, trace: data/traces/azure_llm_2023_conv.csv, column: input|output}
 //                                        (optional format: auto|azure|mooncake; tokens only)
 // Every form takes optional `min` and `max` (clamp bounds; for normal/lognormal a value
 // outside them is redrawn, up to 64 times, then clamped). Without `min`, normal/lognormal

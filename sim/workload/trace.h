@@ -1,5 +1,5 @@
 // Real request traces: Azure LLM inference 2023 (CSV) and Mooncake (JSONL with prefix-block
-// hashes). See ../shared/traces/README.md for the formats and licenses.
+// hashes). See scenarios/data/traces/README.md for the formats and licenses.
 #pragma once
 
 #include <cstdint>

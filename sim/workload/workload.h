@@ -12,7 +12,7 @@
 //     conversations: {rate: 1/s, turns: <distribution>, think_time: <distribution>,
 //                     system_prompt_tokens: 0, block_tokens: 256, max_context_tokens: 32768}
 //     # or trace replay (arrival times and lengths from the trace):
-//     trace: {file: ../../shared/traces/mooncake_conversation.jsonl, format: auto,
+//     trace: {file: data/traces/mooncake_conversation.jsonl, format: auto,
 //             time_scale: 1.0}   # 2.0 replays twice as slow, 0.5 twice as fast
 //     prompt_tokens: <distribution>   # not with trace
 //     output_tokens: <distribution>   # not with trace

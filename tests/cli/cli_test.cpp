@@ -107,6 +107,12 @@ TEST_F(Cli, BadOverrides) {
                {"--set hardware.gpu", "unknown GPU 'h100'", "h100-sxm"});
   expect_error("check scenarios/chat-service.yaml --set serving.replicas", {"malformed override"});
   expect_error("check nothere.yaml", {"nothere.yaml", "cannot open"});
+  // A key given twice is refused with both lines, not read as the first (yaml-cpp's way):
+  // here a second `name:` appended after the file's own on line 1.
+  {
+    const std::string f = variant("dup", "\nserving:", "\nname: second\nserving:");
+    expect_error("check " + f, {"dup.yaml:", "duplicate key 'name' (first at line", "merge"});
+  }
   // Fields that only mean something with another one.
   expect_error("check scenarios/chat-service.yaml --set hardware.redundant_experts=8",
                {"redundant_experts", "applies to expert parallelism", "expert_parallel: true"});

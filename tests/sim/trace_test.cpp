@@ -1,4 +1,4 @@
-// Tests for sim/workload/trace: the real traces in ../shared/traces (skipped when absent),
+// Tests for sim/workload/trace: the real traces in scenarios/data/traces,
 // the excerpts in tests/data, time parsing across midnight and leap days, sorting, and
 // malformed input reported with its file and 1-based line.
 #include "sim/workload/trace.h"
@@ -16,19 +16,15 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kShared = std::string(FLEETSIM_SHARED_DIR) + "/traces/";
+const std::string kTraces = std::string(FLEETSIM_SOURCE_DIR) + "/scenarios/data/traces/";
 const std::string kData = std::string(FLEETSIM_SOURCE_DIR) + "/tests/data/";
-
-#define SKIP_WITHOUT_SHARED()                                                          \
-  if (!fs::is_directory(kShared))                                                      \
-  GTEST_SKIP() << "real traces not found at " << kShared                               \
-               << " (the ../shared folder is absent; excerpt tests still run)"
 
 // A file in a per-process temp folder, removed at the end of the test.
 class TempFile {
  public:
   TempFile(const std::string& name, const std::string& text) {
-    const fs::path dir = fs::temp_directory_path() / ("fleetsim_trace_test_" + std::to_string(getpid()));
+    const fs::path dir =
+        fs::temp_directory_path() / ("fleetsim_trace_test_" + std::to_string(getpid()));
     fs::create_directories(dir);
     path_ = (dir / name).string();
     std::ofstream(path_, std::ios::binary) << text;
@@ -55,8 +51,7 @@ const std::string kHeader = "TIMESTAMP,ContextTokens,GeneratedTokens\n";
 // ---- real traces ----------------------------------------------------------------------
 
 TEST(TraceReal, AzureConversation) {
-  SKIP_WITHOUT_SHARED();
-  const Trace t = load_trace(kShared + "azure_llm_2023_conv.csv");
+  const Trace t = load_trace(kTraces + "azure_llm_2023_conv.csv");
   EXPECT_EQ(t.format, "azure");
   // 19,367 lines (wc -l says 19,366: no newline after the last row) = header + 19,366 rows.
   ASSERT_EQ(t.records.size(), 19366u);
@@ -77,8 +72,7 @@ TEST(TraceReal, AzureConversation) {
 }
 
 TEST(TraceReal, AzureCode) {
-  SKIP_WITHOUT_SHARED();
-  const Trace t = load_trace(kShared + "azure_llm_2023_code.csv");
+  const Trace t = load_trace(kTraces + "azure_llm_2023_code.csv");
   ASSERT_EQ(t.records.size(), 8819u);  // 8,820 lines = header + 8,819 rows
   // Row 1: "2023-11-16 18:17:03.9799600,4808,10".
   EXPECT_EQ(t.records[0].input_tokens, 4808);
@@ -90,8 +84,7 @@ TEST(TraceReal, AzureCode) {
 }
 
 TEST(TraceReal, MooncakeConversation) {
-  SKIP_WITHOUT_SHARED();
-  const Trace t = load_trace(kShared + "mooncake_conversation.jsonl");
+  const Trace t = load_trace(kTraces + "mooncake_conversation.jsonl");
   EXPECT_EQ(t.format, "mooncake");
   EXPECT_EQ(t.block_tokens, 512);
   ASSERT_EQ(t.records.size(), 12031u);  // 12,031 lines, one object each
@@ -188,15 +181,15 @@ TEST(TraceParse, CrlfBlankLinesAndFormatOverride) {
   ASSERT_EQ(t.records.size(), 2u);
   EXPECT_EQ(t.records[1].output_tokens, 8);
   EXPECT_NEAR(t.records[1].time_s, 0.5, 1e-12);
-  EXPECT_NE(load_error(f.path(), "azur").message().find("did you mean 'azure'"),
-            std::string::npos);
+  EXPECT_NE(load_error(f.path(), "azur").message().find("did you mean 'azure'"), std::string::npos);
 }
 
 TEST(TraceParse, MooncakeTiesKeepFileOrderAndHashes) {
-  TempFile f("ties.jsonl",
-             "{\"timestamp\": 3000, \"input_length\": 600, \"output_length\": 1, \"hash_ids\": [7, 8]}\n"
-             "{\"timestamp\": 1000, \"input_length\": 10, \"output_length\": 2, \"hash_ids\": [9]}\n"
-             "{\"timestamp\": 1000, \"input_length\": 20, \"output_length\": 3, \"hash_ids\": []}\n");
+  TempFile f(
+      "ties.jsonl",
+      "{\"timestamp\": 3000, \"input_length\": 600, \"output_length\": 1, \"hash_ids\": [7, 8]}\n"
+      "{\"timestamp\": 1000, \"input_length\": 10, \"output_length\": 2, \"hash_ids\": [9]}\n"
+      "{\"timestamp\": 1000, \"input_length\": 20, \"output_length\": 3, \"hash_ids\": []}\n");
   const Trace t = load_trace(f.path());
   ASSERT_EQ(t.records.size(), 3u);
   // Sorted: the two 1000 ms rows in file order, then the 3000 ms row 2 s later.
@@ -226,12 +219,15 @@ TEST(TraceErrors, AzureMalformedLinesReportTheirLine) {
   const BadCase cases[] = {
       {"cols.csv", kHeader + ok + "2023-11-16 18:15:47.0,12\n", 3, "", "expected 3 columns"},
       {"cols4.csv", kHeader + ok + ok + "2023-11-16 18:15:47.0,1,2,3\n", 4, "", "got 4"},
-      {"nan.csv", kHeader + ok + "2023-11-16 18:15:47.0,abc,5\n", 3, "ContextTokens", "not an integer"},
-      {"frac.csv", kHeader + ok + "2023-11-16 18:15:47.0,5,2.5\n", 3, "GeneratedTokens", "not an integer"},
+      {"nan.csv", kHeader + ok + "2023-11-16 18:15:47.0,abc,5\n", 3, "ContextTokens",
+       "not an integer"},
+      {"frac.csv", kHeader + ok + "2023-11-16 18:15:47.0,5,2.5\n", 3, "GeneratedTokens",
+       "not an integer"},
       {"month.csv", kHeader + ok + "2023-13-16 18:15:47.0,5,5\n", 3, "TIMESTAMP", "bad timestamp"},
       {"feb30.csv", kHeader + ok + "2023-02-29 18:15:47.0,5,5\n", 3, "TIMESTAMP", "bad timestamp"},
       {"time.csv", kHeader + "18:15:47,5,5\n", 2, "TIMESTAMP", "bad timestamp"},
-      {"zero.csv", kHeader + ok + ok + "2023-11-16 18:15:47.0,5,0\n", 4, "GeneratedTokens", ">= 1, got 0"},
+      {"zero.csv", kHeader + ok + ok + "2023-11-16 18:15:47.0,5,0\n", 4, "GeneratedTokens",
+       ">= 1, got 0"},
       {"neg.csv", kHeader + "2023-11-16 18:15:47.0,-3,5\n", 2, "ContextTokens", ">= 1, got -3"},
       {"header.csv", "time,prompt,output\n" + ok, 1, "", "expected the header"},
   };
@@ -247,18 +243,34 @@ TEST(TraceErrors, AzureMalformedLinesReportTheirLine) {
 }
 
 TEST(TraceErrors, MooncakeMalformedLinesReportTheirLine) {
-  const std::string ok = "{\"timestamp\": 0, \"input_length\": 5, \"output_length\": 5, \"hash_ids\": [1]}\n";
+  const std::string ok =
+      "{\"timestamp\": 0, \"input_length\": 5, \"output_length\": 5, \"hash_ids\": [1]}\n";
   const BadCase cases[] = {
       {"json.jsonl", ok + "{\"timestamp\": 0, \"input_length\": 5,\n", 2, "", "invalid JSON"},
       {"notobj.jsonl", ok + ok + "[1, 2]\n", 3, "", "expected a JSON object"},
-      {"nokey.jsonl", ok + "{\"timestamp\": 0, \"input_length\": 5, \"hash_ids\": []}\n", 2, "output_length", "missing key"},
-      {"nohash.jsonl", "{\"timestamp\": 0, \"input_length\": 5, \"output_length\": 5}\n", 1, "hash_ids", "missing key"},
-      {"float.jsonl", ok + "{\"timestamp\": 0, \"input_length\": 5.5, \"output_length\": 5, \"hash_ids\": []}\n", 2, "input_length", "integer"},
-      {"zero.jsonl", ok + "{\"timestamp\": 0, \"input_length\": 5, \"output_length\": 0, \"hash_ids\": []}\n", 2, "output_length", ">= 1, got 0"},
-      {"negts.jsonl", ok + "{\"timestamp\": -1, \"input_length\": 5, \"output_length\": 5, \"hash_ids\": []}\n", 2, "timestamp", "milliseconds"},
-      {"strts.jsonl", ok + "{\"timestamp\": \"0\", \"input_length\": 5, \"output_length\": 5, \"hash_ids\": []}\n", 2, "timestamp", "milliseconds"},
-      {"neghash.jsonl", ok + "{\"timestamp\": 0, \"input_length\": 5, \"output_length\": 5, \"hash_ids\": [1, -2]}\n", 2, "hash_ids", "non-negative"},
-      {"hashobj.jsonl", ok + "{\"timestamp\": 0, \"input_length\": 5, \"output_length\": 5, \"hash_ids\": 3}\n", 2, "hash_ids", "list"},
+      {"nokey.jsonl", ok + "{\"timestamp\": 0, \"input_length\": 5, \"hash_ids\": []}\n", 2,
+       "output_length", "missing key"},
+      {"nohash.jsonl", "{\"timestamp\": 0, \"input_length\": 5, \"output_length\": 5}\n", 1,
+       "hash_ids", "missing key"},
+      {"float.jsonl",
+       ok + "{\"timestamp\": 0, \"input_length\": 5.5, \"output_length\": 5, \"hash_ids\": []}\n",
+       2, "input_length", "integer"},
+      {"zero.jsonl",
+       ok + "{\"timestamp\": 0, \"input_length\": 5, \"output_length\": 0, \"hash_ids\": []}\n", 2,
+       "output_length", ">= 1, got 0"},
+      {"negts.jsonl",
+       ok + "{\"timestamp\": -1, \"input_length\": 5, \"output_length\": 5, \"hash_ids\": []}\n", 2,
+       "timestamp", "milliseconds"},
+      {"strts.jsonl",
+       ok + "{\"timestamp\": \"0\", \"input_length\": 5, \"output_length\": 5, \"hash_ids\": []}\n",
+       2, "timestamp", "milliseconds"},
+      {"neghash.jsonl",
+       ok +
+           "{\"timestamp\": 0, \"input_length\": 5, \"output_length\": 5, \"hash_ids\": [1, -2]}\n",
+       2, "hash_ids", "non-negative"},
+      {"hashobj.jsonl",
+       ok + "{\"timestamp\": 0, \"input_length\": 5, \"output_length\": 5, \"hash_ids\": 3}\n", 2,
+       "hash_ids", "list"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
