@@ -1,6 +1,7 @@
 // fleetsim command-line entry point: parses arguments and calls the library. No domain
 // logic lives here.
 #include <boost/program_options.hpp>
+#include <cerrno>
 
 #include <cmath>
 #include <cstdio>
@@ -66,7 +67,7 @@ po::options_description scenario_options() {
   d.add_options()(
       "set", po::value<std::vector<std::string>>()->composing(),
       "override a field: --set key.path=value (repeatable), e.g. --set serving.replicas=8")(
-      "seed", po::value<uint64_t>(), "random seed (replaces the scenario's seed)")(
+      "seed", po::value<std::string>(), "random seed, 0 to 2^64-1 (replaces the scenario's seed)")(
       "catalog", po::value<std::string>(),
       "catalog folder (default: $FLEETSIM_CATALOG or the bundled one)")(
       "calibration", po::value<std::string>(),
@@ -113,13 +114,28 @@ std::shared_ptr<const hw::CalibrationSet> load_calibration(const po::variables_m
   return std::make_shared<const hw::CalibrationSet>(hw::CalibrationSet::load_dir(dir, catalog));
 }
 
+int threads_of(const po::variables_map& vm);  // --threads, at least 1 (below)
+
+// --seed: a whole number in [0, 2^64 − 1]; program_options would read "-1" as 2^64 − 1.
+std::optional<uint64_t> seed_of(const po::variables_map& vm) {
+  if (!vm.count("seed")) return std::nullopt;
+  const std::string text = vm["seed"].as<std::string>();
+  const bool digits = !text.empty() && text.size() <= 20 &&
+                      text.find_first_not_of("0123456789") == std::string::npos;
+  errno = 0;
+  const unsigned long long v = digits ? std::strtoull(text.c_str(), nullptr, 10) : 0;
+  if (!digits || errno == ERANGE)
+    throw InputError(
+        "--seed must be a whole number from 0 to 18446744073709551615, got '" + text + "'",
+        "e.g. --seed 42");
+  return static_cast<uint64_t>(v);
+}
+
 scenario::Scenario load_scenario(const Parsed& p) {
   const hw::Catalog catalog = load_catalog(p.vm);
   std::vector<std::string> sets;
   if (p.vm.count("set")) sets = p.vm["set"].as<std::vector<std::string>>();
-  std::optional<uint64_t> seed;
-  if (p.vm.count("seed")) seed = p.vm["seed"].as<uint64_t>();
-  return scenario::load(p.scenario, sets, seed, catalog, load_calibration(p.vm, catalog));
+  return scenario::load(p.scenario, sets, seed_of(p.vm), catalog, load_calibration(p.vm, catalog));
 }
 
 std::string join(const std::vector<std::string>& names) {
@@ -179,9 +195,7 @@ int cmd_run(const std::vector<std::string>& args) {
                    units::format(pr.wall_s, units::Dim::kTime).c_str());
     };
   }
-  const int threads = p->vm.count("threads")
-                          ? p->vm["threads"].as<int>()
-                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = threads_of(p->vm);
   const int replications = p->vm.count("replications") ? p->vm["replications"].as<int>() : 0;
   if (p->vm.count("replications") && (replications < 2 || replications > 1000))
     throw InputError(
@@ -298,7 +312,7 @@ int cmd_plan(const std::vector<std::string>& args) {
   std::vector<std::string> sets;
   if (p->vm.count("set")) sets = p->vm["set"].as<std::vector<std::string>>();
   std::optional<uint64_t> seed;
-  if (p->vm.count("seed")) seed = p->vm["seed"].as<uint64_t>();
+  if (p->vm.count("seed")) seed = *seed_of(p->vm);
   const plan::Planner planner(p->scenario, sets, seed, catalog, load_calibration(p->vm, catalog));
   const int threads = threads_of(p->vm);
   const int replications = p->vm.count("replications") ? p->vm["replications"].as<int>() : 0;
@@ -370,7 +384,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
   const hw::Catalog catalog = load_catalog(p->vm);
   const auto calibration = load_calibration(p->vm, catalog);
   std::optional<uint64_t> seed;
-  if (p->vm.count("seed")) seed = p->vm["seed"].as<uint64_t>();
+  if (p->vm.count("seed")) seed = *seed_of(p->vm);
   const scenario::Scenario base =
       reports::check_sweep_points(p->scenario, sets, seed, spec, catalog, calibration);
   const int threads = threads_of(p->vm);

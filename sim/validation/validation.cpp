@@ -286,6 +286,9 @@ std::vector<std::string> case_files(const std::string& dir) {
   std::vector<std::string> files;
   for (const auto& e : fs::directory_iterator(dir))
     if (e.is_regular_file() && e.path().extension() == ".yaml") files.push_back(e.path().string());
+  if (files.empty())
+    throw InputError("no case files (*.yaml) in the validation directory",
+                     "give the folder of case files (scenarios/validation)", dir);
   std::sort(files.begin(), files.end());
   return files;
 }

@@ -113,6 +113,15 @@ TEST_F(Cli, BadOverrides) {
     const std::string f = variant("dup", "\nserving:", "\nname: second\nserving:");
     expect_error("check " + f, {"dup.yaml:", "duplicate key 'name' (first at line", "merge"});
   }
+  // Numbers the option parser would wrap or accept: a negative seed, zero threads.
+  expect_error("run scenarios/chat-service.yaml --seed -1",
+               {"--seed must be a whole number from 0 to 18446744073709551615", "'-1'"});
+  expect_error("run scenarios/chat-service.yaml --seed 18446744073709551616", {"--seed"});
+  expect_error("run scenarios/chat-service.yaml --threads 0", {"--threads must be at least 1"});
+  // A validation folder without cases is an error, not an empty success.
+  const fs::path empty = dir_ / "empty";
+  fs::create_directories(empty);
+  expect_error("validate " + empty.string(), {"no case files", empty.string()});
   // Fields that only mean something with another one.
   expect_error("check scenarios/chat-service.yaml --set hardware.redundant_experts=8",
                {"redundant_experts", "applies to expert parallelism", "expert_parallel: true"});
