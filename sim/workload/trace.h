@@ -9,16 +9,16 @@
 namespace fleetsim::workload {
 
 struct TraceRecord {
-  double time_s = 0;         ///< seconds since the first record of the trace
+  double time_s = 0;  ///< seconds since the first record of the trace
   int32_t input_tokens = 0;
   int32_t output_tokens = 0;
-  uint32_t hash_begin = 0;   ///< into Trace::hashes
+  uint32_t hash_begin = 0;  ///< into Trace::hashes
   uint32_t hash_count = 0;
 };
 
 struct Trace {
   std::string file;
-  std::string format;        ///< "azure" or "mooncake"
+  std::string format;                ///< "azure" or "mooncake"
   std::vector<TraceRecord> records;  ///< sorted by time_s (stable for ties)
   std::vector<uint64_t> hashes;      ///< all records' 512-token block hashes, concatenated
   int block_tokens = 0;              ///< tokens per hash block (512 for Mooncake, 0 if none)
