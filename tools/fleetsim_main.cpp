@@ -114,7 +114,13 @@ std::shared_ptr<const hw::CalibrationSet> load_calibration(const po::variables_m
   return std::make_shared<const hw::CalibrationSet>(hw::CalibrationSet::load_dir(dir, catalog));
 }
 
-int threads_of(const po::variables_map& vm);  // --threads, at least 1 (below)
+int threads_of(const po::variables_map& vm) {
+  const int threads = vm.count("threads")
+                          ? vm["threads"].as<int>()
+                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (threads < 1) throw InputError("--threads must be at least 1", "e.g. --threads 4");
+  return threads;
+}
 
 // --seed: a whole number in [0, 2^64 − 1]; program_options would read "-1" as 2^64 − 1.
 std::optional<uint64_t> seed_of(const po::variables_map& vm) {
@@ -280,14 +286,6 @@ void add_search_options(po::options_description& desc) {
       "holds")("quiet,q", "print no progress");
 }
 
-int threads_of(const po::variables_map& vm) {
-  const int threads = vm.count("threads")
-                          ? vm["threads"].as<int>()
-                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  if (threads < 1) throw InputError("--threads must be at least 1", "e.g. --threads 4");
-  return threads;
-}
-
 std::string make_out_dir(const po::variables_map& vm, const std::string& fallback) {
   const std::string out_dir = vm.count("out") ? vm["out"].as<std::string>() : fallback;
   std::error_code ec;
@@ -311,8 +309,7 @@ int cmd_plan(const std::vector<std::string>& args) {
   const hw::Catalog catalog = load_catalog(p->vm);
   std::vector<std::string> sets;
   if (p->vm.count("set")) sets = p->vm["set"].as<std::vector<std::string>>();
-  std::optional<uint64_t> seed;
-  if (p->vm.count("seed")) seed = *seed_of(p->vm);
+  const std::optional<uint64_t> seed = seed_of(p->vm);
   const plan::Planner planner(p->scenario, sets, seed, catalog, load_calibration(p->vm, catalog));
   const int threads = threads_of(p->vm);
   const int replications = p->vm.count("replications") ? p->vm["replications"].as<int>() : 0;
@@ -383,8 +380,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
                      "in the scenario (sweep: {vary: {serving.replicas: [1, 2, 4]}, seeds: 5})");
   const hw::Catalog catalog = load_catalog(p->vm);
   const auto calibration = load_calibration(p->vm, catalog);
-  std::optional<uint64_t> seed;
-  if (p->vm.count("seed")) seed = *seed_of(p->vm);
+  const std::optional<uint64_t> seed = seed_of(p->vm);
   const scenario::Scenario base =
       reports::check_sweep_points(p->scenario, sets, seed, spec, catalog, calibration);
   const int threads = threads_of(p->vm);
