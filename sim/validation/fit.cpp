@@ -173,6 +173,8 @@ std::vector<double> minimise(const std::vector<std::string>& files, const hw::Ca
 // MoE-only parameters are fitted on MoE cases, the others on dense cases (with the MoE
 // terms at their starting values); the dense stage first, so that the MoE terms explain
 // what is left of the MoE cases' error once the shared operators are pinned by dense ones.
+// A shared parameter is never fitted on MoE cases alone: there it would absorb the MoE
+// kernels' slowness and carry it to every dense model the engine runs.
 bool moe_parameter(const std::string& p) {
   return p == "moe_efficiency" || p == "moe_half_tokens" || p == "moe_imbalance";
 }
@@ -260,6 +262,13 @@ FitResult fit_engine(const std::vector<std::string>& files, const hw::Catalog& c
   const Staged fit = fit_stages(train, catalog, calibration, start, opt);
   r.params = fit.params;
   r.after = fit.values;
+  // A parameter an earlier fit changed that this one does not (its list or its case count
+  // changed) goes back to its prior, so the file holds the engine that was evaluated.
+  for (const auto& [p, v] : engine.priors)
+    if (std::find(r.params.begin(), r.params.end(), p) == r.params.end()) {
+      r.params.push_back(p);
+      r.after.push_back(v);
+    }
   for (const auto& p : r.params) r.before.push_back(hw::engine_parameter(start, p));
   const std::vector<Case> train_after =
       evaluate(files_of(train), catalog, calibration, start, r.params, r.after, opt.threads);

@@ -37,23 +37,28 @@ struct Fixture {
   }
   ~Fixture() { fs::remove_all(dir); }
   std::string engine_file() const { return (dir / "catalog/engines/synthetic.yaml").string(); }
-  void write_engine(double overhead_s, double kernel) const {
+  void write_engine(double overhead_s, double kernel, double moe = 1.0,
+                    const std::string& fit = "kernel_efficiency, iteration_overhead",
+                    const std::string& tail = "") const {
     std::ofstream(engine_file()) << "# test engine\nname: synthetic\noverhead:\n  iteration: "
                                  << overhead_s * 1e6 << "us   # kept comment\n  per_sequence: 0s\n"
-                                 << "kernels:\n  efficiency: " << kernel << "\n"
-                                 << "fit: [kernel_efficiency, iteration_overhead]\n"
-                                 << "sources: [\"test\"]\n";
+                                 << "kernels:\n  efficiency: " << kernel
+                                 << "\n  moe_efficiency: " << moe << "\n"
+                                 << "fit: [" << fit << "]\n"
+                                 << "sources: [\"test\"]\n"
+                                 << tail;
   }
-  // One step case of Llama-3.1-8B on an H100 with `measured` as given.
+  // One step case of `model` (Llama-3.1-8B unless given) on an H100 with `measured` as given.
   std::string write_case(const std::string& id, const std::string& mode, int batch, int tokens,
-                         double measured, bool heldout, const std::string& source) const {
+                         double measured, bool heldout, const std::string& source,
+                         const std::string& model = "llama-3.1-8b") const {
     const fs::path f = dir / "cases" / (id + ".yaml");
     std::ofstream o(f);
     o << "case: \"" << id << "\"\ncitation: \"synthetic\"\nmetric: "
       << (mode == "decode" ? "decode_tokens_per_s" : "prefill_tokens_per_s")
       << "\nmeasured: " << measured << "\nheldout: " << (heldout ? "true" : "false")
-      << "\nengine: synthetic\nsource: " << source
-      << "\nsetup: step\nstep:\n  model: llama-3.1-8b\n  hardware: {gpu: h100-sxm, tp: 1}\n"
+      << "\nengine: synthetic\nsource: " << source << "\nsetup: step\nstep:\n  model: " << model
+      << "\n  hardware: {gpu: h100-sxm, tp: " << (model == "llama-3.1-8b" ? 1 : 2) << "}\n"
       << "  mode: " << mode << "\n  batch: " << batch << "\n"
       << (mode == "decode" ? "  context_tokens: " : "  prompt_tokens: ") << tokens << "\n";
     return f.string();
@@ -148,6 +153,30 @@ TEST(Fit, FewCasesFitFewerParameters) {
   opt.loso = false;
   const FitResult r = fit_engine(files, cat, nullptr, "synthetic", opt);
   EXPECT_EQ(r.params, (std::vector<std::string>{"kernel_efficiency"}));
+}
+
+TEST(Fit, ParameterNoLongerFittedReturnsToItsPrior) {
+  // An earlier fit moved iteration_overhead from its prior 1 ms (fitted.before) to 3 ms; the
+  // list now fits kernel_efficiency only. The result must put iteration_overhead back at
+  // 1 ms, so that the file written is the engine the fit evaluated, not a mix of two fits.
+  Fixture fx;
+  fx.write_engine(3e-3, 0.9, 1.0, "kernel_efficiency",
+                  "fitted:\n  by: test\n  before:\n    iteration_overhead: 0.001\n");
+  std::vector<std::string> files;
+  for (int k = 0; k < 6; ++k) {
+    std::string id = "c";
+    id += std::to_string(k);
+    files.push_back(
+        fx.write_case(id, kShapes[k].mode, kShapes[k].batch, kShapes[k].tokens, 100.0, false, "a"));
+  }
+  const hw::Catalog cat = hw::Catalog::load((fx.dir / "catalog").string());
+  FitOptions opt;
+  opt.loso = false;
+  const FitResult r = fit_engine(files, cat, nullptr, "synthetic", opt);
+  ASSERT_EQ(r.params, (std::vector<std::string>{"kernel_efficiency", "iteration_overhead"}));
+  EXPECT_DOUBLE_EQ(r.after[1], 1e-3);
+  write_fit(fx.engine_file(), r, "  by: test\n");
+  EXPECT_NEAR(hw::load_engine_file(fx.engine_file()).iteration_overhead_s, 1e-3, 1e-9);
 }
 
 TEST(Fit, EngineWithoutTrainingCasesIsAnError) {
