@@ -184,9 +184,13 @@ struct EngineSpec {
   double compute_efficiency = 1.0;  ///< and on top, of compute-bound operators only
   double moe_half_tokens = 0;       ///< grouped GEMM: tokens per expert at half its rate
   double moe_efficiency = 1.0;      ///< grouped GEMM rate / the dense GEMM tables' rate
-  double moe_imbalance = 1.0;       ///< busiest expert-parallel GPU's tokens / mean (floor)
-  double ep_alltoall_call_s = 0;    ///< fixed cost of one EP dispatch or combine call
-  double quant_bandwidth = 1.0;     ///< block-quantised (GGUF) mat-vec bandwidth / 16-bit's
+  /// and on top, of the grouped GEMM's compute-bound side (block-scaled FP8 grouped GEMMs in
+  /// Triton reach less of the tensor rate than the dense GEMMs do, while streaming expert
+  /// weights at small batch runs near the dense rate)
+  double moe_compute_efficiency = 1.0;
+  double moe_imbalance = 1.0;     ///< busiest expert-parallel GPU's tokens / mean (floor)
+  double ep_alltoall_call_s = 0;  ///< fixed cost of one EP dispatch or combine call
+  double quant_bandwidth = 1.0;   ///< block-quantised (GGUF) mat-vec bandwidth / 16-bit's
   /// The profile this engine runs as on AMD GPUs (its ROCm build: other kernels, other
   /// efficiencies), "" = the same profile everywhere.
   std::string rocm_variant;

@@ -385,9 +385,10 @@ void Calc::layer_ops(StepBreakdown& s, const BatchShape& b, double scale, const 
     const double hit = E * (1.0 - std::pow(1.0 - k / E, Tm));
     // Grouped GEMM: with m token rows per expert its tiles are mostly empty at small m; the
     // compute side runs at m / (m + m_half) of the dense rate (m_half = 0: at the dense rate).
+    // The engine's grouped-GEMM compute efficiency multiplies the occupancy.
     auto occupancy = [&](double m) {
       const double mh = d_.eff.moe_half_tokens;
-      return mh > 0 && m > 0 ? m / (m + mh) : 1.0;
+      return (mh > 0 && m > 0 ? m / (m + mh) : 1.0) * d_.eff.moe_compute_efficiency;
     };
     if (p.expert_parallel) {
       gemm(e_bucket, "moe", "router", Lmoe, Tm / G, h, E, u);
@@ -577,6 +578,7 @@ void apply_engine(const EngineSpec& engine, Efficiency* eff) {
   eff->compute_efficiency = engine.compute_efficiency;
   eff->moe_half_tokens = engine.moe_half_tokens;
   eff->moe_efficiency = engine.moe_efficiency;
+  eff->moe_compute_efficiency = engine.moe_compute_efficiency;
   eff->moe_imbalance = engine.moe_imbalance;
   eff->quant_bandwidth = engine.quant_bandwidth;
   eff->pipeline_sequential = engine.pipeline_sequential;

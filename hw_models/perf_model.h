@@ -137,15 +137,16 @@ struct Efficiency {
   double allreduce_latency_s = 0;   ///< α of the scale-up level
   double link_bw_bytes_per_s = 0;   ///< β⁻¹ of the scale-up level (per GPU, per direction)
   // Serving-engine terms (hw_models/catalog/engines; apply_engine sets them).
-  double per_sequence_overhead_s = 0;  ///< CPU time per sampling sequence per iteration
-  int64_t cuda_graph_max_batch = 0;    ///< decode batches above this run eagerly (0: none do)
-  double kernel_efficiency = 1.0;      ///< achieved / calibrated rate of every GPU operator
-  double compute_efficiency = 1.0;     ///< and of the compute side of each operator
-  double moe_half_tokens = 0;          ///< grouped GEMM rate ∝ m / (m + this), m tokens/expert
-  double moe_efficiency = 1.0;         ///< routed-expert grouped GEMM / dense GEMM rate
-  double quant_bandwidth = 1.0;        ///< GGUF block-format weight streaming / 16-bit's
-  bool pipeline_sequential = false;    ///< pp stages one after another (llama.cpp layer split)
-  double ep_alltoall_call_s = 0;       ///< fixed cost per EP dispatch/combine call
+  double per_sequence_overhead_s = 0;   ///< CPU time per sampling sequence per iteration
+  int64_t cuda_graph_max_batch = 0;     ///< decode batches above this run eagerly (0: none do)
+  double kernel_efficiency = 1.0;       ///< achieved / calibrated rate of every GPU operator
+  double compute_efficiency = 1.0;      ///< and of the compute side of each operator
+  double moe_half_tokens = 0;           ///< grouped GEMM rate ∝ m / (m + this), m tokens/expert
+  double moe_efficiency = 1.0;          ///< routed-expert grouped GEMM / dense GEMM rate
+  double moe_compute_efficiency = 1.0;  ///< and of its compute side
+  double quant_bandwidth = 1.0;         ///< GGUF block-format weight streaming / 16-bit's
+  bool pipeline_sequential = false;     ///< pp stages one after another (llama.cpp layer split)
+  double ep_alltoall_call_s = 0;        ///< fixed cost per EP dispatch/combine call
 };
 
 /// Sets the engine's overhead and kernel terms on `eff` (scheduler defaults are the

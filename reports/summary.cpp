@@ -319,10 +319,13 @@ std::string engine_line(const scenario::Scenario& sc) {
     << "; overhead " << units::format(sc.eff.iteration_overhead_s, Dim::kTime) << "/iteration + "
     << units::format(sc.eff.per_sequence_overhead_s, Dim::kTime) << "/sequence, kernels at "
     << std::fixed << std::setprecision(2) << sc.eff.kernel_efficiency << "x the calibrated rates";
-  if (sc.model.is_moe())
-    o << ", MoE grouped GEMMs at " << sc.eff.moe_efficiency << "x the dense rate, hottest expert "
-      << sc.model.moe->hot_expert << "x the mean"
+  if (sc.model.is_moe()) {
+    o << ", MoE grouped GEMMs at " << sc.eff.moe_efficiency << "x the dense rate";
+    if (sc.eff.moe_compute_efficiency != 1.0)
+      o << " (their compute side at a further " << sc.eff.moe_compute_efficiency << "x)";
+    o << ", hottest expert " << sc.model.moe->hot_expert << "x the mean"
       << (sc.model.moe->hot_expert > 1 ? "" : " (no published routing statistics: balanced)");
+  }
   o << (e.fitted.empty() ? ", not fitted" : ", fitted on the validation suite");
   return o.str();
 }

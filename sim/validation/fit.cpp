@@ -176,7 +176,8 @@ std::vector<double> minimise(const std::vector<std::string>& files, const hw::Ca
 // A shared parameter is never fitted on MoE cases alone: there it would absorb the MoE
 // kernels' slowness and carry it to every dense model the engine runs.
 bool moe_parameter(const std::string& p) {
-  return p == "moe_efficiency" || p == "moe_half_tokens" || p == "moe_imbalance";
+  return p == "moe_efficiency" || p == "moe_compute_efficiency" || p == "moe_half_tokens" ||
+         p == "moe_imbalance";
 }
 
 struct Staged {

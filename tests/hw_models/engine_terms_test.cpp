@@ -1,6 +1,6 @@
 // Tests for the serving-engine terms of hw_models/perf_model (issue 16): per-sequence CPU
 // overhead, the CUDA-graph batch limit, kernel and compute efficiency, the MoE grouped-GEMM
-// occupancy curve and efficiency, expert-parallel imbalance from the hottest expert, the
+// occupancy curve and efficiency (whole and compute side), expert-parallel imbalance from the hottest expert, the
 // fixed all-to-all call cost, redundant experts (EPLB), two-batch overlap, GGUF
 // dequantisation bandwidth, sequential pipeline stages and the measured FP4 GEMM rate. Each test changes one term and checks the difference against
 // the formula in perf_model.h, worked out in the comment.
@@ -159,6 +159,23 @@ TEST(EngineTerms, MoeEfficiencyScalesTheRoutedExperts) {
   const auto slow = explain_step(d, prefill(2048));
   expect_rel(find_op(slow, op).time_s, 1.25 * find_op(base, op).time_s);
   EXPECT_EQ(find_op(slow, "router").time_s, find_op(base, "router").time_s);
+}
+
+TEST(EngineTerms, MoeComputeEfficiencySlowsOnlyTheComputeSideOfTheRoutedExperts) {
+  // A 2048-token prefill of Mixtral: 2048 · 2 = 4096 token copies over 8 experts, 512 rows
+  // each: compute-bound, so at 0.5 it takes 1/0.5 = 2x as long. A one-sequence decode reads
+  // 2 experts' weights (2 · 3 · 4096 · 14336 · 2 B = 704 MB) for 0.7 GFLOP: memory-bound
+  // before and after (the compute side at half rate is still ~250x shorter), unchanged.
+  Deployment d = mixtral(1, false);
+  const char* op = "routed experts (grouped GEMM, TP)";
+  const auto base = explain_step(d, prefill(2048));
+  const double dec = find_op(explain_step(d, decode(1, 100)), op).time_s;
+  d.eff.moe_compute_efficiency = 0.5;
+  expect_rel(find_op(explain_step(d, prefill(2048)), op).time_s, 2 * find_op(base, op).time_s);
+  EXPECT_EQ(find_op(explain_step(d, decode(1, 100)), op).time_s, dec);
+  // Dense operators do not move.
+  EXPECT_EQ(find_op(explain_step(d, prefill(2048)), "router").time_s,
+            find_op(base, "router").time_s);
 }
 
 TEST(EngineTerms, HottestExpertSetsTheBusiestGpu) {
