@@ -610,12 +610,7 @@ json fleet_json(const scenario::Scenario& sc, const fleet::FleetResult& res) {
   j["calls_failed"] = res.failed_calls;
   j["calls_unfinished"] = res.unfinished;
   j["sessions"] = res.sessions;
-  for (const auto& [name, l] : {std::pair{"ttft", s.ttft}, {"tpot", s.tpot}, {"e2e", s.e2e}}) {
-    j[std::string(name) + "_p50_s"] = l.p50_s;
-    j[std::string(name) + "_p90_s"] = l.p90_s;
-    j[std::string(name) + "_p99_s"] = l.p99_s;
-    j[std::string(name) + "_mean_s"] = l.mean_s;
-  }
+  put_common_metrics(j, s);
   j["sim_end_s"] = res.sim_end_s;
   j["events"] = res.events;
   j["wall_s"] = res.wall_s;

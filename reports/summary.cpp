@@ -113,6 +113,36 @@ void put_latency(json& j, const std::string& name, const metrics::LatencyStats& 
 }
 }  // namespace
 
+void put_common_metrics(json& j, const metrics::Summary& s) {
+  j["requests_arrived"] = s.requests_arrived;
+  j["requests_completed"] = s.requests_completed;
+  j["requests_rejected"] = s.requests_rejected;
+  j["input_tokens"] = s.input_tokens;
+  j["output_tokens"] = s.output_tokens;
+  put_latency(j, "ttft", s.ttft);
+  put_latency(j, "tpot", s.tpot);
+  put_latency(j, "itl", s.itl);
+  put_latency(j, "e2e", s.e2e);
+  put_latency(j, "queue", s.queue);
+  j["input_tok_per_s"] = s.input_tok_per_s;
+  j["output_tok_per_s"] = s.output_tok_per_s;
+  j["requests_per_s"] = s.requests_per_s;
+  j["goodput_req_per_s"] = s.goodput_req_per_s;
+  j["slo_attainment"] = s.slo_attainment;
+  j["sim_duration_s"] = s.sim_duration_s;
+}
+
+const std::vector<std::string>& common_metric_keys() {
+  static const std::vector<std::string> keys = [] {
+    json j;
+    put_common_metrics(j, metrics::Summary{});
+    std::vector<std::string> k;
+    for (const auto& [key, v] : j.items()) k.push_back(key);
+    return k;
+  }();
+  return keys;
+}
+
 json summary_json(const scenario::Scenario& sc, const RunResult& run) {
   const auto& s = run.summary;
   json j;
@@ -121,9 +151,7 @@ json summary_json(const scenario::Scenario& sc, const RunResult& run) {
   j["engine"] = sc.engine.id;
   j["validation_error"] =
       accuracy_json(sc, static_cast<double>(sc.replicas_all_pools() * sc.par.gpus()));
-  j["requests_arrived"] = s.requests_arrived;
-  j["requests_completed"] = s.requests_completed;
-  j["requests_rejected"] = s.requests_rejected;
+  put_common_metrics(j, s);
   j["requests_rejected_too_long_for_model"] = s.rejected_too_long_for_model;
   j["requests_rejected_too_long_for_kv_cache"] = s.rejected_too_long_for_kv;
   j["requests_rejected_too_long_for_batch"] = s.rejected_too_long_for_batch;
@@ -160,23 +188,10 @@ json summary_json(const scenario::Scenario& sc, const RunResult& run) {
     j["alltoall_delay_mean_s"] = s.alltoall_delay_mean_s;
     j["alltoall_delay_max_s"] = s.alltoall_delay_max_s;
   }
-  j["input_tokens"] = s.input_tokens;
-  j["output_tokens"] = s.output_tokens;
-  put_latency(j, "ttft", s.ttft);
-  put_latency(j, "tpot", s.tpot);
-  put_latency(j, "itl", s.itl);
-  put_latency(j, "e2e", s.e2e);
-  put_latency(j, "queue", s.queue);
-  j["input_tok_per_s"] = s.input_tok_per_s;
-  j["output_tok_per_s"] = s.output_tok_per_s;
-  j["requests_per_s"] = s.requests_per_s;
-  j["goodput_req_per_s"] = s.goodput_req_per_s;
-  j["slo_attainment"] = s.slo_attainment;
   j["replica_busy_fraction"] = s.replica_busy_fraction;
   j["kv_occupancy_mean"] = s.kv_occupancy_mean;
   j["kv_occupancy_peak"] = s.kv_occupancy_peak;
   j["iterations"] = s.iterations;
-  j["sim_duration_s"] = s.sim_duration_s;
   j["events"] = run.events;
   j["wall_s"] = run.wall_s;
   j["scenario"] = resolved_scenario(sc);

@@ -3,6 +3,7 @@
 
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -15,6 +16,16 @@ namespace fleetsim::reports {
 
 /// The fully resolved scenario (defaults filled in, catalog entries expanded).
 nlohmann::json resolved_scenario(const scenario::Scenario& sc);
+
+/// The keys every summary.json has, one pool or a fleet (a fleet adds its sections and
+/// never renames these): requests arrived, completed and rejected; input and output tokens
+/// and tokens/s; requests/s, goodput and SLO attainment; TTFT, TPOT, inter-token, end-to-end
+/// and queueing latency (mean, p50, p90, p99, max); the simulated span. Counts are those
+/// simulated (a sampled fleet scales them in its "answer" section).
+void put_common_metrics(nlohmann::json& j, const metrics::Summary& s);
+
+/// The key names put_common_metrics writes, for checks of the schema.
+const std::vector<std::string>& common_metric_keys();
 
 /// summary.json: flat metric keys with units in their names (ttft_p99_s, ...), run facts
 /// (seed, events, wall_s, version) and "scenario": resolved_scenario(sc).
