@@ -124,17 +124,21 @@ void set_activity(const std::string& what) {
   std::snprintf(g_activity, sizeof g_activity, "%s", what.c_str());
 }
 
-// Test-only: FLEETSIM_TEST_SIGNAL_AFTER_REQUESTS=N makes `run` send itself SIGTERM when the
-// N-th request finishes, so a test interrupts a run mid-way without depending on timing.
+// Test-only: FLEETSIM_TEST_SIGNAL_AFTER_REQUESTS=N (or N:INT) makes `run` send itself
+// SIGTERM (SIGINT) when the N-th request finishes, so a test interrupts a run mid-way
+// without depending on timing.
 class SignalAfterRequests final : public serving::ServingObserver {
  public:
-  explicit SignalAfterRequests(uint64_t n) : n_(n) {}
+  explicit SignalAfterRequests(const std::string& spec)
+      : n_(std::strtoull(spec.c_str(), nullptr, 10)),
+        sig_(spec.find(":INT") != std::string::npos ? SIGINT : SIGTERM) {}
   void on_completion(const serving::RequestRecord&) override {
-    if (++seen_ == n_) std::raise(SIGTERM);
+    if (++seen_ == n_) std::raise(sig_);
   }
 
  private:
   uint64_t n_, seen_ = 0;
+  int sig_;
 };
 
 // ---- output folders -------------------------------------------------------------------
@@ -318,7 +322,7 @@ int cmd_run(const std::vector<std::string>& args) {
   RunOptions opts;
   std::unique_ptr<SignalAfterRequests> test_signal;
   if (const char* v = std::getenv("FLEETSIM_TEST_SIGNAL_AFTER_REQUESTS")) {
-    test_signal = std::make_unique<SignalAfterRequests>(std::strtoull(v, nullptr, 10));
+    test_signal = std::make_unique<SignalAfterRequests>(v);
     opts.observers.push_back(test_signal.get());
   }
   std::unique_ptr<reports::RequestsCsv> csv;

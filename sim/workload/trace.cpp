@@ -94,6 +94,9 @@ bool parse_timestamp_ns(std::string_view s, int64_t& out_ns) {
     }
   }
   const int64_t secs = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec;
+  // Within ±4.5e9 s of 1970 (the years 1828 to 2112), so that the ns count and the
+  // difference of any two of them fit in an int64.
+  if (secs <= -4'500'000'000 || secs >= 4'500'000'000) return false;
   out_ns = secs * 1'000'000'000 + frac_ns;
   return true;
 }
@@ -164,7 +167,8 @@ Trace load_azure_csv(const std::string& path) {
     int64_t ns = 0, in_tok = 0, out_tok = 0;
     if (!parse_timestamp_ns(cols[0], ns))
       throw InputError("bad timestamp '" + std::string(cols[0]) + "'",
-                       "expected 'YYYY-MM-DD HH:MM:SS.fffffff'", path, line, "TIMESTAMP");
+                       "expected 'YYYY-MM-DD HH:MM:SS.fffffff', a year from 1830 to 2110", path,
+                       line, "TIMESTAMP");
     if (!parse_int(cols[1], in_tok))
       throw InputError("not an integer: '" + std::string(cols[1]) + "'", {}, path, line,
                        "ContextTokens");

@@ -1,0 +1,64 @@
+// Inputs the fuzzers (tests/fuzz) found that escaped as something other than an InputError,
+// kept as regressions: each must now be refused with a located InputError.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "hw_models/catalog.h"
+#include "hw_models/error.h"
+#include "sim/scenario/scenario.h"
+#include "sim/workload/trace.h"
+
+namespace fs = std::filesystem;
+using namespace fleetsim;
+
+namespace {
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  const fs::path p = fs::temp_directory_path() / ("fleetsim-fuzzreg-" + name);
+  std::ofstream(p, std::ios::binary) << text;
+  return p.string();
+}
+
+TEST(FuzzRegression, AzureTimestampBeyondTheNanosecondRangeIsAnInputError) {
+  // Year 9999: its seconds since 1970 times 1e9 overflowed int64 (UBSan: signed overflow in
+  // parse_timestamp_ns). Now a bad timestamp at line 3, field TIMESTAMP.
+  const std::string f = write_temp("azure.csv",
+                                   "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+                                   "2023-11-16 18:15:46.6805900,374,44\n"
+                                   "9999-11-16 18:15:50.9951690,396,109\n");
+  try {
+    (void)workload::load_azure_csv(f);
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.line(), 3);
+    EXPECT_EQ(e.field(), "TIMESTAMP");
+    EXPECT_NE(e.hint().find("1830 to 2110"), std::string::npos) << e.what();
+  }
+  fs::remove(f);
+}
+
+TEST(FuzzRegression, FleetSectionWithoutRegionsIsAnInputError) {
+  // `fleet:` without `regions:` made yaml-cpp throw InvalidNode ("invalid node; first invalid
+  // key: regions"), reported as an internal error. Now the missing field is named.
+  static const hw::Catalog catalog =
+      hw::Catalog::load(std::string(FLEETSIM_SOURCE_DIR) + "/hw_models/catalog");
+  const std::string text = [] {
+    std::ifstream in(std::string(FLEETSIM_SOURCE_DIR) + "/scenarios/default.yaml");
+    std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return s.substr(0, s.find("\nfleet:\n") + 8) + "  sample_note: none\n";
+  }();
+  const std::string f = write_temp("fleet.yaml", text);
+  try {
+    (void)scenario::load(f, {}, std::nullopt, catalog);
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.field(), "fleet.regions") << e.what();
+    EXPECT_NE(e.message().find("missing required list of regions"), std::string::npos) << e.what();
+  }
+  fs::remove(f);
+}
+
+}  // namespace
