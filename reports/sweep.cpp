@@ -1,5 +1,6 @@
 #include "reports/sweep.h"
 
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -138,14 +139,23 @@ SweepSpec read_sweep_section(const std::string& file, const std::vector<std::str
   return spec;
 }
 
-scenario::Scenario check_sweep_points(
-    const std::string& file, const std::vector<std::string>& sets, std::optional<uint64_t> seed,
-    const SweepSpec& spec, const hw::Catalog& catalog,
-    const std::shared_ptr<const hw::CalibrationSet>& calibration) {
-  for (std::size_t pt = 0; pt < spec.points(); ++pt) {
+scenario::Scenario check_sweep_points(const std::string& file, const std::vector<std::string>& sets,
+                                      std::optional<uint64_t> seed, const SweepSpec& spec,
+                                      const hw::Catalog& catalog,
+                                      const std::shared_ptr<const hw::CalibrationSet>& calibration,
+                                      bool quiet) {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
+  Clock::time_point next_note = start + std::chrono::seconds(2);
+  const std::size_t n = spec.points();
+  for (std::size_t pt = 0; pt < n; ++pt) {
     std::vector<std::string> o = sets;
     for (const auto& x : spec.point_overrides(pt)) o.push_back(x);
     (void)scenario::load(file, o, seed, catalog, calibration);
+    if (!quiet && Clock::now() >= next_note) {
+      std::fprintf(stderr, "  ... checked %zu of %zu sweep points\n", pt + 1, n);
+      next_note = Clock::now() + std::chrono::seconds(1);
+    }
   }
   return scenario::load(file, sets, seed, catalog, calibration);
 }

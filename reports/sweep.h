@@ -54,11 +54,13 @@ std::pair<std::string, std::vector<std::string>> parse_vary(const std::string& a
 SweepSpec read_sweep_section(const std::string& file, const std::vector<std::string>& sets);
 
 /// Loads the scenario at every point of `spec` (so a bad value is reported before anything
-/// runs) and returns it as written (with `sets` and `seed`).
+/// runs) and returns it as written (with `sets` and `seed`). Unless `quiet`, a check that
+/// takes more than 2 s says how far it is on stderr, at most once a second.
 scenario::Scenario check_sweep_points(const std::string& file, const std::vector<std::string>& sets,
                                       std::optional<uint64_t> seed, const SweepSpec& spec,
                                       const hw::Catalog& catalog,
-                                      const std::shared_ptr<const hw::CalibrationSet>& calibration);
+                                      const std::shared_ptr<const hw::CalibrationSet>& calibration,
+                                      bool quiet = true);
 
 /// Runs item i (point i / seeds, seed offset i % seeds) of the sweep: loads the scenario
 /// with `sets` + the point's overrides and the seed, simulates it (one thread), and

@@ -564,8 +564,8 @@ int cmd_sweep(const std::vector<std::string>& args) {
   const hw::Catalog catalog = load_catalog(p->vm);
   const auto calibration = load_calibration(p->vm, catalog);
   const std::optional<uint64_t> seed = seed_of(p->vm);
-  const scenario::Scenario base =
-      reports::check_sweep_points(p->scenario, sets, seed, spec, catalog, calibration);
+  const scenario::Scenario base = reports::check_sweep_points(
+      p->scenario, sets, seed, spec, catalog, calibration, p->vm.count("quiet") > 0);
   const int threads = threads_of(p->vm);
   std::string out_dir;
   if (dist::rank() == 0) {

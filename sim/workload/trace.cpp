@@ -205,6 +205,10 @@ Trace load_mooncake_jsonl(const std::string& path) {
       j = json::parse(s);
     } catch (const json::parse_error& e) {
       throw InputError("invalid JSON at byte " + std::to_string(e.byte), {}, path, line);
+    } catch (const json::exception& e) {
+      // Not only syntax: a number too large for a double ("6E758") is an out_of_range error
+      // thrown while parsing.
+      throw InputError(std::string("invalid JSON: ") + e.what(), {}, path, line);
     }
     if (!j.is_object()) throw InputError("expected a JSON object", {}, path, line);
     for (const char* key : {"timestamp", "input_length", "output_length", "hash_ids"})

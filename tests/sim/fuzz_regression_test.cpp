@@ -61,4 +61,25 @@ TEST(FuzzRegression, FleetSectionWithoutRegionsIsAnInputError) {
   fs::remove(f);
 }
 
+TEST(FuzzRegression, MooncakeNumberTooLargeForADoubleIsAnInputError) {
+  // "6E758" overflows a double: nlohmann::json throws out_of_range (406) while parsing, which
+  // the reader did not catch (it caught only parse_error), so it surfaced as an internal
+  // error. Now an invalid-JSON error at line 2.
+  const std::string f =
+      write_temp("mooncake.jsonl",
+                 "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 5, "
+                 "\"hash_ids\": [0]}\n"
+                 "{\"timestamp\": 0, \"input_length\": 6E758, \"output_length\": 5, "
+                 "\"hash_ids\": [0]}\n");
+  try {
+    (void)workload::load_mooncake_jsonl(f);
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.line(), 2);
+    EXPECT_NE(e.message().find("invalid JSON"), std::string::npos) << e.what();
+    EXPECT_NE(e.message().find("number overflow"), std::string::npos) << e.what();
+  }
+  fs::remove(f);
+}
+
 }  // namespace
