@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <mutex>
 #include <sstream>
 #include <stdexcept>
@@ -598,36 +599,64 @@ std::string Planner::encode_search(const Candidate& c) {
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+namespace {
+
+// A whole number that fits T, else an exception: nlohmann's get<int>() converts a float such
+// as 2.7e114 to int, which is undefined behaviour.
+template <class T>
+T whole(const nlohmann::json& v) {
+  if (!v.is_number_integer()) throw std::out_of_range("expected a whole number, got " + v.dump());
+  if (v.is_number_unsigned()) {
+    const uint64_t u = v.get<uint64_t>();
+    if (u > static_cast<uint64_t>(std::numeric_limits<T>::max()))
+      throw std::out_of_range("number out of range: " + v.dump());
+    return static_cast<T>(u);
+  }
+  const int64_t i = v.get<int64_t>();
+  if (i < static_cast<int64_t>(std::numeric_limits<T>::min()) ||
+      (i > 0 && static_cast<uint64_t>(i) > static_cast<uint64_t>(std::numeric_limits<T>::max())))
+    throw std::out_of_range("number out of range: " + v.dump());
+  return static_cast<T>(i);
+}
+
+double real(const nlohmann::json& v) {
+  if (!v.is_number()) throw std::out_of_range("expected a number, got " + v.dump());
+  return v.get<double>();
+}
+
+}  // namespace
+
 void Planner::decode_search(Candidate& c, const std::string& text) {
   // Results come back from other ranks and from checkpoint files: every access is checked
-  // (at(), not operator[]), so a damaged result is an exception, never undefined behaviour.
+  // (at(), not operator[]; whole numbers range-checked), so a damaged result is an
+  // exception, never undefined behaviour.
   const nlohmann::json j = nlohmann::json::parse(text);
-  const int status = j.at("status").get<int>();
+  const int status = whole<int>(j.at("status"));
   if (status < static_cast<int>(Status::kInvalid) || status > static_cast<int>(Status::kFeasible))
     throw std::out_of_range("status " + std::to_string(status) + " is not a search status");
   c.status = static_cast<Status>(status);
   c.reason = j.at("reason").get<std::string>();
-  c.spare_replicas = j.at("spares").get<int>();
-  c.total_gpus = j.at("gpus").get<int>();
-  c.usd_per_hour = j.at("usd_per_hour").get<double>();
-  const int best = j.at("best").get<int>();
+  c.spare_replicas = whole<int>(j.at("spares"));
+  c.total_gpus = whole<int>(j.at("gpus"));
+  c.usd_per_hour = real(j.at("usd_per_hour"));
+  const int best = whole<int>(j.at("best"));
   c.tried.clear();
   c.best.reset();
   for (const auto& t : j.at("tried")) {
     if (!t.is_array() || t.size() != 11)
       throw std::out_of_range("a tried outcome is not an array of 11 numbers");
     Outcome o;
-    o.replicas = t.at(0).get<int>();
-    o.prefill_replicas = t.at(1).get<int>();
-    o.attainment = t.at(2).get<double>();
-    o.ttft_p99_s = t.at(3).get<double>();
-    o.tpot_p99_s = t.at(4).get<double>();
-    o.e2e_p50_s = t.at(5).get<double>();
-    o.busy = t.at(6).get<double>();
-    o.output_tok_per_s = t.at(7).get<double>();
-    o.arrived = t.at(8).get<uint64_t>();
-    o.events = t.at(9).get<uint64_t>();
-    o.wall_s = t.at(10).get<double>();
+    o.replicas = whole<int>(t.at(0));
+    o.prefill_replicas = whole<int>(t.at(1));
+    o.attainment = real(t.at(2));
+    o.ttft_p99_s = real(t.at(3));
+    o.tpot_p99_s = real(t.at(4));
+    o.e2e_p50_s = real(t.at(5));
+    o.busy = real(t.at(6));
+    o.output_tok_per_s = real(t.at(7));
+    o.arrived = whole<uint64_t>(t.at(8));
+    o.events = whole<uint64_t>(t.at(9));
+    o.wall_s = real(t.at(10));
     c.tried.push_back(o);
     if (o.replicas == best) c.best = o;
   }

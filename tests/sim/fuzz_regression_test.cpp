@@ -8,6 +8,8 @@
 
 #include "hw_models/catalog.h"
 #include "hw_models/error.h"
+#include "sim/dist/dist.h"
+#include "sim/plan/planner.h"
 #include "sim/scenario/scenario.h"
 #include "sim/workload/trace.h"
 
@@ -80,6 +82,30 @@ TEST(FuzzRegression, MooncakeNumberTooLargeForADoubleIsAnInputError) {
     EXPECT_NE(e.message().find("number overflow"), std::string::npos) << e.what();
   }
   fs::remove(f);
+}
+
+TEST(FuzzRegression, CheckpointNumberOutOfRangeIsRefusedAtItsLine) {
+  // A plan result whose replica count is 2.7e114: get<int>() converted it to int, undefined
+  // behaviour (UBSan: outside the range of representable values of type 'int'). Whole
+  // numbers are now range-checked, and the checkpoint reader names the line.
+  const std::string result =
+      "{\"status\":4,\"reason\":\"\",\"spares\":1,\"gpus\":6,\"usd_per_hour\":24.5,"
+      "\"best\":2,\"tried\":[[2.7e114,0,0.996,0.4,0.03,2.1,0,1500.0,1000,90000,0.2]]}";
+  plan::Candidate c;
+  EXPECT_THROW(plan::Planner::decode_search(c, result), std::out_of_range);
+  try {
+    (void)dist::Checkpoint::parse("id\n3 " + result + "\n", "checkpoint.txt", "id", 64,
+                                  [](const std::string& r) {
+                                    plan::Candidate x;
+                                    plan::Planner::decode_search(x, r);
+                                  });
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.file(), "checkpoint.txt");
+    EXPECT_EQ(e.line(), 2);
+    EXPECT_NE(e.message().find("the result of item 3 cannot be read"), std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace
