@@ -2,12 +2,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "hw_models/error.h"
+#include "hw_models/files.h"
 
 #ifndef FLEETSIM_DEFAULT_CALIBRATION
 #define FLEETSIM_DEFAULT_CALIBRATION "hw_models/calibration"
@@ -28,10 +31,9 @@ const char* calib_op_name(CalibOp op) {
 
 namespace {
 
-const std::vector<std::string> kColumns = {"op",    "dtype",    "m",        "n",
-                                           "k",     "batch",    "q_len",    "kv_len",
-                                           "heads", "kv_heads", "head_dim", "causal",
-                                           "time_us", "citation"};
+const std::vector<std::string> kColumns = {"op",       "dtype",  "m",       "n",       "k",
+                                           "batch",    "q_len",  "kv_len",  "heads",   "kv_heads",
+                                           "head_dim", "causal", "time_us", "citation"};
 
 // Splits one CSV line; double-quoted fields may hold commas and "" escapes.
 std::vector<std::string> split_csv(const std::string& line) {
@@ -69,16 +71,37 @@ std::string trim(const std::string& s) {
   return s.substr(b, e - b + 1);
 }
 
+// YYYY-MM-DD naming a day of the Gregorian calendar.
+bool is_calendar_date(const std::string& s) {
+  if (s.size() != 10 || s[4] != '-' || s[7] != '-') return false;
+  for (size_t i : {0, 1, 2, 3, 5, 6, 8, 9})
+    if (s[i] < '0' || s[i] > '9') return false;
+  const int y = std::stoi(s.substr(0, 4)), m = std::stoi(s.substr(5, 2)),
+            d = std::stoi(s.substr(8, 2));
+  if (m < 1 || m > 12 || d < 1) return false;
+  static const int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  const bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+  return d <= kDays[m - 1] + (m == 2 && leap ? 1 : 0);
+}
+
+std::string fmt_us(double seconds) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.6g us", seconds * 1e6);
+  return b;
+}
+
 }  // namespace
 
 CalibrationTable load_calibration(const std::string& path, const Catalog& catalog) {
-  std::ifstream in(path);
-  if (!in) throw InputError("cannot open calibration table", "check the path", path);
+  const std::string text = files::read_input_file(path, "calibration table");
+  files::check_utf8(text, path);
+  std::istringstream in(text);
   CalibrationTable t;
   t.file = path;
   std::string line;
   int lineno = 0;
   std::string version;
+  int date_line = 0;
   auto fail = [&](int ln, const std::string& field, const std::string& msg,
                   const std::string& hint) -> void {
     throw InputError(msg, hint, path, ln, field);
@@ -95,13 +118,21 @@ CalibrationTable load_calibration(const std::string& path, const Catalog& catalo
       const auto colon = kv.find(':');
       if (colon == std::string::npos) continue;  // free comment
       const std::string key = trim(kv.substr(0, colon)), value = trim(kv.substr(colon + 1));
-      if (key == "fleetsim-calibration") version = value;
-      else if (key == "gpu") t.gpu = value;
-      else if (key == "source") t.source = value;
-      else if (key == "driver") t.driver = value;
-      else if (key == "cuda") t.cuda = value;
-      else if (key == "date") t.date = value;
-      else if (key == "notes") t.notes += (t.notes.empty() ? "" : " ") + value;
+      if (key == "fleetsim-calibration")
+        version = value;
+      else if (key == "gpu")
+        t.gpu = value;
+      else if (key == "source")
+        t.source = value;
+      else if (key == "driver")
+        t.driver = value;
+      else if (key == "cuda")
+        t.cuda = value;
+      else if (key == "date") {
+        t.date = value;
+        date_line = lineno;
+      } else if (key == "notes")
+        t.notes += (t.notes.empty() ? "" : " ") + value;
       continue;
     }
     header = split_csv(s);
@@ -113,13 +144,18 @@ CalibrationTable load_calibration(const std::string& path, const Catalog& catalo
          version.empty() ? "missing header line '# fleetsim-calibration: 1'"
                          : "unsupported format version '" + version + "'",
          "start the file with '# fleetsim-calibration: 1' (hw_models/calibration/README.md)");
-  for (const auto& [key, value] :
-       {std::pair<const char*, std::string*>{"gpu", &t.gpu}, {"source", &t.source},
-        {"driver", &t.driver}, {"cuda", &t.cuda}, {"date", &t.date}})
+  for (const auto& [key, value] : {std::pair<const char*, std::string*>{"gpu", &t.gpu},
+                                   {"source", &t.source},
+                                   {"driver", &t.driver},
+                                   {"cuda", &t.cuda},
+                                   {"date", &t.date}})
     if (value->empty())
       fail(0, key, std::string("missing provenance header '# ") + key + ": ...'",
            "every table says which GPU, who measured it with what software, driver, CUDA "
            "version and date ('unknown (not published)' where a source does not say)");
+  if (!is_calendar_date(t.date))
+    fail(date_line, "date", "date '" + t.date + "' is not a date in the form YYYY-MM-DD",
+         "the day of the measurement or publication, e.g. 2025-03-27");
   const GpuSpec* gpu = nullptr;
   try {
     gpu = &catalog.gpu(t.gpu);
@@ -150,22 +186,28 @@ CalibrationTable load_calibration(const std::string& path, const Catalog& catalo
     return v;
   };
 
+  std::map<std::string, std::pair<int, double>> shapes;  // shape -> (line, time)
   while (std::getline(in, line)) {
     ++lineno;
     const std::string s = trim(line);
     if (s.empty() || s[0] == '#') continue;
     const auto f = split_csv(s);
     if (f.size() != kColumns.size())
-      fail(lineno, "", "row has " + std::to_string(f.size()) + " fields, expected " +
-                           std::to_string(kColumns.size()),
+      fail(lineno, "",
+           "row has " + std::to_string(f.size()) + " fields, expected " +
+               std::to_string(kColumns.size()),
            "quote fields that contain commas");
     CalibrationRow r;
     r.line = lineno;
     const std::string op = trim(f[0]);
-    if (op == "gemm") r.op = CalibOp::kGemm;
-    else if (op == "attn_prefill") r.op = CalibOp::kAttnPrefill;
-    else if (op == "attn_decode") r.op = CalibOp::kAttnDecode;
-    else fail(lineno, "op", "unknown op '" + op + "'", "one of gemm, attn_prefill, attn_decode");
+    if (op == "gemm")
+      r.op = CalibOp::kGemm;
+    else if (op == "attn_prefill")
+      r.op = CalibOp::kAttnPrefill;
+    else if (op == "attn_decode")
+      r.op = CalibOp::kAttnDecode;
+    else
+      fail(lineno, "op", "unknown op '" + op + "'", "one of gemm, attn_prefill, attn_decode");
     r.dtype = trim(f[1]);
     if (r.dtype == "fp16") r.dtype = "bf16";
     if (r.dtype != "bf16" && r.dtype != "fp8")
@@ -195,6 +237,25 @@ CalibrationTable load_calibration(const std::string& path, const Catalog& catalo
     }
     r.time_s = num(f, 12, true) * 1e-6;
     if (!(r.time_s > 0)) fail(lineno, "time_us", "time_us must be > 0", "");
+    // One row per shape: a repeated shape is a duplicate (same time) or two measurements that
+    // disagree, and either way the interpolation would weigh that shape twice.
+    std::string shape = op + "," + r.dtype;
+    for (size_t i = 2; i <= 11; ++i) {
+      const std::string v = trim(f[i]);
+      char* end = nullptr;
+      const double d = std::strtod(v.c_str(), &end);
+      shape += ",";
+      shape += v.empty() || *end != '\0' ? v : std::to_string(d);
+    }
+    const auto [first, fresh] = shapes.emplace(shape, std::pair{lineno, r.time_s});
+    if (!fresh)
+      fail(lineno, "",
+           "row repeats the shape of line " + std::to_string(first->second.first) +
+               (first->second.second == r.time_s
+                    ? " (a duplicate)"
+                    : " with another time (" + fmt_us(first->second.second) + " there, " +
+                          fmt_us(r.time_s) + " here: conflicting measurements)"),
+           "keep one row per shape (for repeated measurements, their median)");
     r.citation = trim(f[13]);
     if (r.citation.empty())
       fail(lineno, "citation", "empty citation", "say which table/figure the row comes from");
@@ -223,10 +284,18 @@ std::string CalibrationSet::default_dir() {
 CalibrationSet CalibrationSet::load_dir(const std::string& dir, const Catalog& catalog) {
   CalibrationSet set;
   set.dir_ = dir;
-  if (!fs::is_directory(dir)) return set;
+  // A folder that is not there (a typo) would silently run uncalibrated: refuse it.
+  files::check_input_dir(dir, "calibration folder",
+                         "give a folder of calibration tables (*.csv), or --calibration none to "
+                         "run without calibration");
   std::vector<std::string> files;
   for (const auto& e : fs::directory_iterator(dir))
     if (e.is_regular_file() && e.path().extension() == ".csv") files.push_back(e.path().string());
+  if (files.empty())
+    throw InputError("the calibration folder holds no calibration tables (*.csv)",
+                     "give a folder of tables (hw_models/calibration/README.md), or "
+                     "--calibration none to run without calibration",
+                     dir);
   std::sort(files.begin(), files.end());
   for (const auto& f : files) set.add(load_calibration(f, catalog));
   return set;
@@ -235,18 +304,20 @@ CalibrationSet CalibrationSet::load_dir(const std::string& dir, const Catalog& c
 void CalibrationSet::add(const CalibrationTable& t) {
   tables_.push_back(t);
   for (const auto& r : t.rows) {
-    auto& v = index_[t.gpu + "|" + calib_op_name(r.op) + "|" + r.dtype +
-                     (r.compute_bound ? "|c" : "|m")];
+    auto& v =
+        index_[t.gpu + "|" + calib_op_name(r.op) + "|" + r.dtype + (r.compute_bound ? "|c" : "|m")];
     v.push_back(r);
-    std::stable_sort(v.begin(), v.end(),
-                     [](const CalibrationRow& a, const CalibrationRow& b) { return a.work < b.work; });
+    std::stable_sort(v.begin(), v.end(), [](const CalibrationRow& a, const CalibrationRow& b) {
+      return a.work < b.work;
+    });
   }
 }
 
 const std::vector<CalibrationRow>* CalibrationSet::rows(const std::string& gpu, CalibOp op,
                                                         const std::string& dtype,
                                                         bool compute_bound) const {
-  auto it = index_.find(gpu + "|" + calib_op_name(op) + "|" + dtype + (compute_bound ? "|c" : "|m"));
+  auto it =
+      index_.find(gpu + "|" + calib_op_name(op) + "|" + dtype + (compute_bound ? "|c" : "|m"));
   return it == index_.end() ? nullptr : &it->second;
 }
 

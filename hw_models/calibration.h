@@ -28,20 +28,20 @@ const char* calib_op_name(CalibOp op);
 
 struct CalibrationRow {
   CalibOp op = CalibOp::kGemm;
-  std::string dtype;        ///< "bf16" (fp16 rows are stored as bf16) or "fp8"
+  std::string dtype;  ///< "bf16" (fp16 rows are stored as bf16) or "fp8"
   double flops = 0, bytes = 0, time_s = 0;
-  double fraction = 0;      ///< achieved fraction of the roofline at datasheet peaks
+  double fraction = 0;         ///< achieved fraction of the roofline at datasheet peaks
   bool compute_bound = false;  ///< FLOPs / peak >= bytes / bandwidth
-  double work = 0;          ///< FLOPs when compute-bound, bytes when memory-bound
-  double log_work = 0;      ///< log10(work), precomputed for interpolation
+  double work = 0;             ///< FLOPs when compute-bound, bytes when memory-bound
+  double log_work = 0;         ///< log10(work), precomputed for interpolation
   std::string citation;
-  int line = 0;             ///< line in the file
+  int line = 0;  ///< line in the file
 };
 
 /// One file: provenance plus rows.
 struct CalibrationTable {
   std::string file;
-  std::string gpu;          ///< catalog id
+  std::string gpu;  ///< catalog id
   std::string source, driver, cuda, date, notes;
   std::vector<CalibrationRow> rows;
 };
@@ -54,7 +54,8 @@ CalibrationTable load_calibration(const std::string& path, const Catalog& catalo
 /// Every table for the GPUs of a catalog, indexed by (gpu, op, dtype), rows sorted by FLOPs.
 class CalibrationSet {
  public:
-  /// Loads every *.csv in `dir` (none is fine).
+  /// Loads every *.csv in `dir`; a folder that is not there or holds no table is an
+  /// InputError (a typo would otherwise run uncalibrated without a word).
   static CalibrationSet load_dir(const std::string& dir, const Catalog& catalog);
   /// The shipped tables: <source>/hw_models/calibration, or $FLEETSIM_CALIBRATION.
   static std::string default_dir();

@@ -465,6 +465,18 @@ Catalog Catalog::load(const std::string& dir) {
   if (!fs::is_directory(dir))
     throw InputError("catalog directory not found",
                      "set FLEETSIM_CATALOG to the folder holding gpus/ and models/", dir);
+  // A folder with none of the catalog's subfolders (a wrong --catalog, e.g. /etc) would load
+  // as an empty catalog and fail later with "unknown gpu": say what a catalog holds.
+  std::size_t found = 0;
+  for (const char* sub : {"gpus", "models", "nodes", "interconnects", "engines"})
+    found += yaml_files(fs::path(dir) / sub).size();
+  if (found == 0)
+    throw InputError(
+        "not a catalog folder: it has no gpus/, models/, nodes/, interconnects/ or "
+        "engines/ subfolder with .yaml files",
+        "give the folder that holds gpus/ and models/ (the bundled one is "
+        "hw_models/catalog), or unset FLEETSIM_CATALOG",
+        dir);
   Catalog c;
   c.dir_ = dir;
   for (const auto& f : yaml_files(fs::path(dir) / "interconnects")) {

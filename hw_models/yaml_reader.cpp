@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "hw_models/error.h"
+#include "hw_models/files.h"
 
 namespace fleetsim::yaml {
 
@@ -233,17 +234,12 @@ void reject_duplicate_keys(const YAML::Node& node, const std::string& file) {
 }
 
 YAML::Node parse_file(const std::string& file) {
-  std::ifstream in(file);
-  if (!in) {
-    throw InputError("cannot open file",
-                     "check the path (relative paths are relative to the "
-                     "current directory)",
-                     file);
-  }
-  std::stringstream buf;
-  buf << in.rdbuf();
+  // A regular file of at most 64 MiB (not a folder, /dev/zero or a pipe), in UTF-8: every
+  // string read from it may end up in JSON, CSV and HTML outputs.
+  const std::string text = files::read_input_file(file, "YAML file");
+  files::check_utf8(text, file);
   try {
-    YAML::Node root = YAML::Load(buf.str());
+    YAML::Node root = YAML::Load(text);
     if (!root.IsMap()) {
       throw InputError("expected a YAML mapping at the top level, got " + node_kind(root), "", file,
                        1);
@@ -286,6 +282,7 @@ Map load_file_with_overrides(const std::string& file, const std::vector<std::str
   auto source = std::make_shared<Source>();
   source->file = file;
   for (const auto& o : overrides) {
+    files::check_utf8(o, "--set " + o.substr(0, o.find('=')), 0);
     auto [keys, value] = split_override(o);
     std::string dotted;
     for (const auto& k : keys) dotted += (dotted.empty() ? "" : ".") + k;

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "hw_models/error.h"
+#include "hw_models/files.h"
 #include "hw_models/units.h"
 #include "reports/format.h"
 #include "reports/summary.h"
@@ -625,13 +626,13 @@ void write_fleet_tables_csv(const scenario::Scenario& sc, const fleet::FleetResu
   const double per_day = 86400.0 / ns_to_seconds(pop->duration_ns());
   auto open = [&](const std::string& name) {
     const std::string path = dir + "/" + name;
-    std::ofstream out(path);
-    if (!out) throw InputError("cannot write file", "check that the folder is writable", path);
-    out.precision(10);
-    return out;
+    auto file = std::make_unique<files::AtomicFile>(path);
+    file->stream().precision(10);
+    return file;
   };
   {
-    std::ofstream out = open("pools.csv");
+    const auto file = open("pools.csv");
+    std::ostream& out = file->stream();
     out << "pool,region,model,gpu,gpus_per_replica,replicas_configured,replicas_peak,gpus_peak,"
            "servers,racks,"
            "it_power_w,busy_fraction,calls_per_day,output_tokens_per_day,tpot_p50_s,tpot_p99_s,usd_"
@@ -650,9 +651,11 @@ void write_fleet_tables_csv(const scenario::Scenario& sc, const fleet::FleetResu
           << gpu_hours << ','
           << (out_tok > 0 ? gpu_hours * p.spec->usd_per_gpu_hour / out_tok * 1e6 : 0.0) << '\n';
     }
+    file->commit();
   }
   {
-    std::ofstream out = open("datacenters.csv");
+    const auto file = open("datacenters.csv");
+    std::ostream& out = file->stream();
     out << "region,user_share,calls_arrived_per_day,calls_served_per_day,spilled_out_share,ttft_"
            "p50_s,ttft_p99_s,"
            "slo_attainment,gpus_peak,servers,racks,it_power_w,facility_power_w,floor_m2\n";
@@ -669,6 +672,7 @@ void write_fleet_tables_csv(const scenario::Scenario& sc, const fleet::FleetResu
           << sum.servers << ',' << sum.racks << ',' << sum.it_power_w << ','
           << sum.it_power_w * spec.pue << ',' << sum.racks * spec.floor_m2_per_rack << '\n';
     }
+    file->commit();
   }
 }
 
@@ -687,9 +691,7 @@ std::string fleet_series_csv(const fleet::FleetResult& res) {
 }
 
 void write_fleet_series_csv(const fleet::FleetResult& res, const std::string& path) {
-  std::ofstream out(path);
-  if (!out) throw InputError("cannot write file", "check that the folder is writable", path);
-  out << fleet_series_csv(res);
+  files::write_file_atomically(path, fleet_series_csv(res));
 }
 
 }  // namespace fleetsim::reports

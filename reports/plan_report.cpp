@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "hw_models/error.h"
+#include "hw_models/files.h"
 #include "hw_models/units.h"
 #include "reports/format.h"
 #include "reports/plot.h"
@@ -308,7 +309,7 @@ std::vector<std::string> write_plan_report(const PlanResult& r,
         pts.push_back({c.label, gpus * c.usd_per_gpu_hour, last.ttft_p99_s, false, false});
       }
     const std::string csv = pareto_csv(pts, false, "cost_usd_per_hour", "ttft_p99_s");
-    std::ofstream(std::filesystem::path(dir) / "pareto.csv") << csv;
+    files::write_file_atomically((std::filesystem::path(dir) / "pareto.csv").string(), csv);
     d.figure(pareto_plot(
         "pareto",
         "Cost against TTFT p99 of every simulated configuration at its chosen replica count "
@@ -326,8 +327,8 @@ std::vector<std::string> write_plan_report(const PlanResult& r,
                       tr.tpot_p99_s, tr.attainment >= r.spec.target,
                       c.index == r.chosen && c.best && tr.replicas == c.best->replicas});
       }
-    std::ofstream(std::filesystem::path(dir) / "throughput_latency.csv")
-        << pareto_csv(tl, true, "output_tok_per_s_per_gpu", "tpot_p99_s");
+    files::write_file_atomically((std::filesystem::path(dir) / "throughput_latency.csv").string(),
+                                 pareto_csv(tl, true, "output_tok_per_s_per_gpu", "tpot_p99_s"));
     d.figure(pareto_plot(
         "throughput_latency",
         "Output tokens/s per GPU against TPOT p99 of every simulation the search ran (each "
@@ -402,8 +403,8 @@ nlohmann::json plan_json(const PlanResult& r, const std::vector<PlanRobustness>&
 }
 
 void write_plan_csv(const PlanResult& r, const std::string& path) {
-  std::ofstream f(path);
-  if (!f) throw InputError("cannot write " + path, "check the output folder", path);
+  files::AtomicFile file(path);
+  std::ostream& f = file.stream();
   std::vector<std::string> axes;
   for (const auto& [p, v] : r.spec.axes) axes.push_back(p);
   // Axes in the candidates' own order (enumeration order), falling back to the spec's.
@@ -432,6 +433,7 @@ void write_plan_csv(const PlanResult& r, const std::string& path) {
       f << ",,,,,,,,,";
     f << ',' << c.tried.size() << ',' << csv_field(c.reason) << "\n";
   }
+  file.commit();
 }
 
 }  // namespace fleetsim::reports

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "hw_models/error.h"
+#include "hw_models/files.h"
 #include "hw_models/units.h"
 #include "reports/format.h"
 
@@ -406,13 +407,12 @@ std::string check_report(const scenario::Scenario& sc) {
 }
 
 void write_json(const json& j, const std::string& path) {
-  std::ofstream out(path);
-  if (!out) throw InputError("cannot write file", "check that the folder is writable", path);
-  out << j.dump(2) << "\n";
+  // Strings are checked for UTF-8 where they are read; replacing what slipped through keeps
+  // the dump from throwing.
+  files::write_file_atomically(path, j.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
 }
 
-RequestsCsv::RequestsCsv(const std::string& path) : out_(path), path_(path) {
-  if (!out_) throw InputError("cannot write file", "check that the folder is writable", path);
+RequestsCsv::RequestsCsv(const std::string& path) : file_(path), out_(file_.stream()) {
   out_ << "id,replica,arrival_s,prompt_tokens,output_tokens,queue_s,ttft_s,tpot_s,e2e_s,"
           "preemptions,status\n";
   out_.precision(9);
@@ -428,12 +428,14 @@ void RequestsCsv::on_completion(const serving::RequestRecord& rec) {
        << r.output_tokens << ',' << ns_to_seconds(rec.scheduled_ns - r.arrival_ns) << ','
        << ns_to_seconds(rec.first_token_ns - r.arrival_ns) << ',' << tpot << ','
        << ns_to_seconds(rec.done_ns - r.arrival_ns) << ',' << rec.preemptions << ",completed\n";
+  file_.check();
 }
 
 void RequestsCsv::on_reject(const workload::RequestSpec& r, int replica, serving::RejectReason why,
                             SimTime) {
   out_ << r.id << ',' << replica << ',' << ns_to_seconds(r.arrival_ns) << ',' << r.prompt_tokens
        << ',' << r.output_tokens << ",,,,,0,rejected_" << serving::reject_reason_name(why) << "\n";
+  file_.check();
 }
 
 }  // namespace fleetsim::reports

@@ -1,12 +1,12 @@
 // Turns a run's metrics into the terminal table, summary.json and the per-request CSV.
 #pragma once
 
-#include <fstream>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "hw_models/files.h"
 #include "reports/document.h"
 #include "sim/scenario/scenario.h"
 #include "sim/serving/observer.h"
@@ -58,17 +58,20 @@ nlohmann::json accuracy_json(const scenario::Scenario& sc, double gpus = 0);
 /// Writes summary.json (pretty, keys sorted) to `path`; throws InputError if it cannot.
 void write_json(const nlohmann::json& j, const std::string& path);
 
-/// Streams one CSV row per finished request (completed or rejected).
+/// Streams one CSV row per finished request (completed or rejected) to a temporary file that
+/// finish() renames into place; a failed write is an InputError naming the file as soon as
+/// it shows. Destroyed without finish() (an error, an interruption), it leaves nothing.
 class RequestsCsv final : public serving::ServingObserver {
  public:
   explicit RequestsCsv(const std::string& path);
   void on_completion(const serving::RequestRecord& rec) override;
   void on_reject(const workload::RequestSpec& r, int replica, serving::RejectReason why,
                  SimTime t) override;
+  void finish() { file_.commit(); }
 
  private:
-  std::ofstream out_;
-  std::string path_;
+  files::AtomicFile file_;
+  std::ostream& out_;
 };
 
 }  // namespace fleetsim::reports

@@ -32,6 +32,17 @@ struct SweepSpec {
   std::vector<std::string> point_overrides(std::size_t p) const;
 };
 
+/// The most simulations one sweep may ask for (points × seeds).
+constexpr double kMaxSweepItems = 100000;
+
+/// InputError when an axis is named twice (in the file's sweep: section and/or --vary) or
+/// when points × seeds exceeds kMaxSweepItems (the message gives the product and the limit).
+void check_sweep_spec(const SweepSpec& spec);
+
+/// Throws (any exception) unless `result` is a sweep item's result: a JSON object of numbers
+/// with the metric names of a single or a fleet run. For results read back from checkpoints.
+void check_sweep_result(const std::string& result);
+
 /// "key.path=v1,v2,v3" → {key.path, [v1, v2, v3]}; InputError naming the option otherwise.
 std::pair<std::string, std::vector<std::string>> parse_vary(const std::string& arg);
 
@@ -43,21 +54,25 @@ std::pair<std::string, std::vector<std::string>> parse_vary(const std::string& a
 SweepSpec read_sweep_section(const std::string& file, const std::vector<std::string>& sets);
 
 /// Loads the scenario at every point of `spec` (so a bad value is reported before anything
-/// runs) and returns it as written (with `sets` and `seed`).
+/// runs) and returns it as written (with `sets` and `seed`). Unless `quiet`, a check that
+/// takes more than 2 s says how far it is on stderr, at most once a second.
 scenario::Scenario check_sweep_points(const std::string& file, const std::vector<std::string>& sets,
-                                      std::optional<uint64_t> seed, const SweepSpec& spec, const hw::Catalog& catalog,
-                                      const std::shared_ptr<const hw::CalibrationSet>& calibration);
+                                      std::optional<uint64_t> seed, const SweepSpec& spec,
+                                      const hw::Catalog& catalog,
+                                      const std::shared_ptr<const hw::CalibrationSet>& calibration,
+                                      bool quiet = true);
 
 /// Runs item i (point i / seeds, seed offset i % seeds) of the sweep: loads the scenario
 /// with `sets` + the point's overrides and the seed, simulates it (one thread), and
 /// returns its metrics as a JSON object (names with units: "ttft_p99_s", ...).
-std::string run_sweep_item(const std::string& file, const std::vector<std::string>& sets, uint64_t base_seed,
-                           const SweepSpec& spec, std::size_t i, const hw::Catalog& catalog,
+std::string run_sweep_item(const std::string& file, const std::vector<std::string>& sets,
+                           uint64_t base_seed, const SweepSpec& spec, std::size_t i,
+                           const hw::Catalog& catalog,
                            std::shared_ptr<const hw::CalibrationSet> calibration);
 
 /// sweep.csv: one row per item (the varied values, seed, metrics). Returns its path.
-std::string write_sweep_csv(const SweepSpec& spec, uint64_t base_seed, const std::vector<std::string>& results,
-                            const std::string& dir);
+std::string write_sweep_csv(const SweepSpec& spec, uint64_t base_seed,
+                            const std::vector<std::string>& results, const std::string& dir);
 /// One row per point: the varied values and each metric (mean ± 95 % CI over the seeds
 /// when there are several).
 Table sweep_table(const SweepSpec& spec, const std::vector<std::string>& results);

@@ -13,20 +13,17 @@ double us(SimTime ns) { return static_cast<double>(ns) / 1e3; }
 }  // namespace
 
 PerfettoTrace::PerfettoTrace(const std::string& path, uint64_t max_events)
-    : out_(path), path_(path), max_events_(max_events) {
-  if (!out_) throw InputError("cannot write file", "check that the folder is writable", path);
+    : file_(path), out_(file_.stream()), max_events_(max_events) {
   out_ << "[\n";
   event(
       R"J({"ph":"M","pid":1,"name":"process_name","args":{"name":"replicas (batch segments)"}})J");
   event(R"({"ph":"M","pid":2,"name":"process_name","args":{"name":"requests"}})");
 }
 
-PerfettoTrace::~PerfettoTrace() { finish(); }
-
 uint64_t PerfettoTrace::finish() {
   if (!closed_) {
     out_ << "\n]\n";
-    out_.close();
+    file_.commit();
     closed_ = true;
   }
   return events_;
@@ -43,6 +40,7 @@ void PerfettoTrace::event(const std::string& record) {
   out_ << record;
   first_ = false;
   ++events_;
+  if ((events_ & 1023) == 0) file_.check();
 }
 
 void PerfettoTrace::name_replica(int replica) {

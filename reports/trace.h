@@ -6,23 +6,25 @@
 #pragma once
 
 #include <cstdint>
-#include <fstream>
 #include <string>
 #include <vector>
 
+#include "hw_models/files.h"
 #include "sim/serving/observer.h"
 
 namespace fleetsim::reports {
 
 class PerfettoTrace final : public serving::ServingObserver {
  public:
+  /// Writes to a temporary file that finish() renames into place; destroyed without finish()
+  /// (an error, an interruption) it leaves nothing.
   explicit PerfettoTrace(const std::string& path, uint64_t max_events = 2'000'000);
-  ~PerfettoTrace() override;
   void on_segment(const serving::SegmentRecord& seg) override;
   void on_completion(const serving::RequestRecord& rec) override;
   void on_reject(const workload::RequestSpec& r, int replica, serving::RejectReason why,
                  SimTime t) override;
-  /// Closes the JSON array (also done by the destructor). Returns the events written.
+  /// Closes the JSON array and the file (InputError naming it if a write failed). Returns the
+  /// events written.
   uint64_t finish();
   bool truncated() const { return truncated_; }
 
@@ -31,8 +33,8 @@ class PerfettoTrace final : public serving::ServingObserver {
   void event(const std::string& record);
   void name_replica(int replica);
 
-  std::ofstream out_;
-  std::string path_;
+  files::AtomicFile file_;
+  std::ostream& out_;
   uint64_t max_events_, events_ = 0;
   bool first_ = true, truncated_ = false, closed_ = false;
   std::vector<bool> named_;

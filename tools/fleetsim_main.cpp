@@ -1,15 +1,23 @@
 // fleetsim command-line entry point: parses arguments and calls the library. No domain
 // logic lives here.
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
 #include <boost/program_options.hpp>
-#include <cerrno>
 
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -19,6 +27,7 @@
 #include "hw_models/calibration.h"
 #include "hw_models/catalog.h"
 #include "hw_models/error.h"
+#include "hw_models/files.h"
 #include "hw_models/units.h"
 #include "reports/explain.h"
 #include "reports/fleet_report.h"
@@ -59,7 +68,147 @@ const char* kUsage =
     "  calibrate fit    fit serving-engine profiles on the validation suite's training split\n"
     "\n"
     "  fleetsim --version          print the version\n"
-    "  fleetsim <command> --help   options of a command\n";
+    "  fleetsim <command> --help   options of a command\n"
+    "\n"
+    "exit codes: 0 done; 1 input error (the message names file, line and field); 2 usage\n"
+    "  error; 3 internal error (a bug: please report it); 4 plan: no configuration meets the\n"
+    "  SLO; 130 / 143 interrupted by SIGINT / SIGTERM (nothing half-written is left)\n";
+
+// ---- interruption --------------------------------------------------------------------
+// SIGINT/SIGTERM: remove the temporary files being written (outputs are renamed into place
+// only when complete, so no file is left half-written), say what was interrupted, and exit
+// with 128 + the signal number. Only async-signal-safe calls (unlink, write, _exit).
+char g_activity[512] = "starting";
+
+void write_all(const char* s) {
+  std::size_t n = std::strlen(s);
+  while (n > 0) {
+    const ssize_t w = ::write(STDERR_FILENO, s, n);
+    if (w <= 0) return;
+    s += w;
+    n -= static_cast<std::size_t>(w);
+  }
+}
+
+extern "C" void on_signal(int sig) {
+  const int removed = files::remove_temporaries_signal_safe();
+  write_all("\nfleetsim: interrupted by ");
+  write_all(sig == SIGINT ? "SIGINT" : "SIGTERM");
+  write_all(" while ");
+  write_all(g_activity);
+  char num[16];
+  int i = 15;
+  num[i] = '\0';
+  int v = removed;
+  do {
+    num[--i] = static_cast<char>('0' + v % 10);
+    v /= 10;
+  } while (v > 0 && i > 0);
+  write_all(": not finished; ");
+  write_all(num + i);
+  write_all(removed == 1 ? " file being written was removed" : " files being written were removed");
+  write_all(" (every output file is either complete or absent)\n");
+  ::_exit(128 + sig);
+}
+
+void install_signal_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+// What a signal interrupts, for its message (set before the work starts).
+void set_activity(const std::string& what) {
+  std::snprintf(g_activity, sizeof g_activity, "%s", what.c_str());
+}
+
+// Test-only: FLEETSIM_TEST_SIGNAL_AFTER_REQUESTS=N (or N:INT) makes `run` send itself
+// SIGTERM (SIGINT) when the N-th request finishes, so a test interrupts a run mid-way
+// without depending on timing.
+class SignalAfterRequests final : public serving::ServingObserver {
+ public:
+  explicit SignalAfterRequests(const std::string& spec)
+      : n_(std::strtoull(spec.c_str(), nullptr, 10)),
+        sig_(spec.find(":INT") != std::string::npos ? SIGINT : SIGTERM) {}
+  void on_completion(const serving::RequestRecord&) override {
+    if (++seen_ == n_) std::raise(sig_);
+  }
+
+ private:
+  uint64_t n_, seen_ = 0;
+  int sig_;
+};
+
+// ---- output folders -------------------------------------------------------------------
+// Held for the life of the process: the kernel releases the lock when it exits.
+int g_lock_fd = -1;
+
+// A scenario name is used as a folder name under out/: letters, digits, '.', '_', '-', not
+// starting with '.', so it cannot climb out of out/ ("../x") or hide.
+void check_name_for_path(const std::string& name, const std::string& scenario_file) {
+  const bool ok = !name.empty() && name.size() <= 200 && name[0] != '.' &&
+                  name.find_first_not_of(
+                      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                      "0123456789._-") == std::string::npos;
+  if (!ok)
+    throw InputError("the scenario name '" + files::to_valid_utf8(name) +
+                         "' cannot name its output folder out/<name>",
+                     "use letters, digits, '.', '_' and '-' (not starting with '.') in 'name', or "
+                     "pass --out DIR",
+                     scenario_file, 0, "name");
+}
+
+// Creates the output folder, takes its lock (two runs writing one folder would interleave
+// their files) and says when it replaces an earlier run's results.
+std::string prepare_out_dir(const po::variables_map& vm, const std::string& scenario_file,
+                            const std::string& name, const std::string& suffix,
+                            std::initializer_list<const char*> result_files) {
+  std::string out_dir;
+  if (vm.count("out")) {
+    out_dir = vm["out"].as<std::string>();
+    if (out_dir.empty()) throw InputError("--out is empty", "e.g. --out out/mine");
+  } else {
+    check_name_for_path(name, scenario_file);
+    out_dir = "out/" + name + suffix;
+  }
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(out_dir, ec) && !fs::is_directory(out_dir, ec))
+    throw InputError("the output folder is not a folder", "pass --out DIR naming a folder",
+                     out_dir);
+  fs::create_directories(out_dir, ec);
+  if (ec)
+    throw InputError("cannot create output folder: " + ec.message(), "pass --out DIR", out_dir);
+  const std::string lock = (fs::path(out_dir) / ".fleetsim.lock").string();
+  const int fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0)
+    throw InputError("cannot create the lock file: " + std::string(std::strerror(errno)),
+                     "check that the output folder is writable", lock);
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    char buf[32] = {};
+    const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+    ::close(fd);
+    std::string pid = n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : "";
+    while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) pid.pop_back();
+    throw InputError("another fleetsim run" + (pid.empty() ? "" : " (pid " + pid + ")") +
+                         " is writing to " + out_dir,
+                     "wait for it to finish, or pass another --out");
+  }
+  const std::string pid = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid.data(), pid.size(), 0) < 0) {
+    // The pid is only for the message of a run that finds the folder locked.
+  }
+  g_lock_fd = fd;
+  for (const char* f : result_files)
+    if (fs::exists(fs::path(out_dir) / f, ec)) {
+      std::fprintf(stderr, "note: replacing the results in %s (use a new --out to keep them)\n",
+                   out_dir.c_str());
+      break;
+    }
+  return out_dir;
+}
 
 // Common options of run and check.
 po::options_description scenario_options() {
@@ -167,14 +316,15 @@ int cmd_run(const std::vector<std::string>& args) {
   if (!p) return 0;
   const scenario::Scenario sc = load_scenario(*p);
   if (p->vm.count("explain")) std::cout << reports::explain(sc) << "\n";
-  const std::string out_dir =
-      p->vm.count("out") ? p->vm["out"].as<std::string>() : "out/" + sc.name;
-  std::error_code ec;
-  std::filesystem::create_directories(out_dir, ec);
-  if (ec)
-    throw InputError("cannot create output folder: " + ec.message(), "pass --out DIR", out_dir);
+  const std::string out_dir = prepare_out_dir(p->vm, p->scenario, sc.name, "", {"summary.json"});
+  set_activity("running " + p->scenario + " (output folder " + out_dir + ")");
 
   RunOptions opts;
+  std::unique_ptr<SignalAfterRequests> test_signal;
+  if (const char* v = std::getenv("FLEETSIM_TEST_SIGNAL_AFTER_REQUESTS")) {
+    test_signal = std::make_unique<SignalAfterRequests>(v);
+    opts.observers.push_back(test_signal.get());
+  }
   std::unique_ptr<reports::RequestsCsv> csv;
   if (p->vm.count("requests-csv")) {
     csv = std::make_unique<reports::RequestsCsv>(p->vm["requests-csv"].as<std::string>());
@@ -186,7 +336,8 @@ int cmd_run(const std::vector<std::string>& args) {
     opts.observers.push_back(trace.get());
   }
   // Reports what --trace wrote (called once the run is done).
-  auto trace_done = [&trace] {
+  auto trace_done = [&trace, &csv] {
+    if (csv) csv->finish();
     if (!trace) return;
     const uint64_t n = trace->finish();
     std::cout << "  trace       " << n << " events"
@@ -286,15 +437,6 @@ void add_search_options(po::options_description& desc) {
       "holds")("quiet,q", "print no progress");
 }
 
-std::string make_out_dir(const po::variables_map& vm, const std::string& fallback) {
-  const std::string out_dir = vm.count("out") ? vm["out"].as<std::string>() : fallback;
-  std::error_code ec;
-  std::filesystem::create_directories(out_dir, ec);
-  if (ec)
-    throw InputError("cannot create output folder: " + ec.message(), "pass --out DIR", out_dir);
-  return out_dir;
-}
-
 int cmd_plan(const std::vector<std::string>& args) {
   po::options_description desc = scenario_options();
   add_search_options(desc);
@@ -318,7 +460,11 @@ int cmd_plan(const std::vector<std::string>& args) {
         "--replications must be between 2 and 1000, got " + std::to_string(replications),
         "e.g. --replications 10");
   std::string out_dir;
-  if (dist::rank() == 0) out_dir = make_out_dir(p->vm, "out/" + planner.base().name + "-plan");
+  if (dist::rank() == 0) {
+    out_dir = prepare_out_dir(p->vm, p->scenario, planner.base().name, "-plan", {"plan.json"});
+    set_activity("planning " + p->scenario + " (output folder " + out_dir +
+                 "; its checkpoint keeps the finished simulations: rerun with --resume)");
+  }
   if (dist::rank() == 0 && !p->vm.count("quiet"))
     std::fprintf(stderr, "  plan: %zu configurations\n", planner.spec().configurations());
 
@@ -326,10 +472,15 @@ int cmd_plan(const std::vector<std::string>& args) {
   plan::PlanResult res = planner.prepare(threads);
   const std::vector<std::string> found = dist::map_checkpointed(
       res.to_simulate.size(), threads, out_dir, dist::search_identity("plan", p->scenario, args),
-      p->vm.count("resume") > 0, p->vm.count("quiet") > 0, [&](std::size_t k) {
+      p->vm.count("resume") > 0, p->vm.count("quiet") > 0,
+      [&](std::size_t k) {
         plan::Candidate c = res.candidates[static_cast<std::size_t>(res.to_simulate[k])];
         planner.search_replicas(c);
         return plan::Planner::encode_search(c);
+      },
+      [](const std::string& result) {
+        plan::Candidate c;
+        plan::Planner::decode_search(c, result);
       });
   if (dist::rank() != 0) return 0;
   for (std::size_t k = 0; k < found.size(); ++k)
@@ -350,7 +501,38 @@ int cmd_plan(const std::vector<std::string>& args) {
     files += ", " + f;
   std::cout << "  wrote       " << json_path << ", plan.csv" << files << "\n";
   dist::remove_checkpoint(out_dir);
-  return res.chosen >= 0 ? 0 : 3;
+  if (res.chosen >= 0) return 0;
+  // No configuration meets the SLO: exit 4, with why on stderr: each kind of reason (its
+  // "[tag]" when it has one, else the whole reason), how many configurations it ruled out
+  // (most first) and an example.
+  std::map<std::string, std::pair<int, std::string>> reasons;  // kind -> (count, example)
+  for (const auto& c : res.candidates) {
+    const std::string why = files::to_valid_utf8(c.reason);
+    const auto tag = why.rfind(" [");
+    std::string kind = plan::status_name(c.status);
+    if (tag != std::string::npos && !why.empty() && why.back() == ']')
+      kind += why.substr(tag);
+    else if (!why.empty())
+      kind += ": " + why;
+    auto& [n, example] = reasons[kind];
+    if (n++ == 0) example = why;
+  }
+  std::vector<std::pair<int, std::string>> by_count;
+  for (const auto& [kind, r] : reasons)
+    by_count.emplace_back(
+        r.first,
+        kind + (kind.find(r.second) == std::string::npos ? " (e.g. " + r.second + ")" : ""));
+  std::stable_sort(by_count.begin(), by_count.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::fprintf(stderr, "error: no configuration meets the SLO (%zu configurations searched):\n",
+               res.candidates.size());
+  const std::size_t shown = std::min<std::size_t>(by_count.size(), 10);
+  for (std::size_t i = 0; i < shown; ++i)
+    std::fprintf(stderr, "  %5d x %s\n", by_count[i].first, by_count[i].second.c_str());
+  if (by_count.size() > shown)
+    std::fprintf(stderr, "  ... and %zu other reasons (%s)\n", by_count.size() - shown,
+                 csv_path.c_str());
+  return 4;
 }
 
 int cmd_sweep(const std::vector<std::string>& args) {
@@ -373,6 +555,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
   if (spec.seeds < 1 || spec.seeds > 10000)
     throw InputError("--seeds must be between 1 and 10000, got " + std::to_string(spec.seeds),
                      "e.g. --seeds 10");
+  reports::check_sweep_spec(spec);
   if (spec.vary.empty() && spec.seeds == 1)
     throw InputError("nothing to sweep",
                      "give --vary KEY=V1,V2 (e.g. --vary serving.replicas=1,2,4) and/or --seeds N, "
@@ -381,16 +564,22 @@ int cmd_sweep(const std::vector<std::string>& args) {
   const hw::Catalog catalog = load_catalog(p->vm);
   const auto calibration = load_calibration(p->vm, catalog);
   const std::optional<uint64_t> seed = seed_of(p->vm);
-  const scenario::Scenario base =
-      reports::check_sweep_points(p->scenario, sets, seed, spec, catalog, calibration);
+  const scenario::Scenario base = reports::check_sweep_points(
+      p->scenario, sets, seed, spec, catalog, calibration, p->vm.count("quiet") > 0);
   const int threads = threads_of(p->vm);
   std::string out_dir;
-  if (dist::rank() == 0) out_dir = make_out_dir(p->vm, "out/" + base.name + "-sweep");
+  if (dist::rank() == 0) {
+    out_dir = prepare_out_dir(p->vm, p->scenario, base.name, "-sweep", {"sweep.csv"});
+    set_activity("sweeping " + p->scenario + " (output folder " + out_dir +
+                 "; its checkpoint keeps the finished simulations: rerun with --resume)");
+  }
   const std::vector<std::string> results = dist::map_checkpointed(
       spec.items(), threads, out_dir, dist::search_identity("sweep", p->scenario, args),
-      p->vm.count("resume") > 0, p->vm.count("quiet") > 0, [&](std::size_t i) {
+      p->vm.count("resume") > 0, p->vm.count("quiet") > 0,
+      [&](std::size_t i) {
         return reports::run_sweep_item(p->scenario, sets, base.seed, spec, i, catalog, calibration);
-      });
+      },
+      reports::check_sweep_result);
   if (dist::rank() != 0) return 0;
   std::cout << "SWEEP  " << base.name << ": " << spec.points() << " points × " << spec.seeds
             << " seed" << (spec.seeds == 1 ? "" : "s")
@@ -418,8 +607,17 @@ int cmd_list(const std::vector<std::string>& args) {
     return args.empty() ? 2 : 0;
   }
   std::string dir = hw::Catalog::default_dir();
-  for (size_t i = 1; i + 1 < args.size(); ++i)
-    if (args[i] == "--catalog") dir = args[i + 1];
+  for (size_t i = 1; i < args.size(); ++i) {
+    if (args[i] == "--catalog" && i + 1 < args.size()) {
+      dir = args[++i];
+      continue;
+    }
+    // One kind per call: "list gpus models" would otherwise list gpus and ignore models.
+    throw po::error("list takes one kind, '" + args[i] + "' is extra" +
+                    (std::find(what.begin(), what.end(), args[i]) != what.end()
+                         ? " (run fleetsim list " + args[i] + " separately)"
+                         : ""));
+  }
   const std::string& w = args[0];
   if (w == "gpus" || w == "models" || w == "nodes" || w == "interconnects" || w == "engines") {
     const hw::Catalog cat = hw::Catalog::load(dir);
@@ -693,10 +891,13 @@ int cmd_calibrate(const std::vector<std::string>& args) {
         "a calibration table named " + dest.filename().string() + " is already installed",
         "pass --force to replace it, or rename the file", dest.string());
   fs::create_directories(dir, ec);
-  fs::copy_file(file, dest, fs::copy_options::overwrite_existing, ec);
   if (ec)
-    throw InputError("cannot install the table: " + ec.message(), "check the folder",
-                     dest.string());
+    throw InputError("cannot create the calibration folder: " + ec.message(), "check the path",
+                     dir);
+  // The checked bytes, written under a temporary name and renamed into place: a table is
+  // installed whole or not at all.
+  files::write_file_atomically(dest.string(), files::read_input_file(file, "calibration table"),
+                               true);
   std::cout << "checked " << file << ": " << t.rows.size() << " rows for " << t.gpu << " from "
             << t.source << "\ninstalled " << dest.string() << "\n";
   return 0;
@@ -754,6 +955,7 @@ int main(int argc, char** argv) {
   }
   const std::string cmd = args[0];
   args.erase(args.begin());
+  install_signal_handlers();
   const bool mpi = (cmd == "plan" || cmd == "sweep") && under_mpi_launcher();
   if (mpi) dist::init(&argc, &argv);
   const int rc = dispatch(cmd, args);

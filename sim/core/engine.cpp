@@ -8,11 +8,15 @@ namespace fleetsim::core {
 void Engine::schedule(SimTime time, uint32_t phase, EventTarget* target, uint32_t kind,
                       uint64_t data) {
   if (time < now_) {
+    // Simulated time starts at 0, so a negative time is a sum that wrapped past the range of
+    // SimTime (inputs that reach beyond ~292 years): an input problem, not a logic error.
+    if (time < 0) throw_time_overflow(ns_to_seconds(now_) + ns_to_seconds(kSimTimeMax));
     throw std::logic_error("event scheduled in the past: t=" + std::to_string(time) +
                            " ns < now=" + std::to_string(now_) + " ns");
   }
   if (phase > 0xff || kind > 0xff) throw std::logic_error("event phase or kind out of range");
-  const uint64_t order = (uint64_t{phase} << 56) | ((next_seq_++ & ((uint64_t{1} << 48) - 1)) << 8) | kind;
+  const uint64_t order =
+      (uint64_t{phase} << 56) | ((next_seq_++ & ((uint64_t{1} << 48) - 1)) << 8) | kind;
   heap_.push_back(Event{time, order, target, data});
   sift_up(heap_.size() - 1);
 }
@@ -60,8 +64,7 @@ bool Engine::step() {
 
 void Engine::run() {
   stopped_ = false;
-  while (!stopped_ && step()) {
-  }
+  while (!stopped_ && step()) {}
 }
 
 void Engine::run_until(SimTime until) {

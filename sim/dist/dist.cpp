@@ -16,7 +16,10 @@
 #include <stdexcept>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "hw_models/error.h"
+#include "hw_models/files.h"
 
 #ifdef FLEETSIM_HAVE_MPI
 #include <mpi.h>
@@ -298,47 +301,93 @@ std::vector<std::string> map(
   return std::move(g.results);
 }
 
-std::map<std::size_t, std::string> Checkpoint::load() const {
+std::map<std::size_t, std::string> Checkpoint::parse(const std::string& text,
+                                                     const std::string& path,
+                                                     const std::string& header, std::size_t n,
+                                                     const ResultCheck& check) {
   std::map<std::size_t, std::string> out;
-  std::ifstream in(path_);
-  if (!in) return out;
-  std::string line;
-  if (!std::getline(in, line)) return out;
-  if (line != header_)
-    throw InputError(
-        "the checkpoint belongs to another search (its first line is '" + line.substr(0, 120) +
-            "')",
-        "resume with the same scenario, options and seed, or drop --resume to start over", path_);
-  int lineno = 1;
-  while (std::getline(in, line)) {
+  std::size_t pos = 0;
+  int lineno = 0;
+  while (pos < text.size()) {
+    const std::size_t nl = text.find('\n', pos);
+    const bool complete = nl != std::string::npos;
+    const std::string line = text.substr(pos, complete ? nl - pos : std::string::npos);
+    pos = complete ? nl + 1 : text.size();
     ++lineno;
-    const auto sp = line.find(' ');
-    // A line cut short by a kill mid-write is ignored: that item simply runs again.
-    if (sp == std::string::npos || line.empty() || line.back() != '}') continue;
-    try {
-      out[static_cast<std::size_t>(std::stoull(line.substr(0, sp)))] = line.substr(sp + 1);
-    } catch (const std::exception&) {
-      throw InputError("checkpoint line " + std::to_string(lineno) + " is not '<index> <result>'",
-                       "delete the file to start over", path_);
+    if (lineno == 1) {
+      if (line != header)
+        throw InputError("the checkpoint belongs to another search (its first line is '" +
+                             files::to_valid_utf8(line.substr(0, 120)) + "')",
+                         "resume with the same scenario, options and seed, or drop --resume to "
+                         "start over",
+                         path, 1);
+      continue;
     }
+    // The last line cut short by a kill mid-write (no newline yet) is ignored: that item
+    // simply runs again. Any other damage is an error naming the line.
+    if (!complete) break;
+    const auto sp = line.find(' ');
+    const bool digits =
+        sp != std::string::npos && sp > 0 && sp <= 19 && line.find_first_not_of("0123456789") == sp;
+    if (!digits)
+      throw InputError("checkpoint line is not '<index> <result>'",
+                       "the file was damaged: delete this line (the item runs again) or the "
+                       "whole file (the search starts over)",
+                       path, lineno);
+    const std::size_t index = static_cast<std::size_t>(std::stoull(line.substr(0, sp)));
+    if (index >= n)
+      throw InputError("checkpoint line names item " + std::to_string(index) +
+                           ", but the search has " + std::to_string(n) + " items",
+                       "delete this line or the whole file", path, lineno);
+    const std::string result = line.substr(sp + 1);
+    try {
+      if (check)
+        check(result);
+      else if (!nlohmann::json::accept(result))
+        throw std::invalid_argument("not valid JSON");
+    } catch (const std::exception& e) {
+      throw InputError("the result of item " + std::to_string(index) +
+                           " cannot be read: " + files::to_valid_utf8(e.what()),
+                       "the file was damaged: delete this line (the item runs again) or the "
+                       "whole file (the search starts over)",
+                       path, lineno);
+    }
+    out[index] = result;
   }
+  if (lineno == 0)
+    throw InputError("the checkpoint is empty (it has no header line)",
+                     "delete the file to start over", path);
   return out;
 }
 
+std::map<std::size_t, std::string> Checkpoint::load(std::size_t n, const ResultCheck& check) const {
+  std::error_code ec;
+  if (!std::filesystem::exists(path_, ec)) return {};
+  if (!std::filesystem::is_regular_file(path_, ec))
+    throw InputError("the checkpoint is not a regular file", "delete it to start over", path_);
+  if (std::filesystem::file_size(path_, ec) > (1ull << 30))
+    throw InputError("the checkpoint is larger than 1 GiB", "delete it to start over", path_);
+  std::ifstream in(path_, std::ios::binary);
+  if (!in) throw InputError("cannot read the checkpoint", "check its permissions", path_);
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse(text.str(), path_, header_, n, check);
+}
+
 void Checkpoint::open(bool resume) {
-  if (resume) {
-    std::ifstream in(path_);
-    if (in) return;  // keep it; load() checked the header
-  }
-  std::ofstream out(path_, std::ios::trunc);
-  if (!out) throw InputError("cannot write the checkpoint", "check the output folder", path_);
+  if (resume && std::filesystem::exists(path_)) return;  // keep it; load() checked it
+  files::AtomicFile out(path_);
   out << header_ << "\n";
+  out.commit();
 }
 
 void Checkpoint::append(std::size_t index, const std::string& result) {
   std::ofstream out(path_, std::ios::app);
   out << index << ' ' << result << '\n';
   out.flush();
+  if (!out)
+    throw InputError("cannot append to the checkpoint", "check the free space of the folder",
+                     path_);
 }
 
 std::string search_identity(const std::string& command, const std::string& scenario_file,
@@ -356,12 +405,13 @@ std::string search_identity(const std::string& command, const std::string& scena
 
 std::vector<std::string> map_checkpointed(std::size_t n, int threads, const std::string& out_dir,
                                           const std::string& identity, bool resume, bool quiet,
-                                          const std::function<std::string(std::size_t)>& fn) {
+                                          const std::function<std::string(std::size_t)>& fn,
+                                          const Checkpoint::ResultCheck& check) {
   Checkpoint ck((std::filesystem::path(out_dir) / "checkpoint.txt").string(), identity);
   std::map<std::size_t, std::string> done;
   if (g_rank == 0) {
     if (resume) {
-      done = ck.load();
+      done = ck.load(n, check);
     } else if (std::filesystem::exists(ck.path())) {
       throw InputError("an unfinished search left its results in the checkpoint",
                        "rerun with --resume to continue it, or delete the file (or pick another "

@@ -38,17 +38,27 @@ bool built_with_mpi();
 /// finished item, from one thread at a time. On other ranks returns an empty vector. An
 /// exception thrown by `fn` is rethrown on rank 0 (the first, by item order) after every
 /// rank has stopped.
-std::vector<std::string> map(std::size_t n, int threads, const std::function<std::string(std::size_t)>& fn,
-                             const std::map<std::size_t, std::string>& done = {},
-                             const std::function<void(std::size_t, const std::string&)>& on_result = {});
+std::vector<std::string> map(
+    std::size_t n, int threads, const std::function<std::string(std::size_t)>& fn,
+    const std::map<std::size_t, std::string>& done = {},
+    const std::function<void(std::size_t, const std::string&)>& on_result = {});
 
 /// Checkpoint of a map's finished items: a file of lines "<index> <result>" after one
 /// header line naming the search. load() returns the finished items when the header
-/// matches, and throws InputError (with the file) when the file belongs to another search.
+/// matches, and throws InputError (with the file and line) when the file belongs to another
+/// search or a line is damaged: not "<index> <result>", an index beyond the search, or a
+/// result that `check` rejects (it throws any exception; without it, results must be JSON).
+/// Only a last line without its newline (a kill mid-write) is ignored.
 class Checkpoint {
  public:
-  Checkpoint(std::string path, std::string header) : path_(std::move(path)), header_(std::move(header)) {}
-  std::map<std::size_t, std::string> load() const;
+  using ResultCheck = std::function<void(const std::string&)>;
+  Checkpoint(std::string path, std::string header)
+      : path_(std::move(path)), header_(std::move(header)) {}
+  std::map<std::size_t, std::string> load(std::size_t n, const ResultCheck& check = {}) const;
+  /// load() on the file's text (the fuzzer's entry point).
+  static std::map<std::size_t, std::string> parse(const std::string& text, const std::string& path,
+                                                  const std::string& header, std::size_t n,
+                                                  const ResultCheck& check);
   /// Starts a new file (header only), or keeps the existing one when resuming.
   void open(bool resume);
   void append(std::size_t index, const std::string& result);
@@ -70,7 +80,8 @@ std::string search_identity(const std::string& command, const std::string& scena
 /// than being overwritten. Call remove_checkpoint() once the outputs are written.
 std::vector<std::string> map_checkpointed(std::size_t n, int threads, const std::string& out_dir,
                                           const std::string& identity, bool resume, bool quiet,
-                                          const std::function<std::string(std::size_t)>& fn);
+                                          const std::function<std::string(std::size_t)>& fn,
+                                          const Checkpoint::ResultCheck& check = {});
 
 /// Deletes OUT_DIR/checkpoint.txt (rank 0): the search finished and its outputs are written.
 void remove_checkpoint(const std::string& out_dir);

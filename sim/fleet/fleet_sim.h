@@ -38,13 +38,13 @@ namespace fleetsim::fleet {
 
 /// One report interval of one region.
 struct RegionSample {
-  double t_s = 0;                ///< start of the interval (run time)
-  uint64_t arrivals = 0;         ///< calls from this region's users (sampled counts)
-  uint64_t served = 0;           ///< calls completed in this region's datacenter
-  uint64_t good = 0;             ///< ... meeting their SLO
-  double replicas_mean = 0;      ///< time-averaged active replicas (sampled)
-  double gpus_mean = 0;          ///< time-averaged GPUs in active replicas (sampled)
-  double capacity_slots = 0;     ///< active replicas × max_num_seqs at the end
+  double t_s = 0;             ///< start of the interval (run time)
+  uint64_t arrivals = 0;      ///< calls from this region's users (sampled counts)
+  uint64_t served = 0;        ///< calls completed in this region's datacenter
+  uint64_t good = 0;          ///< ... meeting their SLO
+  double replicas_mean = 0;   ///< time-averaged active replicas (sampled)
+  double gpus_mean = 0;       ///< time-averaged GPUs in active replicas (sampled)
+  double capacity_slots = 0;  ///< active replicas × max_num_seqs at the end
   int64_t outstanding_peak = 0;
   uint64_t failures = 0;
   /// Adds another partition's interval (peaks: the larger).
@@ -52,18 +52,19 @@ struct RegionSample {
 };
 
 struct PoolResult {
-  int index = 0;                 ///< in the scenario's order (regions, then pools)
+  int index = 0;  ///< in the scenario's order (regions, then pools)
   int region = 0;
   std::string name, model, gpu;
   int gpus_per_replica = 0;
-  int replicas_configured = 0;   ///< full scale, spares included
-  int replicas_simulated = 0;    ///< at the start of the run
-  int replicas_peak = 0;         ///< most replicas held at once (active + starting + draining + in repair), sampled
-  double replica_hours = 0;      ///< held replica-hours (sampled)
-  double busy_hours = 0;         ///< replica-hours with an iteration running (sampled)
+  int replicas_configured = 0;  ///< full scale, spares included
+  int replicas_simulated = 0;   ///< at the start of the run
+  int replicas_peak =
+      0;  ///< most replicas held at once (active + starting + draining + in repair), sampled
+  double replica_hours = 0;  ///< held replica-hours (sampled)
+  double busy_hours = 0;     ///< replica-hours with an iteration running (sampled)
   uint64_t completed = 0, failures = 0, scale_ups = 0, scale_downs = 0;
   uint64_t input_tokens = 0, output_tokens = 0;  ///< of completed calls (sampled)
-  metrics::LatencyStats tpot;    ///< of completed calls with more than one output token
+  metrics::LatencyStats tpot;  ///< of completed calls with more than one output token
   double load_time_s = 0;
   const FleetPool* spec = nullptr;
 };
@@ -71,7 +72,7 @@ struct PoolResult {
 struct RegionResult {
   std::string name;
   uint64_t arrivals = 0, served = 0, good = 0, spilled_out = 0, spilled_in = 0;
-  metrics::LatencyStats ttft;    ///< of the calls served here (over_time's latency, merged)
+  metrics::LatencyStats ttft;  ///< of the calls served here (over_time's latency, merged)
   std::vector<RegionSample> series;
   /// Over the run, in buckets of the report interval (coarsened past 96): TTFT of the calls
   /// served here by first-token time, busy and held replica-time of its pools (sampled).
@@ -81,14 +82,14 @@ struct RegionResult {
 };
 
 struct FleetResult {
-  metrics::Summary summary;      ///< all calls (sampled counts)
+  metrics::Summary summary;  ///< all calls (sampled counts)
   std::vector<RegionResult> regions;
   std::vector<PoolResult> pools;
-  uint64_t retried = 0;          ///< calls retried after a replica failed
+  uint64_t retried = 0;  ///< calls retried after a replica failed
   uint64_t retried_completed = 0;
   metrics::LatencyStats retried_e2e;  ///< end-to-end latency of the retried calls that completed
-  uint64_t failed_calls = 0;     ///< calls given up (rejected by a replica)
-  uint64_t unfinished = 0;       ///< calls still in flight when the run stopped
+  uint64_t failed_calls = 0;          ///< calls given up (rejected by a replica)
+  uint64_t unfinished = 0;            ///< calls still in flight when the run stopped
   uint64_t sessions = 0;
   double sample = 1;
   double sim_end_s = 0;
@@ -106,7 +107,8 @@ FleetResult run_fleet(const scenario::Scenario& sc, const RunOptions& options, i
 class FleetSimulation final : public core::EventTarget, private serving::ServingObserver {
  public:
   /// Simulates the pools serving `models` (indices into FleetSpec::models; empty = all).
-  FleetSimulation(const scenario::Scenario& sc, RunOptions options = {}, std::vector<int> models = {});
+  FleetSimulation(const scenario::Scenario& sc, RunOptions options = {},
+                  std::vector<int> models = {});
   ~FleetSimulation() override;
   FleetResult run();
   void on_event(const core::Event& e) override;
@@ -118,18 +120,18 @@ class FleetSimulation final : public core::EventTarget, private serving::Serving
   struct ReplicaInfo {
     int pool = 0;
     State state = State::kStarting;
-    int32_t active_pos = -1;     // index in its group's active list
+    int32_t active_pos = -1;  // index in its group's active list
     int64_t outstanding = 0;
     SimTime held_since = 0;
   };
-  struct Slot {                  // a call from generation to completion
+  struct Slot {  // a call from generation to completion
     workload::RequestSpec spec;
-    int32_t replica = -1;        // the replica serving it, -1 before delivery and after
-    int16_t region = -1;         // serving region, once routed
-    bool counted = false;        // its arrival has been counted
-    bool retried = false;        // lost to a failed replica at least once
+    int32_t replica = -1;  // the replica serving it, -1 before delivery and after
+    int16_t region = -1;   // serving region, once routed
+    bool counted = false;  // its arrival has been counted
+    bool retried = false;  // lost to a failed replica at least once
   };
-  struct Group {                 // the active replicas of one model in one region
+  struct Group {  // the active replicas of one model in one region
     std::vector<int32_t> active;
     int64_t outstanding = 0, slots = 0;
   };
@@ -137,9 +139,9 @@ class FleetSimulation final : public core::EventTarget, private serving::Serving
     int region = 0, model = 0;
     std::unique_ptr<serving::StepModel> steps;
     serving::VllmConfig vllm;
-    int held = 0;                // starting + active + draining + failed (counted as held)
+    int held = 0;  // starting + active + draining + failed (counted as held)
     int active = 0, starting = 0, draining = 0, failed = 0;
-    int repairs = 0;             // failed replicas whose repair falls within the run
+    int repairs = 0;  // failed replicas whose repair falls within the run
     int desired = 0;
     SimTime last_change = 0;
     int64_t outstanding = 0;
@@ -149,23 +151,24 @@ class FleetSimulation final : public core::EventTarget, private serving::Serving
   };
 
   // ServingObserver (replica notifications; a failed replica's are dropped).
-  void on_reject(const workload::RequestSpec& r, int replica, serving::RejectReason why, SimTime t) override;
+  void on_reject(const workload::RequestSpec& r, int replica, serving::RejectReason why,
+                 SimTime t) override;
   void on_completion(const serving::RequestRecord& rec) override;
   void on_segment(const serving::SegmentRecord& seg) override;
   void on_preemption(const workload::RequestSpec& r, int replica, SimTime t) override;
 
   uint32_t new_slot(const workload::RequestSpec& r);
   SimTime front_door_ns(const workload::RequestSpec& r) const;  // the users' round trip
-  void schedule_calls();                       // calls_ → arrival events (or the wheel)
+  void schedule_calls();  // calls_ → arrival events (or the wheel)
   void flush_bucket();
-  void arrive(uint32_t slot, SimTime now);     // at the users' region: pick the serving region
-  void deliver(uint32_t slot, SimTime now);    // pick a replica in the serving region
+  void arrive(uint32_t slot, SimTime now);   // at the users' region: pick the serving region
+  void deliver(uint32_t slot, SimTime now);  // pick a replica in the serving region
   void finish_call(uint32_t slot, SimTime now);
   int pick_region(int home, int model) const;
   int start_replica(int pool, SimTime ready_at);
   void activate(int replica, SimTime now);
-  void deactivate(int replica);                // leaves its group's active list
-  void hold_end(int replica, SimTime now);     // stops counting its replica-hours
+  void deactivate(int replica);             // leaves its group's active list
+  void hold_end(int replica, SimTime now);  // stops counting its replica-hours
   void fail(int replica, SimTime now);
   void autoscale(SimTime now);
   void sample_series(SimTime now);
@@ -173,8 +176,12 @@ class FleetSimulation final : public core::EventTarget, private serving::Serving
     return info_[static_cast<size_t>(replica)].state != State::kFailed &&
            info_[static_cast<size_t>(replica)].state != State::kRetired;
   }
-  Group& group(int region, int model) { return groups_[static_cast<size_t>(region * n_models_ + model)]; }
-  const Group& group(int region, int model) const { return groups_[static_cast<size_t>(region * n_models_ + model)]; }
+  Group& group(int region, int model) {
+    return groups_[static_cast<size_t>(region * n_models_ + model)];
+  }
+  const Group& group(int region, int model) const {
+    return groups_[static_cast<size_t>(region * n_models_ + model)];
+  }
   bool meets_slo(const serving::RequestRecord& rec) const;
 
   const scenario::Scenario& sc_;
@@ -191,20 +198,20 @@ class FleetSimulation final : public core::EventTarget, private serving::Serving
   std::vector<std::vector<int>> region_order_;  // per home region: regions by round trip
   std::vector<SimTime> user_rtt_ns_;            // per region
   core::SlotPool<Slot> slots_;
-  std::vector<workload::RequestSpec> calls_;    // scratch: calls to schedule
-  std::vector<std::vector<uint32_t>> wheel_ = std::vector<std::vector<uint32_t>>(4096);  // by second
+  std::vector<workload::RequestSpec> calls_;  // scratch: calls to schedule
+  std::vector<std::vector<uint32_t>> wheel_ =
+      std::vector<std::vector<uint32_t>>(4096);  // by second
   size_t wheel_count_ = 0;
-  int64_t next_flush_ = 0;                      // the bucket the next kBucket event moves
+  int64_t next_flush_ = 0;  // the bucket the next kBucket event moves
   bool ticking_ = false;
   Rng route_rng_, fail_rng_;
-  bool sessions_done_ = false;
   SimTime end_ns_ = 0;
   // Results.
   std::vector<RegionResult> regions_;
   metrics::Histogram retried_e2e_{0.01};
-  std::vector<RegionSample> current_;           // per region, the open interval
-  std::vector<double> held_ns_acc_;             // per region: replica·ns active in the interval
-  std::vector<double> gpu_ns_acc_;              // per region: GPU·ns active in the interval
+  std::vector<RegionSample> current_;  // per region, the open interval
+  std::vector<double> held_ns_acc_;    // per region: replica·ns active in the interval
+  std::vector<double> gpu_ns_acc_;     // per region: GPU·ns active in the interval
   SimTime last_sample_ = 0;
   uint64_t retried_ = 0, retried_completed_ = 0, failed_calls_ = 0;
 };

@@ -7,8 +7,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <mutex>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 
 #include "hw_models/error.h"
@@ -130,8 +132,13 @@ Planner::Planner(const std::string& file, const std::vector<std::string>& overri
 
   // The plan section, strictly.
   for (const AxisDef& a : kAxes) {
+    if (!pm->has(a.key)) continue;
     std::vector<std::string> v = pm->str_list_or(a.key, {});
-    if (v.empty()) continue;
+    // An empty list would drop the axis without a word (the scenario's own value would be
+    // searched alone): refuse it.
+    if (v.empty())
+      pm->fail(a.key, std::string("'") + a.key + "' is an empty list: the plan has no value to try",
+               "give at least one value, or remove the key to keep the scenario's own value");
     std::vector<std::string> uniq;
     for (const auto& x : v)
       if (std::find(uniq.begin(), uniq.end(), x) == uniq.end()) uniq.push_back(x);
@@ -144,6 +151,22 @@ Planner::Planner(const std::string& file, const std::vector<std::string>& overri
                    "0 = colocated; 0.25 = one prefill replica per four decode replicas");
       }
     spec_.axes[a.path] = uniq;
+  }
+  // The space is the product of the axes: bounded before anything is enumerated.
+  double space = 1;
+  std::string product;
+  for (const auto& [path, values] : spec_.axes) {
+    space *= static_cast<double>(values.size());
+    product += (product.empty() ? "" : " × ") + std::to_string(values.size());
+  }
+  if (space > kMaxConfigurations) {
+    char b[64];
+    std::snprintf(b, sizeof b, "%.4g", space);
+    pm->fail("",
+             "the plan space has " + product + " = " + b +
+                 " configurations, more than the limit of " +
+                 std::to_string(static_cast<long>(kMaxConfigurations)),
+             "search fewer values per axis, or split the plan into several runs");
   }
   spec_.target = pm->number_or("target", 0.01, 1.0, 0.99);
   spec_.spares = static_cast<int>(pm->integer_or("spares", 0, 1000, 0));
@@ -573,33 +596,69 @@ std::string Planner::encode_search(const Candidate& c) {
   for (const auto& o : c.tried)
     j["tried"].push_back({o.replicas, o.prefill_replicas, o.attainment, o.ttft_p99_s, o.tpot_p99_s,
                           o.e2e_p50_s, o.busy, o.output_tok_per_s, o.arrived, o.events, o.wall_s});
-  return j.dump();
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+namespace {
+
+// A whole number that fits T, else an exception: nlohmann's get<int>() converts a float such
+// as 2.7e114 to int, which is undefined behaviour.
+template <class T>
+T whole(const nlohmann::json& v) {
+  if (!v.is_number_integer()) throw std::out_of_range("expected a whole number, got " + v.dump());
+  if (v.is_number_unsigned()) {
+    const uint64_t u = v.get<uint64_t>();
+    if (u > static_cast<uint64_t>(std::numeric_limits<T>::max()))
+      throw std::out_of_range("number out of range: " + v.dump());
+    return static_cast<T>(u);
+  }
+  const int64_t i = v.get<int64_t>();
+  if (i < static_cast<int64_t>(std::numeric_limits<T>::min()) ||
+      (i > 0 && static_cast<uint64_t>(i) > static_cast<uint64_t>(std::numeric_limits<T>::max())))
+    throw std::out_of_range("number out of range: " + v.dump());
+  return static_cast<T>(i);
+}
+
+double real(const nlohmann::json& v) {
+  if (!v.is_number()) throw std::out_of_range("expected a number, got " + v.dump());
+  return v.get<double>();
+}
+
+}  // namespace
+
 void Planner::decode_search(Candidate& c, const std::string& text) {
+  // Results come back from other ranks and from checkpoint files: every access is checked
+  // (at(), not operator[]; whole numbers range-checked), so a damaged result is an
+  // exception, never undefined behaviour.
   const nlohmann::json j = nlohmann::json::parse(text);
-  c.status = static_cast<Status>(j.at("status").get<int>());
+  const int status = whole<int>(j.at("status"));
+  if (status < static_cast<int>(Status::kInvalid) || status > static_cast<int>(Status::kFeasible))
+    throw std::out_of_range("status " + std::to_string(status) + " is not a search status");
+  c.status = static_cast<Status>(status);
   c.reason = j.at("reason").get<std::string>();
-  c.spare_replicas = j.at("spares").get<int>();
-  c.total_gpus = j.at("gpus").get<int>();
-  c.usd_per_hour = j.at("usd_per_hour").get<double>();
+  c.spare_replicas = whole<int>(j.at("spares"));
+  c.total_gpus = whole<int>(j.at("gpus"));
+  c.usd_per_hour = real(j.at("usd_per_hour"));
+  const int best = whole<int>(j.at("best"));
   c.tried.clear();
   c.best.reset();
   for (const auto& t : j.at("tried")) {
+    if (!t.is_array() || t.size() != 11)
+      throw std::out_of_range("a tried outcome is not an array of 11 numbers");
     Outcome o;
-    o.replicas = t[0].get<int>();
-    o.prefill_replicas = t[1].get<int>();
-    o.attainment = t[2].get<double>();
-    o.ttft_p99_s = t[3].get<double>();
-    o.tpot_p99_s = t[4].get<double>();
-    o.e2e_p50_s = t[5].get<double>();
-    o.busy = t[6].get<double>();
-    o.output_tok_per_s = t[7].get<double>();
-    o.arrived = t[8].get<uint64_t>();
-    o.events = t[9].get<uint64_t>();
-    o.wall_s = t[10].get<double>();
+    o.replicas = whole<int>(t.at(0));
+    o.prefill_replicas = whole<int>(t.at(1));
+    o.attainment = real(t.at(2));
+    o.ttft_p99_s = real(t.at(3));
+    o.tpot_p99_s = real(t.at(4));
+    o.e2e_p50_s = real(t.at(5));
+    o.busy = real(t.at(6));
+    o.output_tok_per_s = real(t.at(7));
+    o.arrived = whole<uint64_t>(t.at(8));
+    o.events = whole<uint64_t>(t.at(9));
+    o.wall_s = real(t.at(10));
     c.tried.push_back(o);
-    if (o.replicas == j.at("best").get<int>()) c.best = o;
+    if (o.replicas == best) c.best = o;
   }
 }
 

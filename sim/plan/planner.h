@@ -97,6 +97,9 @@ enum class Status {
 };
 const char* status_name(Status s);
 
+/// The most configurations a plan space may hold (the product of its axes' sizes).
+constexpr double kMaxConfigurations = 100000;
+
 struct Candidate {
   int index = 0;                                            ///< enumeration order
   std::vector<std::pair<std::string, std::string>> values;  ///< axis path → value

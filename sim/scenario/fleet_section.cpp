@@ -12,7 +12,8 @@ namespace fleetsim::scenario {
 namespace {
 
 // One failure kind: {mtbf: 80000h, mttr: 24h}; absent = never fails.
-void read_failure_kind(yaml::Map& f, const char* key, double* mtbf, double* mttr, const char* hint) {
+void read_failure_kind(yaml::Map& f, const char* key, double* mtbf, double* mttr,
+                       const char* hint) {
   if (auto k = f.map_opt(key)) {
     *mtbf = k->quantity("mtbf", units::Dim::kTime, 60.0);
     *mttr = k->quantity("mttr", units::Dim::kTime, 1.0);
@@ -37,7 +38,11 @@ void load_fleet(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
     return static_cast<int>(spec.models.size() - 1);
   };
 
-  fl.has("regions");  // read below, element by element
+  // Read below, element by element. A missing key must be caught here: yaml-cpp's node for
+  // it is invalid and throws on any question.
+  if (!fl.has("regions"))
+    fl.fail("regions", "missing required list of regions",
+            "e.g. regions: [{name: us-east, utc_offset: -5, users: 0.4, pools: [...]}]");
   const YAML::Node list = fl.node()["regions"];
   if (!list.IsSequence() || list.size() == 0 || list.size() > 255)
     fl.fail("regions", "expected a list of 1 to 255 regions",
@@ -50,18 +55,19 @@ void load_fleet(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
     fleet::FleetRegion reg;
     reg.traffic.name = rm.str("name");
     for (const auto& other : spec.regions)
-      if (other.traffic.name == reg.traffic.name) rm.fail("name", "duplicate region name '" + reg.traffic.name + "'");
+      if (other.traffic.name == reg.traffic.name)
+        rm.fail("name", "duplicate region name '" + reg.traffic.name + "'");
     // Time zones run from UTC−12 to UTC+14 (with half and quarter hours, e.g. '5.5h').
     const double offset_s = rm.quantity("utc_offset", units::Dim::kTime, -12 * 3600.0);
     if (offset_s > 14 * 3600.0)
-      rm.fail("utc_offset", "must be at most 14h, got " + units::format(offset_s, units::Dim::kTime),
+      rm.fail("utc_offset",
+              "must be at most 14h, got " + units::format(offset_s, units::Dim::kTime),
               "local time = UTC + utc_offset, e.g. '-5h' for New York in winter, '5.5h' for India");
     reg.traffic.utc_offset_h = offset_s / 3600.0;
     reg.traffic.user_share = rm.number("users", 0, 1e9);
     fleet::read_curves(rm, reg.traffic);
     reg.user_rtt_s = rm.quantity_or("user_rtt", units::Dim::kTime, 0.0);
-    rm.has("pools");
-    const YAML::Node pools = rm.node()["pools"];
+    const YAML::Node pools = rm.has("pools") ? rm.node()["pools"] : YAML::Node();
     if (!pools.IsSequence())
       rm.fail("pools", "expected a list of pools",
               "e.g. pools: [{name: h200, replicas: 100, hardware: {gpu: h200-sxm, tp: 8}}] "
@@ -83,17 +89,20 @@ void load_fleet(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
       fp.pool.replicas = static_cast<int>(pm.integer("replicas", 0, 10'000'000));
       fp.spares = static_cast<int>(pm.integer_or("spares", 0, 1'000'000, 0));
       fp.min_replicas = static_cast<int>(pm.integer_or("min_replicas", 0, 10'000'000, 0));
-      fp.max_replicas = static_cast<int>(pm.integer_or("max_replicas", 0, 10'000'000, fp.pool.replicas + fp.spares));
+      fp.max_replicas = static_cast<int>(
+          pm.integer_or("max_replicas", 0, 10'000'000, fp.pool.replicas + fp.spares));
       if (fp.max_replicas < fp.min_replicas)
-        pm.fail("max_replicas", "max_replicas (" + std::to_string(fp.max_replicas) + ") is below min_replicas (" +
-                                    std::to_string(fp.min_replicas) + ")");
+        pm.fail("max_replicas", "max_replicas (" + std::to_string(fp.max_replicas) +
+                                    ") is below min_replicas (" + std::to_string(fp.min_replicas) +
+                                    ")");
       const int gpus = fp.pool.par.gpus();
       fp.gpus_per_server = fp.pool.node ? fp.pool.node->gpus_per_node : gpus;
       fp.servers_per_replica = (gpus + fp.gpus_per_server - 1) / fp.gpus_per_server;
       fp.server_power_w = fp.pool.node && fp.pool.node->node_power_w > 0
                               ? fp.pool.node->node_power_w
                               : fp.pool.gpu.tdp_w * fp.gpus_per_server;
-      fp.usd_per_gpu_hour = pm.number_or("usd_per_gpu_hour", 0.0, 1000.0, fp.pool.gpu.cloud_usd_per_gpu_hour);
+      fp.usd_per_gpu_hour =
+          pm.number_or("usd_per_gpu_hour", 0.0, 1000.0, fp.pool.gpu.cloud_usd_per_gpu_hour);
       fp.server_usd = pm.number_or("server_usd", 0.0, 1e9, 0.0);
       // Idle draw: the catalog's figure, else an ASSUMED 20 % of TDP (reported as assumed).
       fp.gpu_idle_assumed = fp.pool.gpu.idle_power_w <= 0;
@@ -115,7 +124,8 @@ void load_fleet(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
         if (!w->has(other)) continue;
         const double t = w->quantity(other, units::Dim::kTime);
         if (spec.wan_rtt_s[i][j] >= 0 && std::fabs(spec.wan_rtt_s[i][j] - t) > 1e-12)
-          w->fail(other, "the round trip to " + other + " differs from the one " + other + " gives back",
+          w->fail(other,
+                  "the round trip to " + other + " differs from the one " + other + " gives back",
                   "give each pair once, or the same value both ways");
         spec.wan_rtt_s[i][j] = spec.wan_rtt_s[j][i] = t;
       }
@@ -125,9 +135,11 @@ void load_fleet(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
   for (size_t i = 0; i < n; ++i)
     for (size_t j = 0; j < n; ++j)
       if (spec.wan_rtt_s[i][j] < 0)
-        region_maps[i].fail("wan_rtt", "no round-trip time between " + spec.regions[i].traffic.name + " and " +
-                                           spec.regions[j].traffic.name,
-                            "add wan_rtt: {" + spec.regions[j].traffic.name + ": 80ms} to one of the two regions");
+        region_maps[i].fail(
+            "wan_rtt",
+            "no round-trip time between " + spec.regions[i].traffic.name + " and " +
+                spec.regions[j].traffic.name,
+            "add wan_rtt: {" + spec.regions[j].traffic.name + ": 80ms} to one of the two regions");
   for (auto& rm : region_maps) rm.finish();
 
   if (auto rt = fl.map_opt("routing")) {
@@ -145,28 +157,34 @@ void load_fleet(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
   for (auto& reg : spec.regions)
     for (auto& p : reg.pools) {
       // Servers per rack: the node's layout, capped by the rack's power limit.
-      const int by_layout = p.pool.node && p.pool.node->nodes_per_rack > 0 ? p.pool.node->nodes_per_rack : 4;
-      const double limit = p.rack_power_w > 0 ? p.rack_power_w
-                           : (p.pool.node && p.pool.node->rack_power_w > 0 ? p.pool.node->rack_power_w : 0);
+      const int by_layout =
+          p.pool.node && p.pool.node->nodes_per_rack > 0 ? p.pool.node->nodes_per_rack : 4;
+      const double limit =
+          p.rack_power_w > 0
+              ? p.rack_power_w
+              : (p.pool.node && p.pool.node->rack_power_w > 0 ? p.pool.node->rack_power_w : 0);
       p.rack_power_w = limit;
       int by_power = by_layout;
-      if (limit > 0) by_power = std::max(1, static_cast<int>(std::floor(limit / p.server_power_w + 1e-9)));
+      if (limit > 0)
+        by_power = std::max(1, static_cast<int>(std::floor(limit / p.server_power_w + 1e-9)));
       p.servers_per_rack = std::min(by_layout, by_power);
     }
   if (auto as = fl.map_opt("autoscaling")) {
     auto& a = spec.autoscaling;
     const std::string mode = as->choice_or("mode", {"off", "reactive", "scheduled"}, "reactive");
-    a.mode = mode == "off" ? fleet::Autoscaling::Mode::kOff
+    a.mode = mode == "off"        ? fleet::Autoscaling::Mode::kOff
              : mode == "reactive" ? fleet::Autoscaling::Mode::kReactive
                                   : fleet::Autoscaling::Mode::kScheduled;
-    const std::string metric = as->choice_or("metric", {"utilization", "queue", "slo"}, "utilization");
+    const std::string metric =
+        as->choice_or("metric", {"utilization", "queue", "slo"}, "utilization");
     a.metric = metric == "queue" ? fleet::Autoscaling::Metric::kQueue
                : metric == "slo" ? fleet::Autoscaling::Metric::kSlo
                                  : fleet::Autoscaling::Metric::kUtilization;
     const double fallback = metric == "queue" ? 4.0 : metric == "slo" ? 0.99 : 0.7;
     a.target = as->number_or("target", 0.01, 1e6, fallback);
     if (a.metric == fleet::Autoscaling::Metric::kSlo && a.target > 1)
-      as->fail("target", "an SLO-attainment target is a share of calls, at most 1", "e.g. target: 0.99");
+      as->fail("target", "an SLO-attainment target is a share of calls, at most 1",
+               "e.g. target: 0.99");
     a.interval_s = as->quantity_or("interval", units::Dim::kTime, 60.0, 1.0);
     a.cooldown_s = as->quantity_or("cooldown", units::Dim::kTime, 600.0);
     a.startup_s = as->quantity_or("startup", units::Dim::kTime, 60.0);
@@ -177,8 +195,10 @@ void load_fleet(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
     for (auto& p : reg.pools) {
       // Provisioning delay: start-up, then every server of the replica reads its share of
       // the weights from storage in parallel.
-      const double weights = (p.pool.memory.weight_bytes + p.pool.memory.host_weight_bytes) * p.pool.par.gpus();
-      p.load_time_s = spec.autoscaling.startup_s + weights / p.servers_per_replica / spec.autoscaling.storage_bytes_per_s;
+      const double weights =
+          (p.pool.memory.weight_bytes + p.pool.memory.host_weight_bytes) * p.pool.par.gpus();
+      p.load_time_s = spec.autoscaling.startup_s +
+                      weights / p.servers_per_replica / spec.autoscaling.storage_bytes_per_s;
     }
   if (auto fm = fl.map_opt("failures")) {
     auto& f = spec.failures;
@@ -208,8 +228,9 @@ void load_fleet(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
 
   if (auto cm = root.map_opt("cost")) {
     auto& c = spec.cost;
-    c.basis = cm->choice_or("basis", {"cloud", "owned"}, "cloud") == "owned" ? fleet::CostModel::Basis::kOwned
-                                                                           : fleet::CostModel::Basis::kCloud;
+    c.basis = cm->choice_or("basis", {"cloud", "owned"}, "cloud") == "owned"
+                  ? fleet::CostModel::Basis::kOwned
+                  : fleet::CostModel::Basis::kCloud;
     c.reserved_discount = cm->number_or("reserved_discount", 0.0, 0.95, 0.0);
     c.depreciation_years = cm->number_or("depreciation_years", 0.1, 30.0, 4.0);
     c.network_usd_per_server = cm->number_or("network_usd_per_server", 0.0, 1e9, 0.0);
@@ -223,8 +244,9 @@ void load_fleet(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
       for (size_t i = 0; i < spec.regions.size(); ++i)
         for (const auto& p : spec.regions[i].pools)
           if (p.pool.replicas + p.spares > 0 && p.server_usd <= 0)
-            region_maps[i].fail("pools", "pool " + p.name + " has no server_usd, which cost basis 'owned' needs",
-                                "add server_usd: <price of one server> to the pool, or use cost: {basis: cloud}");
+            region_maps[i].fail(
+                "pools", "pool " + p.name + " has no server_usd, which cost basis 'owned' needs",
+                "add server_usd: <price of one server> to the pool, or use cost: {basis: cloud}");
     }
     cm->finish();
   }

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "hw_models/error.h"
+#include "hw_models/files.h"
 #include "hw_models/units.h"
 #include "sim/validation/error_band.h"
 
@@ -354,10 +355,10 @@ void write_fit(const std::string& engine_file, const FitResult& r, const std::st
     text = text.substr(0, sec + 1) + section + tail.substr(next_top);
   }
   text += "fitted:\n" + provenance;
-  std::ofstream out(engine_file);
-  if (!out) throw InputError("cannot write the engine file", "check permissions", engine_file);
+  // Rewriting the engine file is this command's job, so it may replace an input.
+  files::AtomicFile out(engine_file, false, true);
   out << text;
-  if (!out) throw InputError("writing the engine file failed", "check free space", engine_file);
+  out.commit();
 }
 
 }  // namespace fleetsim::validation

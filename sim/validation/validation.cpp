@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "hw_models/error.h"
+#include "hw_models/files.h"
 #include "hw_models/perf_model.h"
 #include "hw_models/units.h"
 #include "hw_models/yaml_reader.h"
@@ -451,10 +452,7 @@ void write_error_bands(const std::vector<Case>& cases, const std::string& file) 
                           {"optimism", r4(optimism(c))},
                           {"heldout", c.heldout}});
   }
-  std::ofstream out(file);
-  if (!out) throw InputError("cannot write the error bands", "check the path", file);
-  out << j.dump(1) << "\n";
-  if (!out) throw InputError("writing the error bands failed", "check free space", file);
+  files::write_file_atomically(file, j.dump(1) + "\n");
 }
 
 void write_baseline(const std::vector<Case>& cases, const std::string& baseline_file) {
@@ -468,9 +466,7 @@ void write_baseline(const std::vector<Case>& cases, const std::string& baseline_
     // Rounded up to 0.01 % so that re-running the same code never reads as a regression.
     j["median_abs_error"][g.group] = std::ceil(g.median_abs * 1e4) / 1e4;
   }
-  std::ofstream out(baseline_file);
-  if (!out) throw InputError("cannot write the baseline", "check the path", baseline_file);
-  out << j.dump(2) << "\n";
+  files::write_file_atomically(baseline_file, j.dump(2) + "\n");
 }
 
 }  // namespace fleetsim::validation

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "hw_models/error.h"
+#include "hw_models/files.h"
 
 namespace fleetsim::workload {
 
@@ -24,9 +25,12 @@ std::string_view trim(std::string_view s) {
 
 void require_file(const std::string& path) {
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec))
+  if (!std::filesystem::exists(path, ec))
     throw InputError("cannot open trace file (no such file)",
                      "paths in a scenario are relative to the scenario file's folder", path);
+  // A regular file (not a folder, a device or a pipe), of a bounded size; remembered as an
+  // input so no output replaces it.
+  files::check_input_file(path, "trace file", files::kMaxTraceBytes);
 }
 
 std::ifstream open_trace(const std::string& path) {
@@ -51,9 +55,9 @@ bool parse_int(std::string_view s, int64_t& out) {
 int64_t days_from_civil(int64_t y, int64_t m, int64_t d) {
   y -= m <= 2 ? 1 : 0;
   const int64_t era = (y >= 0 ? y : y - 399) / 400;
-  const int64_t yoe = y - era * 400;                                  // [0, 399]
+  const int64_t yoe = y - era * 400;                                   // [0, 399]
   const int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;  // [0, 365]
-  const int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;          // [0, 146096]
+  const int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;           // [0, 146096]
   return era * 146097 + doe - 719468;
 }
 
@@ -90,14 +94,16 @@ bool parse_timestamp_ns(std::string_view s, int64_t& out_ns) {
     }
   }
   const int64_t secs = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec;
+  // Within ±4.5e9 s of 1970 (the years 1828 to 2112), so that the ns count and the
+  // difference of any two of them fit in an int64.
+  if (secs <= -4'500'000'000 || secs >= 4'500'000'000) return false;
   out_ns = secs * 1'000'000'000 + frac_ns;
   return true;
 }
 
 int32_t checked_tokens(int64_t v, const std::string& path, int line, const char* field) {
   if (v < 1)
-    throw InputError("token count must be >= 1, got " + std::to_string(v), {}, path, line,
-                     field);
+    throw InputError("token count must be >= 1, got " + std::to_string(v), {}, path, line, field);
   if (v > INT32_MAX)
     throw InputError("token count too large, got " + std::to_string(v), {}, path, line, field);
   return static_cast<int32_t>(v);
@@ -107,8 +113,7 @@ int32_t checked_tokens(int64_t v, const std::string& path, int line, const char*
 // the earliest record; rejects an empty trace.
 void finish_trace(Trace& t, std::vector<int64_t>& time_ns) {
   if (t.records.empty())
-    throw InputError("trace has no records", "the file holds only a header or blank lines",
-                     t.file);
+    throw InputError("trace has no records", "the file holds only a header or blank lines", t.file);
   const int64_t t0 = *std::min_element(time_ns.begin(), time_ns.end());
   for (size_t i = 0; i < t.records.size(); ++i)
     t.records[i].time_s = static_cast<double>(time_ns[i] - t0) * 1e-9;
@@ -162,7 +167,8 @@ Trace load_azure_csv(const std::string& path) {
     int64_t ns = 0, in_tok = 0, out_tok = 0;
     if (!parse_timestamp_ns(cols[0], ns))
       throw InputError("bad timestamp '" + std::string(cols[0]) + "'",
-                       "expected 'YYYY-MM-DD HH:MM:SS.fffffff'", path, line, "TIMESTAMP");
+                       "expected 'YYYY-MM-DD HH:MM:SS.fffffff', a year from 1830 to 2110", path,
+                       line, "TIMESTAMP");
     if (!parse_int(cols[1], in_tok))
       throw InputError("not an integer: '" + std::string(cols[1]) + "'", {}, path, line,
                        "ContextTokens");
@@ -199,6 +205,10 @@ Trace load_mooncake_jsonl(const std::string& path) {
       j = json::parse(s);
     } catch (const json::parse_error& e) {
       throw InputError("invalid JSON at byte " + std::to_string(e.byte), {}, path, line);
+    } catch (const json::exception& e) {
+      // Not only syntax: a number too large for a double ("6E758") is an out_of_range error
+      // thrown while parsing.
+      throw InputError(std::string("invalid JSON: ") + e.what(), {}, path, line);
     }
     if (!j.is_object()) throw InputError("expected a JSON object", {}, path, line);
     for (const char* key : {"timestamp", "input_length", "output_length", "hash_ids"})
@@ -208,16 +218,15 @@ Trace load_mooncake_jsonl(const std::string& path) {
     const json& ts = j["timestamp"];
     // Bounded to ~100 years (3.2e12 ms) so the nanosecond count cannot overflow.
     if (!ts.is_number() || !(ts.get<double>() >= 0) || !(ts.get<double>() <= 3.2e12))
-      throw InputError("timestamp must be a number of milliseconds in [0, 3.2e12]", {}, path,
-                       line, "timestamp");
+      throw InputError("timestamp must be a number of milliseconds in [0, 3.2e12]", {}, path, line,
+                       "timestamp");
     // Integral milliseconds convert exactly; fractional ones round to the nearest ns.
     const int64_t ns = ts.is_number_integer() ? ts.get<int64_t>() * 1'000'000
                                               : std::llround(ts.get<double>() * 1e6);
 
     auto tokens = [&](const char* key) {
       const json& v = j[key];
-      if (!v.is_number_integer())
-        throw InputError("must be an integer", {}, path, line, key);
+      if (!v.is_number_integer()) throw InputError("must be an integer", {}, path, line, key);
       return checked_tokens(v.get<int64_t>(), path, line, key);
     };
     TraceRecord r;
@@ -262,9 +271,9 @@ Trace load_trace(const std::string& path, const std::string& format) {
   }
   if (f == "azure") return load_azure_csv(path);
   if (f == "mooncake") return load_mooncake_jsonl(path);
-  throw InputError("unknown trace format '" + format + "'" +
-                       did_you_mean(format, {"auto", "azure", "mooncake"}),
-                   "one of auto, azure, mooncake", path);
+  throw InputError(
+      "unknown trace format '" + format + "'" + did_you_mean(format, {"auto", "azure", "mooncake"}),
+      "one of auto, azure, mooncake", path);
 }
 
 }  // namespace fleetsim::workload

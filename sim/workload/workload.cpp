@@ -102,7 +102,7 @@ class OpenLoop final : public Workload {
       gap_s = arrivals_.exponential(1.0 / rate_);
     }
     // Accumulate in integer ns so the arrival times do not drift with float round-off.
-    t_ns_ += seconds_to_ns(gap_s);
+    t_ns_ = add_time(t_ns_, seconds_to_ns(gap_s));
     if (limits_.past_end(t_ns_)) {
       done_ = true;
       return std::nullopt;
@@ -182,7 +182,7 @@ class ClosedLoop final : public Workload {
     int32_t user;
   };
   SimTime think_ns(SimTime from_ns) {
-    return from_ns + seconds_to_ns(std::max(0.0, think_->sample(clients_)));
+    return add_time(from_ns, seconds_to_ns(std::max(0.0, think_->sample(clients_))));
   }
   std::optional<RequestSpec> make(int32_t user, SimTime t_ns) {
     if (limits_.count_reached(next_id_) || limits_.past_end(t_ns)) return std::nullopt;
@@ -282,7 +282,7 @@ class Conversations final : public Workload {
 
   std::optional<RequestSpec> next_arrival() override {
     while (!done_) {
-      t_ns_ += seconds_to_ns(arrivals_.exponential(1.0 / rate_));
+      t_ns_ = add_time(t_ns_, seconds_to_ns(arrivals_.exponential(1.0 / rate_)));
       if (limits_.past_end(t_ns_) || limits_.count_reached(next_id_)) {
         done_ = true;
         break;
@@ -303,7 +303,7 @@ class Conversations final : public Workload {
     Conv& c = convs_[static_cast<size_t>(done.client)];
     c.context = done.prompt_tokens + done.output_tokens;  // the answer joins the context
     if (c.turns_left <= 0) return std::nullopt;
-    const SimTime t = now_ns + seconds_to_ns(std::max(0.0, think_->sample(clients_)));
+    const SimTime t = add_time(now_ns, seconds_to_ns(std::max(0.0, think_->sample(clients_))));
     return make(done.client, t, false);
   }
 
@@ -362,6 +362,18 @@ class Conversations final : public Workload {
   uint64_t next_id_ = 0;
   bool done_ = false;
 };
+
+// Arrivals 1/rate apart on average must fit in the simulated span (kMaxSimSeconds): a rate
+// of 1e-300/s would put the first arrival 1e300 s away.
+void check_rate_span(const yaml::Map& m, double rate) {
+  if (1.0 / rate < kMaxSimSeconds) return;
+  char b[200];
+  std::snprintf(b, sizeof b,
+                "a rate of %.3g/s puts arrivals %.3g s apart on average, beyond the %.3g s "
+                "(about 292 years) of simulated time fleetsim represents",
+                rate, 1.0 / rate, kMaxSimSeconds);
+  m.fail("rate", b, "give a rate of at least 1.1e-10/s (one arrival per 290 years)");
+}
 
 }  // namespace
 
@@ -514,6 +526,7 @@ std::unique_ptr<Workload> from_yaml_source(yaml::Map& section, const RngStreams&
     yaml::Map cv = section.map("conversations");
     const double rate = cv.quantity("rate", units::Dim::kRate, -kInf);
     if (rate <= 0) cv.fail("rate", "rate must be > 0", "new conversations per second, e.g. '2/s'");
+    check_rate_span(cv, rate);
     std::unique_ptr<Distribution> turns =
         parse_distribution(cv, "turns", Quantity::kTokens, base_dir);
     std::unique_ptr<Distribution> think =
@@ -539,6 +552,7 @@ std::unique_ptr<Workload> from_yaml_source(yaml::Map& section, const RngStreams&
     const double rate = a.quantity("rate", units::Dim::kRate, -kInf);
     if (rate <= 0)
       a.fail("rate", "rate must be > 0, got " + a.node()["rate"].Scalar(), "e.g. '20/s'");
+    check_rate_span(a, rate);
     double cv = 1.0;
     if (process == "gamma") {
       cv = a.number("cv", -std::numeric_limits<double>::max(), std::numeric_limits<double>::max());
