@@ -855,14 +855,15 @@ int cmd_calibrate_fit(const std::vector<std::string>& args) {
 int cmd_calibrate(const std::vector<std::string>& args) {
   if (!args.empty() && args[0] == "fit")
     return cmd_calibrate_fit(std::vector<std::string>(args.begin() + 1, args.end()));
-  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] != "import" ||
-      args.size() < 2) {
+  const bool wants_help = std::any_of(
+      args.begin(), args.end(), [](const std::string& a) { return a == "--help" || a == "-h"; });
+  if (args.empty() || wants_help || args[0] != "import" || args.size() < 2) {
     std::cout << "usage: fleetsim calibrate import FILE [--force] [--calibration DIR]\n"
                  "  checks a calibration table (hw_models/calibration/README.md) and copies it\n"
                  "  into the calibration folder; --force replaces a table of the same name\n"
                  "       fleetsim calibrate fit [--engine ID ...] [--write]\n"
                  "  fits serving-engine profiles on the validation suite (calibrate fit --help)\n";
-    return args.empty() || (args[0] != "--help" && args[0] != "-h") ? 2 : 0;
+    return wants_help ? 0 : 2;
   }
   const std::string file = args[1];
   bool force = false;

@@ -272,6 +272,18 @@ TEST_F(Cli, CalibrateImportChecksAndNeverOverwritesWithoutForce) {
   EXPECT_NE(r.err.find("time_us"), std::string::npos) << r.err;
 }
 
+TEST_F(Cli, CalibrateImportHelpIsHelpNotAFileName) {
+  // `calibrate import --help` used to open a table named "--help". Help anywhere in the
+  // arguments prints the usage and exits 0; a missing FILE is a usage error (exit 2).
+  for (const char* args : {"calibrate import --help", "calibrate import -h", "calibrate --help"}) {
+    const Result r = run(args);
+    EXPECT_EQ(r.code, 0) << args << "\n" << r.err;
+    EXPECT_NE(r.out.find("usage: fleetsim calibrate import FILE"), std::string::npos) << args;
+    EXPECT_EQ(r.err.find("cannot open"), std::string::npos) << args << "\n" << r.err;
+  }
+  EXPECT_EQ(run("calibrate import").code, 2);
+}
+
 TEST_F(Cli, MemoryFitErrorSaysWhatWouldFit) {
   // Llama-3.1-70B in BF16 (141 GB) cannot fit one H100 (80 GB).
   const Result r = run("check scenarios/chat-service.yaml --set model=llama-3.1-70b");
