@@ -137,12 +137,11 @@ TEST(Fit, RecoversKnownParametersFromSyntheticCases) {
   EXPECT_NE(again.str().find("by: test again"), std::string::npos);
 }
 
-TEST(Fit, FewCasesFitFewerParameters) {
-  // kCasesPerParameter = 5: 7 training cases fit only the first parameter of the list.
-  Fixture fx;
-  fx.write_engine(1e-3, 0.9);
+// Fits the fixture's engine on the first `n` shapes, each "measured" at 100 tokens/s from one
+// source (no leave-one-source-out).
+FitResult fit_constant_cases(const Fixture& fx, int n) {
   std::vector<std::string> files;
-  for (int k = 0; k < 7; ++k) {
+  for (int k = 0; k < n; ++k) {
     std::string id = "c";
     id += std::to_string(k);
     files.push_back(
@@ -151,7 +150,14 @@ TEST(Fit, FewCasesFitFewerParameters) {
   const hw::Catalog cat = hw::Catalog::load((fx.dir / "catalog").string());
   FitOptions opt;
   opt.loso = false;
-  const FitResult r = fit_engine(files, cat, nullptr, "synthetic", opt);
+  return fit_engine(files, cat, nullptr, "synthetic", opt);
+}
+
+TEST(Fit, FewCasesFitFewerParameters) {
+  // kCasesPerParameter = 5: 7 training cases fit only the first parameter of the list.
+  Fixture fx;
+  fx.write_engine(1e-3, 0.9);
+  const FitResult r = fit_constant_cases(fx, 7);
   EXPECT_EQ(r.params, (std::vector<std::string>{"kernel_efficiency"}));
 }
 
@@ -162,17 +168,7 @@ TEST(Fit, ParameterNoLongerFittedReturnsToItsPrior) {
   Fixture fx;
   fx.write_engine(3e-3, 0.9, 1.0, "kernel_efficiency",
                   "fitted:\n  by: test\n  before:\n    iteration_overhead: 0.001\n");
-  std::vector<std::string> files;
-  for (int k = 0; k < 6; ++k) {
-    std::string id = "c";
-    id += std::to_string(k);
-    files.push_back(
-        fx.write_case(id, kShapes[k].mode, kShapes[k].batch, kShapes[k].tokens, 100.0, false, "a"));
-  }
-  const hw::Catalog cat = hw::Catalog::load((fx.dir / "catalog").string());
-  FitOptions opt;
-  opt.loso = false;
-  const FitResult r = fit_engine(files, cat, nullptr, "synthetic", opt);
+  const FitResult r = fit_constant_cases(fx, 6);
   ASSERT_EQ(r.params, (std::vector<std::string>{"kernel_efficiency", "iteration_overhead"}));
   EXPECT_DOUBLE_EQ(r.after[1], 1e-3);
   write_fit(fx.engine_file(), r, "  by: test\n");
