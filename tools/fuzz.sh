@@ -5,6 +5,10 @@
 # target finds a crash (the input is kept in build-fuzz/crashes/<target>/).
 #   tools/fuzz.sh [SECONDS]
 set -euo pipefail
+# clang and its libFuzzer runtime (Debian 12: libclang_rt.fuzzer is in libclang-rt-14-dev),
+# installed like the build's packages when missing.
+FLEETSIM_EXTRA_PACKAGES="clang libclang-rt-14-dev"
+source "$(dirname "$0")/setup.sh"
 seconds="${1:-60}"
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${FLEETSIM_FUZZ_BUILD:-$root/build-fuzz}"
