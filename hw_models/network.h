@@ -2,7 +2,7 @@
 //
 // The performance model asks a NetworkModel for the time of a collective over a group of
 // GPUs; it never does α-β arithmetic itself. AnalyticNetwork is the α-β implementation
-// (DESIGN.md §network); the SimGrid-backed model (issue 7) implements the same interface.
+// (DESIGN.md §network); the SimGrid-backed model implements the same interface.
 //
 // A group is `size` GPUs, `per_domain` of which share one scale-up domain (NVLink/xGMI);
 // a group that fits in one domain runs entirely on the scale-up level, a larger one is

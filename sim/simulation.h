@@ -106,7 +106,7 @@ class Simulation final : public core::EventTarget,
   // Requests scheduled to arrive, by slot (open loop: one at a time; closed loop: one per user).
   core::SlotPool<workload::RequestSpec> pending_;
 
-  // network: {model: simgrid} (issue 7; sim/simulation_network.cpp): KV transfers run live
+  // network: {model: simgrid} (sim/simulation_network.cpp): KV transfers run live
   // on the SimGrid fabric, contending for NICs and uplinks. The decode replica is chosen
   // when the transfer starts (its GPUs are the destination); a wake-up event (kind
   // kKindNetWake) fires whenever the network changes next.

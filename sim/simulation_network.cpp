@@ -1,4 +1,4 @@
-// Simulation × network: live SimGrid transfers (network: {model: simgrid}, issue 7) — KV
+// Simulation × network: live SimGrid transfers (network: {model: simgrid}) — KV
 // caches between disaggregated pools and the cross-domain expert all-to-all of every
 // iteration — and the WAN between regions. Kept apart from simulation.cpp so the network
 // wiring stays in one place.

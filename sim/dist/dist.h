@@ -1,4 +1,4 @@
-// Independent work items over MPI ranks and threads (issue 9): `fleetsim plan` and
+// Independent work items over MPI ranks and threads: `fleetsim plan` and
 // `fleetsim sweep` hand whole simulations out with this.
 //
 // Under `mpirun -n N` rank 0 coordinates: its main thread answers the other ranks' requests

@@ -63,7 +63,7 @@ struct Failures {
   double retry_delay_s = 1;    ///< until the client notices and retries elsewhere
 };
 
-/// What the fleet costs (`cost:`; issue 6's cost model, the part the fleet report uses).
+/// What the fleet costs (`cost:`; the cost model, the part the fleet report uses).
 struct CostModel {
   enum class Basis { kCloud, kOwned } basis = Basis::kCloud;
   double reserved_discount = 0;       ///< cloud: share off the on-demand price

@@ -29,7 +29,7 @@ hw::DType dtype_of(yaml::Map& m, const std::string& key, const std::vector<std::
 
 namespace {
 
-// network: {model: analytic | simgrid, oversubscription, nodes_per_leaf} (issue 7): the
+// network: {model: analytic | simgrid, oversubscription, nodes_per_leaf}: the
 // fabric from the node and its NIC, and the NetworkModel the performance model asks.
 void load_network(yaml::Map& root, Scenario& sc, const hw::LinkLevel& up, const hw::LinkLevel& out,
                   int domain, const hw::Catalog& catalog) {

@@ -166,7 +166,7 @@ double predict_simulation(yaml::Map scen, const std::string& file, Case& c,
   return values.at(c.metric);
 }
 
-// One collective of the network model (issue 7): `hardware` and `network` as in a scenario,
+// One collective of the network model: `hardware` and `network` as in a scenario,
 // `gpus` taking part, `bytes` per GPU (nccl-tests' size). Predicted bus bandwidth in GB/s:
 // size / time × 2(n−1)/n for all-reduce, × (n−1)/n for all-gather, reduce-scatter and
 // all-to-all (nccl-tests doc/PERFORMANCE.md).
@@ -335,7 +335,7 @@ std::vector<GroupStats> group_stats(const std::vector<Case>& cases) {
     groups[g].push_back(std::fabs(c.error));
     signed_groups[g].push_back(optimism(c));
   };
-  // Collective cases (network model, issue 7) form their own group and stay out of the
+  // Collective cases (network model) form their own group and stay out of the
   // end-to-end ones, whose baselines they would otherwise move.
   std::vector<Case> e2e;
   for (const auto& c : cases)

@@ -214,7 +214,7 @@ TEST_F(Cli, OverridesReachTheResolvedScenario) {
   EXPECT_EQ(j["requests_completed"], 300);
 }
 
-// Issue 3: the validation suite runs, covers what the issue asks for, and is no worse than the
+// The validation suite runs, covers the groups it promises, and is no worse than the
 // committed baseline (scenarios/validation/baseline.json). This is the CI gate.
 TEST_F(Cli, ValidationSuiteIsNoWorseThanTheBaseline) {
   const Result r = run("validate --check-baseline");
@@ -340,7 +340,7 @@ TEST_F(Cli, EveryBatchingPolicyRuns) {
   }
 }
 
-// Issue 4: every comparison scenario in scenarios/examples/ runs (compare.sh runs their
+// Every comparison scenario in scenarios/examples/ runs (compare.sh runs their
 // variants and prints the tables of scenarios/README.md).
 TEST_F(Cli, ExampleScenariosRun) {
   int n = 0;

@@ -25,7 +25,7 @@ const Catalog& shipped() {
 
 TEST(Catalog, LoadsTheShippedFiles) {
   const Catalog& c = shipped();
-  // Every item issue 3 asks for is in the catalog.
+  // Every GPU, model, node and interconnect the catalog promises is in it.
   for (const char* id : {"a100-80gb-sxm", "h100-sxm", "h100-pcie", "h800-sxm", "h200-sxm", "b200",
                          "gb200", "mi300x", "mi325x", "l40s", "rtx-4090", "rtx-5090", "m2-ultra",
                          "m3-max", "m4-max", "tpu-v5e", "tpu-v6e"})
@@ -352,7 +352,7 @@ TEST_F(BadCatalogFile, CatalogLoadReportsTheBadFile) {
 namespace fleetsim::hw {
 namespace {
 
-// Issue 3: total and active parameter counts derived from the shape must match the published
+// Total and active parameter counts derived from the shape must match the published
 // figures within 1 % — or, where the publisher rounds (DeepSeek's "37B"), within half the
 // rounding unit when that is larger.
 TEST(Catalog, EveryModelMatchesItsPublishedCountsWithinOnePercent) {

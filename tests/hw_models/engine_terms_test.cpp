@@ -1,4 +1,4 @@
-// Tests for the serving-engine terms of hw_models/perf_model (issue 16): per-sequence CPU
+// Tests for the serving-engine terms of hw_models/perf_model: per-sequence CPU
 // overhead, the CUDA-graph batch limit, kernel and compute efficiency, the MoE grouped-GEMM
 // occupancy curve and efficiency (whole and compute side), expert-parallel imbalance from the hottest expert, the
 // fixed all-to-all call cost, redundant experts (EPLB), two-batch overlap, GGUF
