@@ -69,7 +69,7 @@ struct Fabric {
   int nodes_per_leaf = 32;
   double oversubscription = 1.0;
   int regions = 1;
-  LinkLevel wan;      ///< per ordered region pair, per direction (regions > 1)
+  LinkLevel wan;  ///< per ordered region pair, per direction (regions > 1)
 
   /// Scale-out bandwidth per GPU when every GPU of a node sends at once.
   double scaleout_bw_per_gpu() const {
@@ -114,7 +114,8 @@ class AnalyticNetwork final : public NetworkModel {
     if (f.regions > 1) {
       wan_link_bw_ = f.wan.bw_bytes_per_s;
       wan_ = {f.nic.latency_s + f.wan.latency_s,
-              std::min(f.nic.bw_bytes_per_s, f.nodes_per_leaf * f.nic.bw_bytes_per_s / f.oversubscription)};
+              std::min(f.nic.bw_bytes_per_s,
+                       f.nodes_per_leaf * f.nic.bw_bytes_per_s / f.oversubscription)};
     }
   }
 
@@ -145,7 +146,7 @@ class AnalyticNetwork final : public NetworkModel {
  private:
   LinkLevel up_, out_;
   double oversub_ = 1.0;
-  LinkLevel wan_;  // between regions: latency, and the bandwidth of a flow's own links
+  LinkLevel wan_;           // between regions: latency, and the bandwidth of a flow's own links
   double wan_link_bw_ = 0;  // the WAN link, shared by every flow between the two regions
 };
 

@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <functional>
 #include <list>
-#include <unordered_map>
 #include <memory>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -59,7 +59,8 @@ class Simulation final : public core::EventTarget,
   // ServingObserver: fan out to the collector and the extra observers; closed-loop users
   // send their next request when one completes (or is rejected).
   void on_arrival(const workload::RequestSpec& r, int replica, SimTime t) override;
-  void on_reject(const workload::RequestSpec& r, int replica, serving::RejectReason why, SimTime t) override;
+  void on_reject(const workload::RequestSpec& r, int replica, serving::RejectReason why,
+                 SimTime t) override;
   void on_first_token(const workload::RequestSpec& r, int replica, SimTime t) override;
   void on_preemption(const workload::RequestSpec& r, int replica, SimTime t) override;
   void on_prefix_lookup(int replica, int64_t prefill_tokens, int64_t hit_tokens) override;
@@ -114,7 +115,7 @@ class Simulation final : public core::EventTarget,
   std::unique_ptr<net::LiveTransfers> live_net_;
   std::vector<uint32_t> handoff_target_;
   std::vector<double> handoff_bytes_;
-  SimTime net_wake_at_ = -1;          // the earliest wake-up scheduled, -1 when none
+  SimTime net_wake_at_ = -1;  // the earliest wake-up scheduled, -1 when none
   // regions: 2 with the analytic network: KV transfers cross the WAN link (α-β).
   std::unique_ptr<hw::AnalyticNetwork> wan_net_;
   void init_live_network();
@@ -137,9 +138,9 @@ class Simulation final : public core::EventTarget,
   struct AllToAllIteration {
     serving::Replica* replica = nullptr;
     uint64_t gen = 0;
-    SimTime end = 0;      // as the step model priced it
-    double alone_s = 0;   // the flows' time alone
-    double bytes = 0;     // all flows together
+    SimTime end = 0;     // as the step model priced it
+    double alone_s = 0;  // the flows' time alone
+    double bytes = 0;    // all flows together
   };
   static constexpr uint64_t kAllToAllTag = 1ull << 63;  // live-transfer tags (KV: the slot)
   std::vector<AllToAllReplica> a2a_;                    // by replica index

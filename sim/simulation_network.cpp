@@ -20,10 +20,10 @@ void Simulation::init_live_network() {
   // Whole-node replicas on one-NIC-per-GPU nodes move their KV caches rail by rail in
   // lockstep, and their rail-aligned all-to-alls too: simulate rail 0 only (exact; see
   // LiveTransfers) — unless the rails meet on a WAN link.
-  const bool whole_nodes = fab.nics_per_node == per_node && fab.regions == 1 &&
-                           sc_.par.gpus() % per_node == 0 &&
-                           (!sc_.prefill_pool || (sc_.prefill_pool->par.gpus() % per_node == 0 &&
-                                                  kv_links_ % per_node == 0));
+  const bool whole_nodes =
+      fab.nics_per_node == per_node && fab.regions == 1 && sc_.par.gpus() % per_node == 0 &&
+      (!sc_.prefill_pool ||
+       (sc_.prefill_pool->par.gpus() % per_node == 0 && kv_links_ % per_node == 0));
   live_net_ = std::make_unique<net::LiveTransfers>(fab, whole_nodes);
   if (sc_.live_alltoall) init_live_alltoall(whole_nodes);
 }

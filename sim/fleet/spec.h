@@ -15,11 +15,11 @@
 namespace fleetsim::fleet {
 
 struct FleetPool {
-  std::string name;            ///< "<region>/<pool name>"
-  scenario::Pool pool;         ///< pool.replicas: replicas at full scale, spares excluded
-  int spares = 0;              ///< N+k: replicas added for failure headroom
+  std::string name;     ///< "<region>/<pool name>"
+  scenario::Pool pool;  ///< pool.replicas: replicas at full scale, spares excluded
+  int spares = 0;       ///< N+k: replicas added for failure headroom
   int min_replicas = 0, max_replicas = 0;  ///< autoscaling bounds (full scale)
-  int servers_per_replica = 1; ///< servers one replica spans (ceil(gpus / gpus per server))
+  int servers_per_replica = 1;  ///< servers one replica spans (ceil(gpus / gpus per server))
   /// Servers that hold `replicas` replicas: replicas smaller than a server share servers
   /// (eight 1-GPU replicas in one 8-GPU box); larger ones span whole servers.
   double servers_for(double replicas) const {
@@ -28,50 +28,51 @@ struct FleetPool {
     return std::ceil(replicas * servers_per_replica - 1e-9);
   }
   int gpus_per_server = 8;
-  double server_power_w = 0;   ///< IT power of one server at full load
-  int servers_per_rack = 1;    ///< servers in one rack: the node's figure, capped by rack power
+  double server_power_w = 0;  ///< IT power of one server at full load
+  int servers_per_rack = 1;   ///< servers in one rack: the node's figure, capped by rack power
   double rack_power_w = 0;
-  double usd_per_gpu_hour = 0; ///< cloud price (catalog or scenario); 0 = unknown
-  double server_usd = 0;       ///< owned: purchase price of one server (scenario); 0 = unknown
-  double gpu_idle_w = 0;       ///< GPU draw with no work (catalog idle_power, else 20 % of TDP)
+  double usd_per_gpu_hour = 0;  ///< cloud price (catalog or scenario); 0 = unknown
+  double server_usd = 0;        ///< owned: purchase price of one server (scenario); 0 = unknown
+  double gpu_idle_w = 0;        ///< GPU draw with no work (catalog idle_power, else 20 % of TDP)
   bool gpu_idle_assumed = false;
-  double load_time_s = 0;      ///< provisioning delay: startup + weights over storage
-  double failure_rate_per_s = 0;     ///< one replica: GPU + server + link failures
+  double load_time_s = 0;         ///< provisioning delay: startup + weights over storage
+  double failure_rate_per_s = 0;  ///< one replica: GPU + server + link failures
   double gpu_fail_share = 0, node_fail_share = 0;  ///< the rest are link failures
 };
 
 struct FleetRegion {
   RegionTraffic traffic;
-  double user_rtt_s = 0;       ///< round trip between the region's users and its datacenter
+  double user_rtt_s = 0;  ///< round trip between the region's users and its datacenter
   std::vector<FleetPool> pools;
 };
 
 struct Autoscaling {
   enum class Mode { kOff, kReactive, kScheduled } mode = Mode::kOff;
   enum class Metric { kUtilization, kQueue, kSlo } metric = Metric::kUtilization;
-  double target = 0.7;         ///< utilization (outstanding / batch slots), queued per replica, or SLO attainment
+  double target =
+      0.7;  ///< utilization (outstanding / batch slots), queued per replica, or SLO attainment
   double interval_s = 60;
   double cooldown_s = 600;
-  double startup_s = 60;       ///< container and engine start before weights load
-  double storage_bytes_per_s = 2e9;     ///< bytes/s one server reads weights at
+  double startup_s = 60;             ///< container and engine start before weights load
+  double storage_bytes_per_s = 2e9;  ///< bytes/s one server reads weights at
 };
 
 struct Failures {
   bool enabled = false;
   double gpu_mtbf_s = 0, node_mtbf_s = 0, link_mtbf_s = 0;  ///< 0 = that kind never fails
   double gpu_mttr_s = 0, node_mttr_s = 0, link_mttr_s = 0;
-  double retry_delay_s = 1;    ///< until the client notices and retries elsewhere
+  double retry_delay_s = 1;  ///< until the client notices and retries elsewhere
 };
 
 /// What the fleet costs (`cost:`; the cost model, the part the fleet report uses).
 struct CostModel {
   enum class Basis { kCloud, kOwned } basis = Basis::kCloud;
-  double reserved_discount = 0;       ///< cloud: share off the on-demand price
-  double depreciation_years = 4;      ///< owned: straight-line
-  double network_usd_per_server = 0;  ///< owned: the server's share of the fabric
-  double rack_usd = 0;                ///< owned: per rack (PDUs, cooling share)
-  double electricity_usd_per_kwh = 0; ///< owned: facility energy price
-  double margin = 0.3;                ///< break-even price per token at this gross margin
+  double reserved_discount = 0;        ///< cloud: share off the on-demand price
+  double depreciation_years = 4;       ///< owned: straight-line
+  double network_usd_per_server = 0;   ///< owned: the server's share of the fabric
+  double rack_usd = 0;                 ///< owned: per rack (PDUs, cooling share)
+  double electricity_usd_per_kwh = 0;  ///< owned: facility energy price
+  double margin = 0.3;                 ///< break-even price per token at this gross margin
 };
 
 struct FleetSpec {
@@ -87,9 +88,9 @@ struct FleetSpec {
   Autoscaling autoscaling;
   Failures failures;
   CostModel cost;
-  std::optional<yaml::Map> users;  ///< kept to build a Population per seed
-  std::vector<std::string> models; ///< catalog ids served: pools and classes index these
-  std::vector<int> class_model;    ///< per session class: index into models
+  std::optional<yaml::Map> users;   ///< kept to build a Population per seed
+  std::vector<std::string> models;  ///< catalog ids served: pools and classes index these
+  std::vector<int> class_model;     ///< per session class: index into models
 };
 
 }  // namespace fleetsim::fleet
