@@ -133,17 +133,6 @@ void put_common_metrics(json& j, const metrics::Summary& s) {
   j["sim_duration_s"] = s.sim_duration_s;
 }
 
-const std::vector<std::string>& common_metric_keys() {
-  static const std::vector<std::string> keys = [] {
-    json j;
-    put_common_metrics(j, metrics::Summary{});
-    std::vector<std::string> k;
-    for (const auto& [key, v] : j.items()) k.push_back(key);
-    return k;
-  }();
-  return keys;
-}
-
 json summary_json(const scenario::Scenario& sc, const RunResult& run) {
   const auto& s = run.summary;
   json j;

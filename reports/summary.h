@@ -2,7 +2,6 @@
 #pragma once
 
 #include <string>
-#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -23,9 +22,6 @@ nlohmann::json resolved_scenario(const scenario::Scenario& sc);
 /// and queueing latency (mean, p50, p90, p99, max); the simulated span. Counts are those
 /// simulated (a sampled fleet scales them in its "answer" section).
 void put_common_metrics(nlohmann::json& j, const metrics::Summary& s);
-
-/// The key names put_common_metrics writes, for checks of the schema.
-const std::vector<std::string>& common_metric_keys();
 
 /// summary.json: flat metric keys with units in their names (ttft_p99_s, ...), run facts
 /// (seed, events, wall_s, version) and "scenario": resolved_scenario(sc).

@@ -2,8 +2,11 @@
 // kept as regressions: each must now be refused with a located InputError.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 
 #include "hw_models/catalog.h"
@@ -19,9 +22,21 @@ using namespace fleetsim;
 namespace {
 
 std::string write_temp(const std::string& name, const std::string& text) {
-  const fs::path p = fs::temp_directory_path() / ("fleetsim-fuzzreg-" + name);
+  const fs::path p =
+      fs::temp_directory_path() / ("fleetsim-fuzzreg-" + std::to_string(::getpid()) + "-" + name);
   std::ofstream(p, std::ios::binary) << text;
   return p.string();
+}
+
+// The InputError `f` throws; a test failure (and a default error) if it throws none.
+InputError input_error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "expected an InputError";
+  return InputError("none", "");
 }
 
 TEST(FuzzRegression, AzureTimestampBeyondTheNanosecondRangeIsAnInputError) {
@@ -31,14 +46,10 @@ TEST(FuzzRegression, AzureTimestampBeyondTheNanosecondRangeIsAnInputError) {
                                    "TIMESTAMP,ContextTokens,GeneratedTokens\n"
                                    "2023-11-16 18:15:46.6805900,374,44\n"
                                    "9999-11-16 18:15:50.9951690,396,109\n");
-  try {
-    (void)workload::load_azure_csv(f);
-    FAIL() << "expected an InputError";
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.line(), 3);
-    EXPECT_EQ(e.field(), "TIMESTAMP");
-    EXPECT_NE(e.hint().find("1830 to 2110"), std::string::npos) << e.what();
-  }
+  const InputError e = input_error_of([&] { (void)workload::load_azure_csv(f); });
+  EXPECT_EQ(e.line(), 3);
+  EXPECT_EQ(e.field(), "TIMESTAMP");
+  EXPECT_NE(e.hint().find("1830 to 2110"), std::string::npos) << e.what();
   fs::remove(f);
 }
 
@@ -53,13 +64,9 @@ TEST(FuzzRegression, FleetSectionWithoutRegionsIsAnInputError) {
     return s.substr(0, s.find("\nfleet:\n") + 8) + "  sample_note: none\n";
   }();
   const std::string f = write_temp("fleet.yaml", text);
-  try {
-    (void)scenario::load(f, {}, std::nullopt, catalog);
-    FAIL() << "expected an InputError";
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.field(), "fleet.regions") << e.what();
-    EXPECT_NE(e.message().find("missing required list of regions"), std::string::npos) << e.what();
-  }
+  const InputError e = input_error_of([&] { (void)scenario::load(f, {}, std::nullopt, catalog); });
+  EXPECT_EQ(e.field(), "fleet.regions") << e.what();
+  EXPECT_NE(e.message().find("missing required list of regions"), std::string::npos) << e.what();
   fs::remove(f);
 }
 
@@ -73,14 +80,10 @@ TEST(FuzzRegression, MooncakeNumberTooLargeForADoubleIsAnInputError) {
                  "\"hash_ids\": [0]}\n"
                  "{\"timestamp\": 0, \"input_length\": 6E758, \"output_length\": 5, "
                  "\"hash_ids\": [0]}\n");
-  try {
-    (void)workload::load_mooncake_jsonl(f);
-    FAIL() << "expected an InputError";
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.line(), 2);
-    EXPECT_NE(e.message().find("invalid JSON"), std::string::npos) << e.what();
-    EXPECT_NE(e.message().find("number overflow"), std::string::npos) << e.what();
-  }
+  const InputError e = input_error_of([&] { (void)workload::load_mooncake_jsonl(f); });
+  EXPECT_EQ(e.line(), 2);
+  EXPECT_NE(e.message().find("invalid JSON"), std::string::npos) << e.what();
+  EXPECT_NE(e.message().find("number overflow"), std::string::npos) << e.what();
   fs::remove(f);
 }
 
@@ -93,19 +96,16 @@ TEST(FuzzRegression, CheckpointNumberOutOfRangeIsRefusedAtItsLine) {
       "\"best\":2,\"tried\":[[2.7e114,0,0.996,0.4,0.03,2.1,0,1500.0,1000,90000,0.2]]}";
   plan::Candidate c;
   EXPECT_THROW(plan::Planner::decode_search(c, result), std::out_of_range);
-  try {
+  const InputError e = input_error_of([&] {
     (void)dist::Checkpoint::parse("id\n3 " + result + "\n", "checkpoint.txt", "id", 64,
                                   [](const std::string& r) {
                                     plan::Candidate x;
                                     plan::Planner::decode_search(x, r);
                                   });
-    FAIL() << "expected an InputError";
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.file(), "checkpoint.txt");
-    EXPECT_EQ(e.line(), 2);
-    EXPECT_NE(e.message().find("the result of item 3 cannot be read"), std::string::npos)
-        << e.what();
-  }
+  });
+  EXPECT_EQ(e.file(), "checkpoint.txt");
+  EXPECT_EQ(e.line(), 2);
+  EXPECT_NE(e.message().find("the result of item 3 cannot be read"), std::string::npos) << e.what();
 }
 
 }  // namespace
