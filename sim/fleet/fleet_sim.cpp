@@ -26,6 +26,8 @@ enum Kind : uint32_t {
   kSample = 6,      // end of a report interval
   kNextSession = 7, // pull the next session from the population
   kBucket = 8,      // move the next second's calls from the wheel into the event queue
+  kCacheHit = 9,    // a call answered from the response cache (data: slot)
+  kHandoff = 10,    // a KV transfer from a prefill to a decode pool ended (data: handoff)
 };
 
 constexpr SimTime kBucketNs = 1'000'000'000;
@@ -55,6 +57,7 @@ FleetSimulation::FleetSimulation(const scenario::Scenario& sc, RunOptions option
   pop_->keep_classes(keep);
   const size_t nr = spec_.regions.size();
   groups_.resize(nr * static_cast<size_t>(n_models_));
+  decode_groups_.resize(groups_.size());
   regions_.resize(nr);
   current_.resize(nr);
   held_ns_acc_.assign(nr, 0.0);
@@ -72,7 +75,18 @@ FleetSimulation::FleetSimulation(const scenario::Scenario& sc, RunOptions option
     region_order_.push_back(order);
   }
   size_t n_pools = 0;
-  for (const auto& reg : spec_.regions) n_pools += reg.pools.size();
+  bool prefix = false;
+  for (const auto& reg : spec_.regions) {
+    n_pools += reg.pools.size();
+    for (const auto& fp : reg.pools) prefix = prefix || fp.pool.vllm.prefix_caching;
+  }
+  // Prefix caching: the calls carry their prompts' generated block hashes (a session's
+  // turns share its context, all sessions the system prompt).
+  if (prefix) pop_->set_prefix_blocks(sc.vllm.prefix_block_tokens);
+  if (!spec_.router.empty())
+    for (size_t gi = 0; gi < groups_.size(); ++gi)
+      routers_.push_back(serving::make_router(
+          spec_.router, RngStreams(sc.seed ^ (0x9e3779b97f4a7c15ULL * (gi + 1))), sc.router_params));
   pools_.reserve(n_pools);  // replicas keep references to a pool's step model and config
   const double s = pop_->sample();
   int index = 0;
@@ -85,9 +99,13 @@ FleetSimulation::FleetSimulation(const scenario::Scenario& sc, RunOptions option
       p.model = static_cast<int>(std::find(spec_.models.begin(), spec_.models.end(), fp.pool.model.id) -
                                  spec_.models.begin());
       if (!mine(p.model)) continue;
-      p.steps = std::make_unique<serving::StepModel>(serving::StepModelConfig{fp.pool.dep, std::nullopt, std::nullopt},
+      p.steps = std::make_unique<serving::StepModel>(serving::StepModelConfig{fp.pool.dep, fp.pool.spec, std::nullopt},
                                                      fp.pool.vllm.max_num_seqs);
       p.vllm = fp.pool.vllm;
+      if (p.vllm.prefix_caching) {
+        p.vllm.hashes = nullptr;
+        p.vllm.generated_shared_blocks = pop_->shared_prefix_blocks();
+      }
       p.result.name = fp.name;
       p.result.model = fp.pool.model.id;
       p.result.gpu = fp.pool.gpu.id;
@@ -133,7 +151,7 @@ void FleetSimulation::activate(int replica, SimTime now) {
   held_ns_acc_[static_cast<size_t>(p.region)] -= static_cast<double>(now);  // + now at the end
   gpu_ns_acc_[static_cast<size_t>(p.region)] -= static_cast<double>(now) * p.result.gpus_per_replica;
   ri.state = State::kActive;
-  Group& g = group(p.region, p.model);
+  Group& g = group_of(p);
   ri.active_pos = static_cast<int32_t>(g.active.size());
   g.active.push_back(replica);
   g.slots += p.vllm.max_num_seqs;
@@ -151,7 +169,7 @@ void FleetSimulation::deactivate(int replica) {
   --p.active;
   held_ns_acc_[static_cast<size_t>(p.region)] += static_cast<double>(engine_.now());
   gpu_ns_acc_[static_cast<size_t>(p.region)] += static_cast<double>(engine_.now()) * p.result.gpus_per_replica;
-  Group& g = group(p.region, p.model);
+  Group& g = group_of(p);
   const int32_t last = g.active.back();
   g.active[static_cast<size_t>(ri.active_pos)] = last;
   info_[static_cast<size_t>(last)].active_pos = ri.active_pos;
@@ -292,8 +310,16 @@ void FleetSimulation::arrive(uint32_t slot, SimTime now) {
     ++regions_[static_cast<size_t>(home)].arrivals;
     ++current_[static_cast<size_t>(home)].arrivals;
     collector_.on_arrival(s.spec, -1, now);
+    // The response cache at the users' front door answers its share of calls (chosen per
+    // call id, as in single-pool runs) without a model call.
+    if (sc_.response_cache && unit_hash(s.spec.id, 0x5eed) < sc_.response_cache_hit_rate) {
+      s.region = static_cast<int16_t>(home);
+      engine_.schedule(now + seconds_to_ns(sc_.response_cache_latency_s), serving::kPhaseArrival, this, kCacheHit,
+                       slot);
+      return;
+    }
   }
-  const int model = spec_.class_model[s.spec.cls];
+  const int model = target_model(s);
   int r = pick_region(home, model);
   if (r < 0) {
     // No active replica of this model anywhere. Wait for one that is starting or being
@@ -327,17 +353,23 @@ void FleetSimulation::arrive(uint32_t slot, SimTime now) {
 
 void FleetSimulation::deliver(uint32_t slot, SimTime now) {
   Slot& s = slots_[slot];
-  const int model = spec_.class_model[s.spec.cls];
+  const int model = target_model(s);
   Group& g = group(s.region, model);
   if (g.active.empty()) {
     // The region lost its replicas while the call travelled: route again.
     arrive(slot, now);
     return;
   }
-  // Power of two choices by outstanding calls per batch slot.
   const size_t n = g.active.size();
-  int32_t pick = g.active[route_rng_.uniform_u64(n)];
-  if (n > 1) {
+  int32_t pick = -1;
+  if (!routers_.empty()) {
+    const size_t gi = static_cast<size_t>(s.region * n_models_ + model);
+    pick = g.active[routers_[gi]->route(s.spec, serving::ReplicaSet(replicas_, g.active))];
+  } else {
+    // Power of two choices by outstanding calls per batch slot.
+    pick = g.active[route_rng_.uniform_u64(n)];
+  }
+  if (routers_.empty() && n > 1) {
     const int32_t other = g.active[route_rng_.uniform_u64(n)];
     const auto& a = info_[static_cast<size_t>(pick)];
     const auto& b = info_[static_cast<size_t>(other)];
@@ -356,8 +388,21 @@ void FleetSimulation::deliver(uint32_t slot, SimTime now) {
   replicas_[static_cast<size_t>(pick)]->submit(s.spec);  // may reject at once (on_reject)
 }
 
+int FleetSimulation::target_model(const Slot& s) const {
+  const int m = spec_.class_model[s.spec.cls];
+  return m == 0 && spec_.cascade_model >= 0 && !s.escalated ? spec_.cascade_model : m;
+}
+
 void FleetSimulation::finish_call(uint32_t slot, SimTime now) {
   Slot& s = slots_[slot];
+  release_replica(s, now);
+  const workload::RequestSpec spec = s.spec;
+  slots_.release(slot);
+  pop_->on_done(spec, now, calls_);
+  schedule_calls();
+}
+
+void FleetSimulation::release_replica(Slot& s, SimTime now) {
   if (s.replica >= 0) {
     const int rep = s.replica;
     ReplicaInfo& ri = info_[static_cast<size_t>(rep)];
@@ -365,17 +410,34 @@ void FleetSimulation::finish_call(uint32_t slot, SimTime now) {
     s.replica = -1;
     --ri.outstanding;
     --p.outstanding;
-    if (ri.state == State::kActive) --group(p.region, p.model).outstanding;
+    if (ri.state == State::kActive) --group_of(p).outstanding;
     if (ri.state == State::kDraining && ri.outstanding == 0) {
       ri.state = State::kRetired;
       --p.draining;
       hold_end(rep, now);
     }
   }
-  const workload::RequestSpec spec = s.spec;
-  slots_.release(slot);
-  pop_->on_done(spec, now, calls_);
-  schedule_calls();
+}
+
+void FleetSimulation::cache_hit(uint32_t slot, SimTime now) {
+  Slot& s = slots_[slot];
+  serving::RequestRecord rec;
+  rec.spec = &s.spec;
+  rec.replica = -1;
+  rec.scheduled_ns = s.spec.arrival_ns;
+  rec.first_token_ns = rec.done_ns = now;
+  collector_.on_response_cache_hit();
+  collector_.on_completion(rec);
+  for (auto* o : options_.observers) o->on_completion(rec);
+  const auto region = static_cast<size_t>(s.region);
+  ++regions_[region].served;
+  ++current_[region].served;
+  if (meets_slo(rec)) {
+    ++regions_[region].good;
+    ++current_[region].good;
+  }
+  regions_[region].over_time.add_latency(std::min(now, end_ns_ - 1), ns_to_seconds(now - s.spec.arrival_ns));
+  finish_call(slot, now);
 }
 
 bool FleetSimulation::meets_slo(const serving::RequestRecord& rec) const {
@@ -393,14 +455,28 @@ bool FleetSimulation::meets_slo(const serving::RequestRecord& rec) const {
 
 void FleetSimulation::on_completion(const serving::RequestRecord& rec) {
   if (!alive(rec.replica)) return;
-  collector_.on_completion(rec);
-  for (auto* o : options_.observers) o->on_completion(rec);
   const uint32_t slot = rec.spec->tag;
   Slot& s = slots_[slot];
+  PoolState& pool = pools_[static_cast<size_t>(info_[static_cast<size_t>(rec.replica)].pool)];
+  if (spec_.cascade_model >= 0 && !s.escalated && spec_.class_model[s.spec.cls] == 0 &&
+      unit_hash(s.spec.id, 0xca5cade) < spec_.escalation) {
+    // Cascade: the small model's answer is not good enough (the same share and choice as in
+    // single-pool runs); the large model answers again in the same region. The call keeps
+    // its arrival time, so its TTFT and end-to-end latency include the small model's.
+    ++pool.result.completed;
+    pool.result.input_tokens += static_cast<uint64_t>(rec.spec->prompt_tokens);
+    pool.result.output_tokens += static_cast<uint64_t>(rec.spec->output_tokens);
+    collector_.on_escalation();
+    s.escalated = true;
+    release_replica(s, engine_.now());
+    deliver(slot, engine_.now());
+    return;
+  }
+  collector_.on_completion(rec);
+  for (auto* o : options_.observers) o->on_completion(rec);
   const auto region = static_cast<size_t>(s.region);
   ++regions_[region].served;
   ++current_[region].served;
-  PoolState& pool = pools_[static_cast<size_t>(info_[static_cast<size_t>(rec.replica)].pool)];
   ++pool.window_done;
   if (meets_slo(rec)) {
     ++regions_[region].good;
@@ -415,7 +491,9 @@ void FleetSimulation::on_completion(const serving::RequestRecord& rec) {
     retried_e2e_.add(ns_to_seconds(rec.done_ns - rec.spec->arrival_ns));
   }
   ++pool.result.completed;
-  pool.result.input_tokens += static_cast<uint64_t>(rec.spec->prompt_tokens);
+  // A decode pool's calls were prefilled (and counted) by a prefill pool.
+  if (pool.vllm.role != serving::VllmConfig::Role::kDecode)
+    pool.result.input_tokens += static_cast<uint64_t>(rec.spec->prompt_tokens);
   pool.result.output_tokens += static_cast<uint64_t>(rec.spec->output_tokens);
   if (rec.spec->output_tokens > 1)
     pool.tpot.add(ns_to_seconds(rec.done_ns - rec.first_token_ns) / (rec.spec->output_tokens - 1));
@@ -435,6 +513,67 @@ void FleetSimulation::on_reject(const workload::RequestSpec& r, int replica, ser
 void FleetSimulation::on_preemption(const workload::RequestSpec& r, int replica, SimTime t) {
   if (alive(replica)) collector_.on_preemption(r, replica, t);
 }
+void FleetSimulation::on_prefix_lookup(int replica, int64_t prefill_tokens, int64_t hit_tokens) {
+  if (!alive(replica)) return;
+  collector_.on_prefix_lookup(replica, prefill_tokens, hit_tokens);
+  for (auto* o : options_.observers) o->on_prefix_lookup(replica, prefill_tokens, hit_tokens);
+}
+void FleetSimulation::on_prefill_done(const serving::Handoff& h, int replica) {
+  if (!alive(replica)) return;
+  for (auto* o : options_.observers) o->on_prefill_done(h, replica);
+  // The prompt is done: the call leaves its prefill replica and its KV cache travels to a
+  // decode replica of the region over the scale-out network (α-β, over min(GPUs) links in
+  // parallel, as in single-pool runs; contention is not modelled).
+  PoolState& p = pools_[static_cast<size_t>(info_[static_cast<size_t>(replica)].pool)];
+  Slot& s = slots_[h.spec.tag];
+  ++p.result.completed;
+  p.result.input_tokens += static_cast<uint64_t>(h.spec.prompt_tokens);
+  release_replica(s, engine_.now());
+  const scenario::Pool& pool = p.result.spec->pool;
+  const double bytes = pool.model.kv_bytes_per_token(pool.dep.prec.kv_bytes) * h.spec.prompt_tokens;
+  const Group& dg = decode_groups_[static_cast<size_t>(p.region * n_models_ + p.model)];
+  int links = pool.par.gpus();
+  if (!dg.active.empty()) {
+    const int decode_gpus = pools_[static_cast<size_t>(info_[static_cast<size_t>(dg.active[0])].pool)].result.gpus_per_replica;
+    links = std::min(links, decode_gpus);
+  }
+  const double t = pool.dep.network->p2p_s(bytes / links, true);
+  collector_.on_kv_transfer(bytes, t);
+  engine_.schedule(engine_.now() + seconds_to_ns(t), serving::kPhaseArrival, this, kHandoff, handoffs_.add(h));
+}
+
+void FleetSimulation::hand_over(uint32_t handoff, SimTime now) {
+  serving::Handoff h = handoffs_[handoff];
+  handoffs_.release(handoff);
+  h.first_token_ns = now;
+  const uint32_t slot = h.spec.tag;
+  Slot& s = slots_[slot];
+  const int model = target_model(s);
+  Group& g = decode_groups_[static_cast<size_t>(s.region * n_models_ + model)];
+  if (g.active.empty()) {
+    // No decode replica is up in the region (failures): the call starts over.
+    arrive(slot, now);
+    return;
+  }
+  // Power of two choices by outstanding calls per batch slot among the decode replicas.
+  const size_t n = g.active.size();
+  int32_t pick = g.active[route_rng_.uniform_u64(n)];
+  if (n > 1) {
+    const int32_t other = g.active[route_rng_.uniform_u64(n)];
+    const auto& a = info_[static_cast<size_t>(pick)];
+    const auto& b = info_[static_cast<size_t>(other)];
+    const int64_t sa = pools_[static_cast<size_t>(a.pool)].vllm.max_num_seqs;
+    const int64_t sb = pools_[static_cast<size_t>(b.pool)].vllm.max_num_seqs;
+    if (b.outstanding * sa < a.outstanding * sb) pick = other;
+  }
+  ReplicaInfo& ri = info_[static_cast<size_t>(pick)];
+  s.replica = pick;
+  ++ri.outstanding;
+  ++g.outstanding;
+  ++pools_[static_cast<size_t>(ri.pool)].outstanding;
+  replicas_[static_cast<size_t>(pick)]->submit_prefilled(h);
+}
+
 void FleetSimulation::on_segment(const serving::SegmentRecord& seg) {
   if (!alive(seg.replica)) return;
   collector_.on_segment(seg);
@@ -501,7 +640,7 @@ void FleetSimulation::autoscale(SimTime now) {
       // Drain the least loaded replicas of this pool: they take no new calls and leave
       // when their last call completes.
       std::vector<int32_t> mine;
-      for (int32_t r : group(p.region, p.model).active)
+      for (int32_t r : group_of(p).active)
         if (info_[static_cast<size_t>(r)].pool == static_cast<int>(i)) mine.push_back(r);
       std::stable_sort(mine.begin(), mine.end(), [&](int32_t x, int32_t y) {
         return info_[static_cast<size_t>(x)].outstanding < info_[static_cast<size_t>(y)].outstanding;
@@ -569,6 +708,12 @@ void FleetSimulation::on_event(const core::Event& e) {
       return;
     case kBucket:
       flush_bucket();
+      return;
+    case kCacheHit:
+      cache_hit(static_cast<uint32_t>(e.data), now);
+      return;
+    case kHandoff:
+      hand_over(static_cast<uint32_t>(e.data), now);
       return;
     case kDeliver:
       deliver(static_cast<uint32_t>(e.data), now);
@@ -693,10 +838,21 @@ void RegionResult::add(const RegionResult& o) {
   ttft = metrics::stats_of(over_time.total_latency());
 }
 
+std::vector<std::vector<int>> FleetSpec::partitions() const {
+  std::vector<std::vector<int>> parts;
+  for (int m = 0; m < static_cast<int>(models.size()); ++m) {
+    if (m == cascade_model) continue;  // with models[0]
+    parts.push_back({m});
+    if (m == 0 && cascade_model >= 0) parts.back().push_back(cascade_model);
+  }
+  return parts;
+}
+
 FleetResult run_fleet(const scenario::Scenario& sc, const RunOptions& options, int threads) {
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
-  const int n = static_cast<int>(sc.fleet->models.size());
+  const std::vector<std::vector<int>> partitions = sc.fleet->partitions();
+  const int n = static_cast<int>(partitions.size());
   if (!options.observers.empty()) threads = 1;
   threads = std::clamp(threads, 1, n);
   std::vector<std::unique_ptr<FleetSimulation>> sims(static_cast<size_t>(n));
@@ -708,7 +864,7 @@ FleetResult run_fleet(const scenario::Scenario& sc, const RunOptions& options, i
       try {
         RunOptions o = options;
         if (!(first && m == 0)) o.progress = nullptr;  // one thread reports progress
-        sims[static_cast<size_t>(m)] = std::make_unique<FleetSimulation>(sc, o, std::vector<int>{m});
+        sims[static_cast<size_t>(m)] = std::make_unique<FleetSimulation>(sc, o, partitions[static_cast<size_t>(m)]);
         parts[static_cast<size_t>(m)] = sims[static_cast<size_t>(m)]->run();
       } catch (...) {
         errors[static_cast<size_t>(m)] = std::current_exception();
@@ -721,7 +877,7 @@ FleetResult run_fleet(const scenario::Scenario& sc, const RunOptions& options, i
   for (auto& t : pool) t.join();
   for (auto& e : errors)
     if (e) std::rethrow_exception(e);
-  // Merge in model order: the same for any thread count.
+  // Merge in partition order: the same for any thread count.
   FleetResult res = parts[0];
   metrics::Collector all = sims[0]->collector();
   metrics::Histogram retried_e2e = sims[0]->retried_e2e();

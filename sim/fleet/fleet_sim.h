@@ -31,6 +31,7 @@
 #include "sim/metrics/time_buckets.h"
 #include "sim/scenario/scenario.h"
 #include "sim/serving/replica.h"
+#include "sim/serving/router.h"
 #include "sim/serving/step_model.h"
 #include "sim/simulation.h"
 
@@ -98,10 +99,11 @@ struct FleetResult {
   double peak_rss_bytes = 0;
 };
 
-/// Runs a fleet scenario. The pools of different models never share a call, so each
-/// model's pools are simulated apart (a partition, with the same users: see
-/// Population::keep_classes) on up to `threads` threads and merged; the result is the same
-/// for any thread count. Extra observers force one thread.
+/// Runs a fleet scenario. The pools of different models never share a call (except a
+/// cascade's two models, which run together), so each model's pools are simulated apart
+/// (a partition, FleetSpec::partitions, with the same users: see Population::keep_classes)
+/// on up to `threads` threads and merged; the result is the same for any thread count.
+/// Extra observers force one thread.
 FleetResult run_fleet(const scenario::Scenario& sc, const RunOptions& options, int threads);
 
 class FleetSimulation final : public core::EventTarget, private serving::ServingObserver {
@@ -130,6 +132,7 @@ class FleetSimulation final : public core::EventTarget, private serving::Serving
     int16_t region = -1;   // serving region, once routed
     bool counted = false;  // its arrival has been counted
     bool retried = false;  // lost to a failed replica at least once
+    bool escalated = false;  // cascade: the small model answered; the large one answers now
   };
   struct Group {  // the active replicas of one model in one region
     std::vector<int32_t> active;
@@ -156,6 +159,9 @@ class FleetSimulation final : public core::EventTarget, private serving::Serving
   void on_completion(const serving::RequestRecord& rec) override;
   void on_segment(const serving::SegmentRecord& seg) override;
   void on_preemption(const workload::RequestSpec& r, int replica, SimTime t) override;
+  void on_prefix_lookup(int replica, int64_t prefill_tokens, int64_t hit_tokens) override;
+  void on_prefill_done(const serving::Handoff& h, int replica) override;
+  void hand_over(uint32_t handoff, SimTime now);  // the KV transfer ended: to a decode replica
 
   uint32_t new_slot(const workload::RequestSpec& r);
   SimTime front_door_ns(const workload::RequestSpec& r) const;  // the users' round trip
@@ -164,6 +170,9 @@ class FleetSimulation final : public core::EventTarget, private serving::Serving
   void arrive(uint32_t slot, SimTime now);   // at the users' region: pick the serving region
   void deliver(uint32_t slot, SimTime now);  // pick a replica in the serving region
   void finish_call(uint32_t slot, SimTime now);
+  void release_replica(Slot& s, SimTime now);  // the call leaves its replica
+  int target_model(const Slot& s) const;       // the model that serves the call next
+  void cache_hit(uint32_t slot, SimTime now);  // answered from the response cache
   int pick_region(int home, int model) const;
   int start_replica(int pool, SimTime ready_at);
   void activate(int replica, SimTime now);
@@ -178,6 +187,13 @@ class FleetSimulation final : public core::EventTarget, private serving::Serving
   }
   Group& group(int region, int model) {
     return groups_[static_cast<size_t>(region * n_models_ + model)];
+  }
+  /// The group a pool's active replicas are in: its region's arrivals for the model, or the
+  /// region's decode replicas of the model (role decode).
+  Group& group_of(const PoolState& p) {
+    return p.vllm.role == serving::VllmConfig::Role::kDecode
+               ? decode_groups_[static_cast<size_t>(p.region * n_models_ + p.model)]
+               : group(p.region, p.model);
   }
   const Group& group(int region, int model) const {
     return groups_[static_cast<size_t>(region * n_models_ + model)];
@@ -194,6 +210,10 @@ class FleetSimulation final : public core::EventTarget, private serving::Serving
   std::vector<ReplicaInfo> info_;
   std::vector<PoolState> pools_;
   std::vector<Group> groups_;
+  std::vector<Group> decode_groups_;  // region × model: active replicas of decode pools
+  core::SlotPool<serving::Handoff> handoffs_;  // KV transfers in flight
+  /// serving.router: one per group (region × model); empty for the default power of two.
+  std::vector<std::unique_ptr<serving::Router>> routers_;
   int n_models_ = 1;
   std::vector<std::vector<int>> region_order_;  // per home region: regions by round trip
   std::vector<SimTime> user_rtt_ns_;            // per region

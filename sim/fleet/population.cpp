@@ -296,6 +296,10 @@ bool Population::make_turn(uint32_t slot, SimTime t, bool first, std::vector<Req
     r.cls = s.cls;
     r.priority = static_cast<uint8_t>(k.info.priority);
     r.region = s.region;
+    if (prefix_block_tokens_ > 0) {
+      r.hash_begin = static_cast<uint32_t>(s.index + 1);
+      r.hash_count = static_cast<uint32_t>(r.prompt_tokens / prefix_block_tokens_);
+    }
     out.push_back(r);
     any = true;
     ++s.calls_left;

@@ -87,6 +87,14 @@ class Population {
   /// each session's start, region, class and lengths are the same whatever is kept: the
   /// fleet simulates each model's pools apart (and in parallel) with identical traffic.
   void keep_classes(std::vector<bool> keep) { keep_ = std::move(keep); }
+  /// Give every call its prompt's prefix-block hashes, generated (HashSpan): blocks of
+  /// `block_tokens` tokens, the first shared_prefix_blocks() the system prompt's (the same
+  /// in every session), the rest the session's own (owner: hash_begin, the session's index
+  /// + 1, wrapping after 2^32 sessions). 0 (default): calls carry no hashes.
+  void set_prefix_blocks(int block_tokens) { prefix_block_tokens_ = block_tokens; }
+  int64_t shared_prefix_blocks() const {
+    return prefix_block_tokens_ > 0 ? system_ / prefix_block_tokens_ : 0;
+  }
   /// One call finished (completed or was given up) at `now`. When it was the last call of
   /// its turn, the next turn's calls (after the think time) are appended to `out`, or the
   /// session ends.
@@ -139,6 +147,7 @@ class Population {
   std::unique_ptr<workload::Distribution> sessions_per_user_, turns_, think_, prompt_, output_;
   double wau_ = 0, dau_ = 0, sample_ = 1, start_s_ = 0, sessions_mean_ = 0;
   int32_t system_ = 0, max_context_ = 0;
+  int prefix_block_tokens_ = 0;
   SimTime duration_ns_ = 0;
   double max_rate_ = 0;  // Σ_r max λ_r: the thinning bound
   Rng arrivals_, lengths_;

@@ -82,6 +82,10 @@ struct FleetSpec {
   /// its batch slots (active replicas × max_num_seqs); requests then spill to the nearest
   /// region that is not.
   double spill_load = 1.0;
+  /// Inside a region: a router of the registry (serving.router) over the active replicas
+  /// serving the call's model, or "" for power of two choices by outstanding calls per
+  /// batch slot (the default; it weighs pools of different batch sizes).
+  std::string router;
   double pue = 1.2;
   double floor_m2_per_rack = 2.5;
   double report_interval_s = 3600;
@@ -91,6 +95,13 @@ struct FleetSpec {
   std::optional<yaml::Map> users;   ///< kept to build a Population per seed
   std::vector<std::string> models;  ///< catalog ids served: pools and classes index these
   std::vector<int> class_model;     ///< per session class: index into models
+  /// serving.cascade (FrugalGPT): calls for models[0] go first to the region's pools of
+  /// models[cascade_model]; a share `escalation` (chosen per call id) is then answered
+  /// again by models[0], and the user waits for both. -1: no cascade.
+  int cascade_model = -1;
+  double escalation = 0;
+  /// Models simulated together (a cascade couples its two); each group runs apart.
+  std::vector<std::vector<int>> partitions() const;
 };
 
 }  // namespace fleetsim::fleet

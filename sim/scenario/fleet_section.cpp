@@ -85,8 +85,34 @@ void load_fleet(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
         }
       }
       model_index(model.id);
-      fp.pool = load_pool(root, pm, "hardware", model, sc, catalog, calibration, fp.name.c_str());
+      // Speculative decoding: the pool's own speculative: section, else the scenario's
+      // serving.speculative for pools of the scenario's model.
+      std::optional<DraftSettings> draft;
+      if (auto sp = pm.map_opt("speculative")) {
+        const int tp = pm.has("hardware") && pm.map("hardware").has("tp")
+                           ? static_cast<int>(pm.map("hardware").integer("tp", 1, 1024))
+                           : sc.par.tp;
+        draft = read_speculative(*sp, model, tp, sc.vllm.block_tokens, catalog);
+      } else if (sc.spec && model.id == sc.model.id) {
+        draft = DraftSettings{*sc.spec->draft.model, sc.draft_model == "mtp", sc.spec->k,
+                              sc.vllm.spec_acceptance, sc.vllm.spec_acceptance_spread};
+      }
+      fp.pool = load_pool(root, pm, "hardware", model, sc, catalog, calibration, fp.name.c_str(),
+                          draft ? &*draft : nullptr);
       fp.pool.replicas = static_cast<int>(pm.integer("replicas", 0, 10'000'000));
+      // Prefill/decode disaggregation (DistServe, Splitwise): a prefill pool takes the
+      // region's new calls of its model and hands each over, with its KV cache, to a decode
+      // pool of the same region and model.
+      const std::string role = pm.choice_or("role", {"both", "prefill", "decode"}, "both");
+      if (role != "both") {
+        if (!sc.vllm_family())
+          pm.fail("role", "disaggregation needs the vllm policy", "set serving.policy: vllm");
+        if (sc.vllm.prefix_caching)
+          pm.fail("role", "prefix caching with disaggregation is not modelled yet",
+                  "set serving.prefix_caching: false, or role: both");
+        fp.pool.vllm.role = role == "prefill" ? serving::VllmConfig::Role::kPrefill
+                                              : serving::VllmConfig::Role::kDecode;
+      }
       fp.spares = static_cast<int>(pm.integer_or("spares", 0, 1'000'000, 0));
       fp.min_replicas = static_cast<int>(pm.integer_or("min_replicas", 0, 10'000'000, 0));
       fp.max_replicas = static_cast<int>(
@@ -109,6 +135,30 @@ void load_fleet(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
       fp.gpu_idle_w = fp.gpu_idle_assumed ? 0.2 * fp.pool.gpu.tdp_w : fp.pool.gpu.idle_power_w;
       pm.finish();
       reg.pools.push_back(std::move(fp));
+    }
+    // A prefill pool needs a decode pool of its model in its region, and the other way
+    // round; the KV cache moves between them in one format.
+    for (const auto& a : reg.pools) {
+      if (a.pool.vllm.role == serving::VllmConfig::Role::kBoth) continue;
+      const bool prefill = a.pool.vllm.role == serving::VllmConfig::Role::kPrefill;
+      bool partner = false;
+      for (const auto& b : reg.pools) {
+        if (b.pool.model.id != a.pool.model.id || b.pool.vllm.role == a.pool.vllm.role ||
+            b.pool.vllm.role == serving::VllmConfig::Role::kBoth)
+          continue;
+        partner = true;
+        if (b.pool.dep.prec.kv_bytes != a.pool.dep.prec.kv_bytes)
+          rm.fail("pools", "the prefill and decode pools of " + a.pool.model.id +
+                               " keep KV in different formats",
+                  "give them the same precision.kv");
+      }
+      if (!partner)
+        rm.fail("pools",
+                std::string("the ") + (prefill ? "prefill" : "decode") + " pool " + a.name +
+                    " has no " + (prefill ? "decode" : "prefill") + " pool of " +
+                    a.pool.model.id + " in its region",
+                std::string("add a pool with role: ") + (prefill ? "decode" : "prefill") +
+                    " and model: " + a.pool.model.id);
     }
     spec.regions.push_back(std::move(reg));
   }
@@ -270,6 +320,25 @@ void load_fleet(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
       spec.class_model.push_back(model_index(id));
     }
     sc.workload_description = pop.describe();
+  }
+  if (!sc.cascade_small_model.empty()) {
+    yaml::Map cs = root.map("serving").map("cascade");
+    try {
+      (void)catalog.model(sc.cascade_small_model);
+    } catch (const InputError& e) {
+      throw cs.locate("small_model", e);
+    }
+    if (sc.cascade_small_model == sc.model.id)
+      cs.fail("small_model", "the small model is the scenario's model",
+              "name a smaller model that pools of the fleet serve");
+    spec.cascade_model = model_index(sc.cascade_small_model);
+    spec.escalation = sc.escalation;
+    bool served = false;
+    for (const auto& r : spec.regions)
+      for (const auto& p : r.pools) served = served || p.pool.model.id == sc.cascade_small_model;
+    if (!served)
+      cs.fail("small_model", "no pool of the fleet serves " + sc.cascade_small_model,
+              "add pools with model: " + sc.cascade_small_model + " to the regions");
   }
   // Every model a class asks for must be served somewhere.
   for (size_t m = 0; m < spec.models.size(); ++m) {

@@ -6,6 +6,7 @@
 
 #include "hw_models/catalog.h"
 #include "hw_models/perf_model.h"
+#include "sim/serving/step_model.h"
 #include "sim/serving/vllm.h"
 
 namespace fleetsim::scenario {
@@ -23,6 +24,9 @@ struct Pool {
   hw::MemoryFit memory;
   serving::VllmConfig vllm;
   std::string efficiency_source;
+  /// Speculative decoding in this pool (fleet pools of the scenario's model when the
+  /// scenario has serving.speculative); the draft's memory is in dep and the fit.
+  std::optional<serving::Speculative> spec;
 };
 
 }  // namespace fleetsim::scenario

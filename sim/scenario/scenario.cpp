@@ -303,7 +303,8 @@ std::unique_ptr<fleet::Population> Scenario::make_population(uint64_t seed_value
 
 Pool load_pool(const yaml::Map& root, yaml::Map& section, const std::string& override_key,
                const hw::ModelSpec& model, const Scenario& sc, const hw::Catalog& catalog,
-               const std::shared_ptr<const hw::CalibrationSet>& calibration, const char* what) {
+               const std::shared_ptr<const hw::CalibrationSet>& calibration, const char* what,
+               const DraftSettings* draft) {
   Pool pool;
   pool.model = model;
   YAML::Node merged = YAML::Clone(root.node());
@@ -323,6 +324,14 @@ Pool load_pool(const yaml::Map& root, yaml::Map& section, const std::string& ove
   pool.par = tmp.par;
   pool.dep = tmp.dep;
   pool.efficiency_source = tmp.efficiency_source;
+  if (draft) {
+    if (!draft->mtp && draft->draft.heads % pool.par.tp != 0)
+      section.fail(override_key,
+                   "tp " + std::to_string(pool.par.tp) + " does not divide the draft's " +
+                       std::to_string(draft->draft.heads) + " heads [" + what + "]",
+                   "give this pool a tp that divides them, or another draft");
+    pool.spec = attach_speculative(draft->draft, draft->mtp, draft->k, pool.dep);
+  }
   try {
     pool.memory =
         hw::fit_memory(pool.dep, sc.gpu_memory_utilization, sc.runtime_reserve_bytes,
@@ -332,6 +341,15 @@ Pool load_pool(const yaml::Map& root, yaml::Map& section, const std::string& ove
                          InputError(e.message() + " [memory fit, " + what + "]", e.hint()));
   }
   pool.vllm = sc.vllm;
+  if (draft) {
+    pool.vllm.spec_k = draft->k;
+    pool.vllm.spec_acceptance = draft->acceptance;
+    pool.vllm.spec_acceptance_spread = draft->spread;
+  } else {
+    // No draft here: the pool decodes one token per iteration (its step model has no
+    // draft to run; a cascade's small model keeps none of the large model's).
+    pool.vllm.spec_k = 0;
+  }
   pool.vllm.kv_blocks = pool.memory.kv_blocks;
   pool.vllm.max_context_tokens = model.max_context_tokens;
   return pool;
@@ -457,6 +475,73 @@ void load_cascade(const yaml::Map& root, yaml::Map& cs, Scenario& sc, const hw::
 
 }  // namespace
 
+std::optional<DraftSettings> read_speculative(yaml::Map& sp, const hw::ModelSpec& model, int tp,
+                                             int block_tokens, const hw::Catalog& catalog) {
+  DraftSettings d;
+  const std::string id = sp.str("draft_model");
+  d.mtp = id == "mtp";
+  if (d.mtp) {
+    if (model.mtp_layers <= 0)
+      sp.fail("draft_model", model.id + " has no multi-token-prediction head",
+              "name a draft model from the catalog (fleetsim list models)");
+    // The MTP module: mtp_layers transformer layers of the model's own shape.
+    d.draft = model;
+    d.draft.id = model.id + "-mtp";
+    d.draft.layers = model.mtp_layers;
+    if (d.draft.moe) d.draft.moe->dense_layers = 0;
+  } else {
+    try {
+      d.draft = catalog.model(id);
+    } catch (const InputError& e) {
+      throw sp.locate("draft_model", e);
+    }
+    if (d.draft.vocab != model.vocab)
+      sp.fail("draft_model",
+              "the draft's vocabulary (" + std::to_string(d.draft.vocab) + ") differs from " +
+                  model.id + "'s (" + std::to_string(model.vocab) + ")",
+              "a draft must share the target's tokenizer");
+    if (d.draft.heads % tp != 0)
+      sp.fail("draft_model",
+              "tp " + std::to_string(tp) + " does not divide the draft's " +
+                  std::to_string(d.draft.heads) + " heads",
+              "");
+  }
+  d.k = static_cast<int>(sp.integer("k", 0, 64));
+  if (d.k == 0) {  // k: 0 turns speculative decoding off (handy with --set)
+    sp.number_or("acceptance", 0.0, 0.999, 0.0);
+    sp.number_or("acceptance_spread", 0.0, 1.0, 0.0);
+    sp.finish();
+    return std::nullopt;
+  }
+  if (d.k + 1 > block_tokens)
+    sp.fail("k",
+            "k + 1 tokens per iteration must fit one KV block of " + std::to_string(block_tokens) +
+                " tokens",
+            "use k <= " + std::to_string(block_tokens - 1));
+  d.acceptance = sp.number("acceptance", 0.0, 0.999);
+  d.spread = sp.number_or("acceptance_spread", 0.0, 1.0, 0.0);
+  sp.finish();
+  return d;
+}
+
+serving::Speculative attach_speculative(const hw::ModelSpec& draft, bool mtp, int k,
+                                        hw::Deployment& dep) {
+  serving::Speculative spec;
+  spec.k = k;
+  spec.draft = dep;
+  spec.draft.model = std::make_shared<const hw::ModelSpec>(draft);
+  const hw::Precision& p = dep.prec;
+  const hw::Parallelism& par = dep.par;
+  dep.extra_weight_bytes_per_gpu =
+      (mtp ? draft.derived_params() - draft.embedding_params() : draft.derived_params()) *
+      p.weight_bytes / par.gpus();
+  const double kvh = std::max(static_cast<double>(draft.kv_heads) / par.tp, 1.0);
+  dep.extra_kv_bytes_per_token_per_gpu =
+      draft.mla ? draft.layers * draft.kv_elements_per_token_per_layer() * p.kv_bytes / par.pp
+                : 2.0 * draft.layers * kvh * draft.head_dim * p.kv_bytes / par.pp;
+  return spec;
+}
+
 namespace {
 
 // serving.speculative: {draft_model: <catalog id> | mtp, k, acceptance, acceptance_spread}.
@@ -464,62 +549,16 @@ namespace {
 // KV cache take memory from the target's KV cache.
 void load_speculative(yaml::Map& sp, Scenario& sc, const hw::Catalog& catalog) {
   sc.draft_model = sp.str("draft_model");
-  hw::ModelSpec draft;
-  if (sc.draft_model == "mtp") {
-    if (sc.model.mtp_layers <= 0)
-      sp.fail("draft_model", sc.model.id + " has no multi-token-prediction head",
-              "name a draft model from the catalog (fleetsim list models)");
-    // The MTP module: mtp_layers transformer layers of the model's own shape.
-    draft = sc.model;
-    draft.id = sc.model.id + "-mtp";
-    draft.layers = sc.model.mtp_layers;
-    if (draft.moe) draft.moe->dense_layers = 0;
-  } else {
-    try {
-      draft = catalog.model(sc.draft_model);
-    } catch (const InputError& e) {
-      throw sp.locate("draft_model", e);
-    }
-    if (draft.vocab != sc.model.vocab)
-      sp.fail("draft_model",
-              "the draft's vocabulary (" + std::to_string(draft.vocab) + ") differs from " +
-                  sc.model.id + "'s (" + std::to_string(sc.model.vocab) + ")",
-              "a draft must share the target's tokenizer");
-    if (draft.heads % sc.par.tp != 0)
-      sp.fail("draft_model",
-              "tp " + std::to_string(sc.par.tp) + " does not divide the draft's " +
-                  std::to_string(draft.heads) + " heads",
-              "");
-  }
-  sc.vllm.spec_k = static_cast<int>(sp.integer("k", 0, 64));
-  if (sc.vllm.spec_k == 0) {  // k: 0 turns speculative decoding off (handy with --set)
-    sp.number_or("acceptance", 0.0, 0.999, 0.0);
-    sp.number_or("acceptance_spread", 0.0, 1.0, 0.0);
-    sp.finish();
+  const std::optional<DraftSettings> d =
+      read_speculative(sp, sc.model, sc.par.tp, sc.vllm.block_tokens, catalog);
+  if (!d) {
+    sc.vllm.spec_k = 0;
     return;
   }
-  if (sc.vllm.spec_k + 1 > sc.vllm.block_tokens)
-    sp.fail("k",
-            "k + 1 tokens per iteration must fit one KV block of " +
-                std::to_string(sc.vllm.block_tokens) + " tokens",
-            "use k <= " + std::to_string(sc.vllm.block_tokens - 1));
-  sc.vllm.spec_acceptance = sp.number("acceptance", 0.0, 0.999);
-  sc.vllm.spec_acceptance_spread = sp.number_or("acceptance_spread", 0.0, 1.0, 0.0);
-  sp.finish();
-  serving::Speculative spec;
-  spec.k = sc.vllm.spec_k;
-  spec.draft = sc.dep;
-  spec.draft.model = std::make_shared<const hw::ModelSpec>(draft);
-  sc.spec = spec;
-  const hw::Precision& p = sc.prec;
-  sc.dep.extra_weight_bytes_per_gpu =
-      (sc.draft_model == "mtp" ? draft.derived_params() - draft.embedding_params()
-                               : draft.derived_params()) *
-      p.weight_bytes / sc.par.gpus();
-  const double kvh = std::max(static_cast<double>(draft.kv_heads) / sc.par.tp, 1.0);
-  sc.dep.extra_kv_bytes_per_token_per_gpu =
-      draft.mla ? draft.layers * draft.kv_elements_per_token_per_layer() * p.kv_bytes / sc.par.pp
-                : 2.0 * draft.layers * kvh * draft.head_dim * p.kv_bytes / sc.par.pp;
+  sc.vllm.spec_k = d->k;
+  sc.vllm.spec_acceptance = d->acceptance;
+  sc.vllm.spec_acceptance_spread = d->spread;
+  sc.spec = attach_speculative(d->draft, d->mtp, d->k, sc.dep);
 }
 
 }  // namespace
@@ -619,6 +658,23 @@ Scenario load_map(yaml::Map root, const std::string& file,
         sv.integer_or("max_batched_tokens", 1, 1 << 24, sc.engine.max_batched_tokens);
     sc.vllm.fast_forward = sv.boolean_or("fast_forward", true);
     sc.vllm.prefix_caching = sv.boolean_or("prefix_caching", false);
+    // Fleet users' prompts are generated with block hashes of this many tokens (a trace or
+    // workload.conversations brings its own). vLLM hashes every 16-token KV block; coarser
+    // blocks keep a fleet day fast and lose up to one block of reuse per prompt.
+    if (root.has("fleet") && sc.vllm.prefix_caching) {
+      const int bt = sc.vllm.block_tokens;
+      sc.vllm.prefix_block_tokens = static_cast<int>(
+          sv.integer_or("prefix_block_tokens", 1, 1 << 20, (256 + bt - 1) / bt * bt));
+      if (sc.vllm.prefix_block_tokens % bt != 0)
+        sv.fail("prefix_block_tokens",
+                "must be a whole number of KV blocks of " + std::to_string(bt) + " tokens",
+                "e.g. " + std::to_string(16 * bt));
+    } else if (sv.has("prefix_block_tokens")) {
+      sv.fail("prefix_block_tokens",
+              "applies to fleet scenarios with prefix_caching: true (a replayed trace or "
+              "workload.conversations sets its own prefix blocks)",
+              "drop prefix_block_tokens");
+    }
     if (sc.router == "prefix-aware" && !sc.vllm.prefix_caching)
       sv.fail("router", "the prefix-aware router needs prefix_caching: true",
               "turn prefix caching on, or use router: least-outstanding");
@@ -719,7 +775,19 @@ Scenario load_map(yaml::Map root, const std::string& file,
     if (sc.network_model == "simgrid") size_simgrid_fabric(root, sc);
     if (auto cs = sv.map_opt("cascade")) {
       if (sc.prefill_pool) cs->fail("", "a cascade with disaggregation is not modelled", "");
-      load_cascade(root, *cs, sc, catalog, calibration);
+      if (root.has("fleet")) {
+        // A fleet's small model runs in its own pools (load_fleet checks that it has some).
+        for (const char* k : {"small_replicas", "small_hardware"})
+          if (cs->has(k))
+            cs->fail(k, "a fleet's small model runs in its pools",
+                     "drop " + std::string(k) + " and give the regions pools with model: " +
+                         cs->str_or("small_model", "<the small model>"));
+        sc.cascade_small_model = cs->str("small_model");
+        sc.escalation = cs->number("escalation", 0.0, 1.0);
+        cs->finish();
+      } else {
+        load_cascade(root, *cs, sc, catalog, calibration);
+      }
     }
     if (auto rc = sv.map_opt("response_cache")) {
       sc.response_cache = true;
@@ -753,12 +821,33 @@ Scenario load_map(yaml::Map root, const std::string& file,
     if (sv.has("replicas"))
       sv.fail("replicas", "a fleet scenario sizes its pools under fleet.regions[].pools[].replicas",
               "drop serving.replicas");
-    for (const char* k :
-         {"prefix_caching", "speculative", "disaggregation", "cascade", "response_cache", "lora"})
-      if (sv.has(k))
-        sv.fail(k, std::string(k) + " is not modelled in fleet scenarios yet",
-                std::string("drop serving.") + k + ", or study it in a single-pool scenario");
+    if (sv.has("disaggregation"))
+      sv.fail("disaggregation",
+              "a fleet disaggregates pool by pool: a pool with role: prefill hands its calls to "
+              "a pool with role: decode of the same model in its region",
+              "drop serving.disaggregation and give fleet.regions[].pools[] roles, e.g. "
+              "{name: b200-prefill, replicas: 300, role: prefill} and {name: b200-decode, "
+              "replicas: 900, role: decode}");
+    // Each technique either runs in every pool of the fleet or is refused with its reason.
+    struct Missing {
+      const char* key;
+      const char* why;
+    };
+    for (const Missing& m :
+         {Missing{"lora", "fleet users do not name LoRA adapters"},
+          Missing{"prefix_cache_host_space",
+                  "the host tier of the prefix cache is modelled in single-pool scenarios only"}})
+      if (sv.has(m.key))
+        sv.fail(m.key, std::string(m.key) + " is not modelled in fleet scenarios: " + m.why,
+                std::string("drop serving.") + m.key + ", or study it in a single-pool scenario");
+    if (sc.response_cache && sc.response_cache_hit_rate < 0)
+      sv.map("response_cache")
+          .fail("capacity",
+                "exact response caching needs prompts with identities (trace hashes); fleet "
+                "users' prompts are generated",
+                "give response_cache: {hit_rate: ...}");
     load_fleet(root, sc, catalog, calibration);
+    if (sv.has("router")) sc.fleet->router = sc.router;
     root.finish();
     return sc;
   }

@@ -110,6 +110,7 @@ struct Scenario {
   int64_t prefix_host_blocks = 0;  ///< host-memory tier of the prefix cache, in KV blocks
   int lora_rank = 0;               ///< multi-LoRA: adapter rank (0 = none)
   double escalation = 0;           ///< cascade: share of requests sent on to the large model
+  std::string cascade_small_model;  ///< fleet cascade: the small model (its pools are the fleet's)
   /// Response cache: identical prompts answered without a model call.
   bool response_cache = false;
   double response_cache_hit_rate = -1;  ///< fixed share of hits (synthetic workloads), or
@@ -161,9 +162,31 @@ void load_deployment(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
 /// A pool's deployment: the scenario's hardware/precision/efficiency/offload sections with
 /// `hardware` fields overridden by section[override_key] (when given), for `model`, with
 /// its memory fit. `what` names the pool in errors. (Used by the scenario loader.)
+/// Speculative decoding as a `speculative:` section gives it: the draft (a catalog model, or
+/// the target's own MTP head), k draft tokens, acceptance and its spread.
+struct DraftSettings {
+  hw::ModelSpec draft;
+  bool mtp = false;
+  int k = 0;
+  double acceptance = 0, spread = 0;
+};
+/// Reads a `speculative:` section for `model` at tensor parallelism `tp`; nullopt for k: 0
+/// (off). Errors name the field.
+std::optional<DraftSettings> read_speculative(yaml::Map& sp, const hw::ModelSpec& model, int tp,
+                                              int block_tokens, const hw::Catalog& catalog);
+
+/// A pool with `draft` carries it (its memory before the fit); a pool without one runs
+/// without speculative decoding.
 Pool load_pool(const yaml::Map& root, yaml::Map& section, const std::string& override_key,
                const hw::ModelSpec& model, const Scenario& sc, const hw::Catalog& catalog,
-               const std::shared_ptr<const hw::CalibrationSet>& calibration, const char* what);
+               const std::shared_ptr<const hw::CalibrationSet>& calibration, const char* what,
+               const DraftSettings* draft = nullptr);
+
+/// Speculative decoding with `draft` (an MTP head when `mtp`) and k draft tokens on `dep`'s
+/// GPUs: sets dep's extra weight and KV memory for the draft and returns the step model's
+/// Speculative.
+serving::Speculative attach_speculative(const hw::ModelSpec& draft, bool mtp, int k,
+                                        hw::Deployment& dep);
 
 /// The `fleet:` and `users:` sections into sc.fleet (sim/scenario/fleet_section.cpp).
 void load_fleet(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,

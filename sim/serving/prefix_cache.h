@@ -7,14 +7,43 @@
 // Granularity: one entry is one hash block of the trace (`prefix_block_tokens`, 512 tokens
 // in the Mooncake trace), i.e. prefix_block_tokens / block_tokens KV blocks. The owner
 // (the replica) counts the entries' KV blocks as used; this class only keeps references and
-// recency. All operations are O(1) per entry (hash map + intrusive LRU list).
+// recency. All operations are O(1) per entry: an open-addressing hash index over a node
+// pool with intrusive LRU lists (a fleet day makes billions of lookups; std::unordered_map
+// and std::list nodes cost a cache miss and an allocation each and took 60 % of such a run).
 #pragma once
 
 #include <cstdint>
-#include <list>
-#include <unordered_map>
+#include <vector>
+
+#include "sim/workload/request.h"
 
 namespace fleetsim::serving {
+
+/// The prefix-block hashes of one prompt: stored (a trace's hash_ids) or generated (a
+/// conversation's, conversation_block_hash with its first `shared` blocks owned by 0),
+/// from block `offset` on. Generated hashes take no memory, which a fleet day of billions
+/// of calls needs.
+struct HashSpan {
+  const uint64_t* stored = nullptr;  ///< null: generated
+  uint64_t owner = 0;
+  int64_t shared = 0, offset = 0;
+  HashSpan() = default;
+  HashSpan(const uint64_t* h) : stored(h) {}  // NOLINT: a stored array is a span
+  HashSpan(uint64_t owner_id, int64_t shared_blocks) : owner(owner_id), shared(shared_blocks) {}
+  uint64_t operator[](int64_t i) const {
+    if (stored != nullptr) return stored[i];
+    const int64_t b = i + offset;
+    return workload::conversation_block_hash(b < shared ? 0 : owner, b);
+  }
+  HashSpan operator+(int64_t k) const {
+    HashSpan s = *this;
+    if (stored != nullptr)
+      s.stored += k;
+    else
+      s.offset += k;
+    return s;
+  }
+};
 
 class PrefixCache {
  public:
@@ -27,18 +56,18 @@ class PrefixCache {
   struct Match {
     int64_t gpu = 0, host = 0;
   };
-  Match match_tiers(const uint64_t* h, int64_t n) const;
+  Match match_tiers(HashSpan h, int64_t n) const;
   /// Moves host-tier entries [h, h + m) to the GPU, each with one reference.
-  void promote(const uint64_t* h, int64_t m);
+  void promote(HashSpan h, int64_t m);
 
   /// Number of leading hashes of [h, h + n) present in the cache.
-  int64_t match(const uint64_t* h, int64_t n) const;
+  int64_t match(HashSpan h, int64_t n) const;
   /// Adds a reference to each of the first m hashes (all present).
-  void pin(const uint64_t* h, int64_t m);
+  void pin(HashSpan h, int64_t m);
   /// Drops a reference from each of the first m hashes; an entry left unreferenced becomes
   /// evictable, most recently used. The deepest block of the prefix is queued first, so it
   /// is evicted before the shallower ones and a cached prefix never has a hole.
-  void unpin(const uint64_t* h, int64_t m);
+  void unpin(HashSpan h, int64_t m);
   /// Inserts `hash` with one reference (the caller's). Returns false (and pins the existing
   /// entry instead) when it is already present.
   bool insert_pinned(uint64_t hash);
@@ -48,25 +77,43 @@ class PrefixCache {
 
   /// References held on `hash` (0 when unreferenced or absent).
   int32_t refs(uint64_t hash) const {
-    auto it = map_.find(hash);
-    return it == map_.end() ? 0 : it->second.refs;
+    const uint32_t n = gpu_.find(hash);
+    return n == kNil ? 0 : gpu_.nodes[n].refs;
   }
-  int64_t entries() const { return static_cast<int64_t>(map_.size()); }
-  int64_t evictable() const { return static_cast<int64_t>(lru_.size()); }
+  int64_t entries() const { return gpu_.size; }
+  int64_t evictable() const { return gpu_.lru_size; }
   int64_t evictions() const { return evictions_; }
-  int64_t host_entries() const { return static_cast<int64_t>(host_map_.size()); }
+  int64_t host_entries() const { return host_.size; }
 
  private:
-  struct Entry {
-    int32_t refs = 0;
-    std::list<uint64_t>::iterator lru;  // valid when refs == 0
+  static constexpr uint32_t kNil = 0xffffffffu;
+  /// The entries of one tier: nodes in a pool, found by hash through an open-addressing
+  /// index (linear probing, backward-shift deletion), the unreferenced ones in an LRU list.
+  struct Tier {
+    struct Node {
+      uint64_t hash = 0;
+      int32_t refs = 0;
+      uint32_t prev = kNil, next = kNil;  // LRU links (unreferenced entries only)
+    };
+    struct Slot {
+      uint64_t hash = 0;
+      uint32_t node = kNil;  // kNil: empty
+    };
+    std::vector<Node> nodes;
+    std::vector<uint32_t> free_nodes;
+    std::vector<Slot> index;            // a power of two, at most half full
+    uint32_t head = kNil, tail = kNil;  // head: least recently used
+    int64_t size = 0, lru_size = 0;
+
+    uint32_t find(uint64_t hash) const;
+    uint32_t insert(uint64_t hash);  // precondition: absent; refs 0, not in the LRU list
+    void erase(uint32_t node);       // must not be in the LRU list
+    void lru_push_back(uint32_t node);
+    void lru_unlink(uint32_t node);
   };
-  std::unordered_map<uint64_t, Entry> map_;
-  std::list<uint64_t> lru_;  // front = least recently used
+  Tier gpu_, host_;
   int64_t evictions_ = 0;
   int64_t host_capacity_ = 0;
-  std::unordered_map<uint64_t, std::list<uint64_t>::iterator> host_map_;
-  std::list<uint64_t> host_lru_;
 };
 
 }  // namespace fleetsim::serving

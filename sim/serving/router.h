@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,18 +13,37 @@
 
 namespace fleetsim::serving {
 
+/// The replicas a router chooses among, without copying: all of a pool's, or those of a
+/// list of indices into it (a fleet region's active replicas of one model).
+class ReplicaSet {
+ public:
+  ReplicaSet(const std::vector<std::unique_ptr<Replica>>& all)  // NOLINT: a pool is a set
+      : all_(all.data()), n_(all.size()) {}
+  ReplicaSet(const std::vector<std::unique_ptr<Replica>>& all, const std::vector<int32_t>& which)
+      : all_(all.data()), which_(which.data()), n_(which.size()) {}
+  size_t size() const { return n_; }
+  Replica* operator[](size_t i) const {
+    return all_[which_ != nullptr ? static_cast<size_t>(which_[i]) : i].get();
+  }
+
+ private:
+  const std::unique_ptr<Replica>* all_;
+  const int32_t* which_ = nullptr;
+  size_t n_;
+};
+
 class Router {
  public:
   virtual ~Router() = default;
-  /// Index of the replica for `request`. Precondition: replicas is not empty.
-  virtual size_t route(const workload::RequestSpec& request,
-                       const std::vector<std::unique_ptr<Replica>>& replicas) = 0;
+  /// Index into `replicas` of the replica for `request`. Precondition: replicas is not
+  /// empty.
+  virtual size_t route(const workload::RequestSpec& request, const ReplicaSet& replicas) = 0;
 };
 
 /// Replica i, i+1, ... in turn.
 class RoundRobin final : public Router {
  public:
-  size_t route(const workload::RequestSpec&, const std::vector<std::unique_ptr<Replica>>& r) override {
+  size_t route(const workload::RequestSpec&, const ReplicaSet& r) override {
     const size_t i = next_ % r.size();
     ++next_;
     return i;
@@ -37,7 +57,7 @@ class RoundRobin final : public Router {
 /// lowest index, so the choice is deterministic.
 class LeastOutstanding final : public Router {
  public:
-  size_t route(const workload::RequestSpec&, const std::vector<std::unique_ptr<Replica>>& r) override {
+  size_t route(const workload::RequestSpec&, const ReplicaSet& r) override {
     size_t best = 0;
     for (size_t i = 1; i < r.size(); ++i) {
       if (r[i]->outstanding() < r[best]->outstanding()) best = i;
@@ -50,7 +70,7 @@ class LeastOutstanding final : public Router {
 class RandomRouter final : public Router {
  public:
   explicit RandomRouter(const RngStreams& rng) : rng_(rng.stream("router")) {}
-  size_t route(const workload::RequestSpec&, const std::vector<std::unique_ptr<Replica>>& r) override {
+  size_t route(const workload::RequestSpec&, const ReplicaSet& r) override {
     return static_cast<size_t>(rng_.uniform_u64(r.size()));
   }
 
@@ -62,7 +82,7 @@ class RandomRouter final : public Router {
 /// lowest index.
 class LeastKvLoad final : public Router {
  public:
-  size_t route(const workload::RequestSpec&, const std::vector<std::unique_ptr<Replica>>& r) override {
+  size_t route(const workload::RequestSpec&, const ReplicaSet& r) override {
     size_t best = 0;
     double best_load = 2;
     for (size_t i = 0; i < r.size(); ++i) {
@@ -83,7 +103,7 @@ class LeastKvLoad final : public Router {
 class PowerOfTwo final : public Router {
  public:
   explicit PowerOfTwo(const RngStreams& rng) : rng_(rng.stream("router")) {}
-  size_t route(const workload::RequestSpec&, const std::vector<std::unique_ptr<Replica>>& r) override {
+  size_t route(const workload::RequestSpec&, const ReplicaSet& r) override {
     if (r.size() == 1) return 0;
     const size_t a = static_cast<size_t>(rng_.uniform_u64(r.size()));
     size_t b = static_cast<size_t>(rng_.uniform_u64(r.size() - 1));
@@ -103,7 +123,7 @@ class PowerOfTwo final : public Router {
 class PrefixAware final : public Router {
  public:
   explicit PrefixAware(int64_t balance_slack = 8) : slack_(balance_slack) {}
-  size_t route(const workload::RequestSpec& q, const std::vector<std::unique_ptr<Replica>>& r) override {
+  size_t route(const workload::RequestSpec& q, const ReplicaSet& r) override {
     size_t least = 0;
     for (size_t i = 1; i < r.size(); ++i)
       if (r[i]->outstanding() < r[least]->outstanding()) least = i;

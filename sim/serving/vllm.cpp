@@ -38,7 +38,7 @@ Vllm::Vllm(int index, core::Engine& engine, ServingObserver& observer, const Ste
   }
   phase_count_.assign(static_cast<size_t>(cfg_.block_tokens), 0);
   if (cfg_.prefix_caching) {
-    if (cfg_.hashes == nullptr || cfg_.prefix_block_tokens < cfg_.block_tokens ||
+    if ((cfg_.hashes == nullptr && cfg_.generated_shared_blocks < 0) || cfg_.prefix_block_tokens < cfg_.block_tokens ||
         cfg_.prefix_block_tokens % cfg_.block_tokens != 0)
       throw std::logic_error(
           "Vllm: prefix caching needs hashes and a prefix block size that is "
@@ -78,13 +78,13 @@ Vllm::Lookup Vllm::lookup(const Seq& s) const {
 int64_t Vllm::cached_prefix_tokens(const workload::RequestSpec& r) const {
   if (!cfg_.prefix_caching || r.hash_count == 0) return 0;
   const int64_t n = std::min<int64_t>(r.hash_count, r.prompt_tokens / cfg_.prefix_block_tokens);
-  return cache_.match(cfg_.hashes->data() + r.hash_begin, n) * cfg_.prefix_block_tokens;
+  return cache_.match(hashes_of(r), n) * cfg_.prefix_block_tokens;
 }
 
 void Vllm::cache_prompt(Seq& s) {
   if (!cfg_.prefix_caching || s.spec.hash_count == 0) return;
   const int64_t full = full_hash_blocks(s);
-  const uint64_t* h = hashes_of(s);
+  const HashSpan h = hashes_of(s);
   for (int64_t i = s.pinned; i < full; ++i) {
     // A new entry takes over this sequence's blocks; an entry another request cached in the
     // meantime is shared and this sequence's duplicate blocks are freed.

@@ -65,6 +65,10 @@ struct VllmConfig {
   bool prefix_caching = false;
   int prefix_block_tokens = 0;  ///< tokens per prefix hash (a multiple of block_tokens)
   const std::vector<uint64_t>* hashes = nullptr;  ///< the trace's hashes (RequestSpec ranges)
+  /// Generated conversation hashes instead (fleet users, HashSpan): a request's owner is
+  /// its hash_begin and its first `generated_shared_blocks` blocks are the shared system
+  /// prompt's. -1: the hashes are stored in `hashes`.
+  int64_t generated_shared_blocks = -1;
   /// Prefill/decode disaggregation (DistServe, Splitwise): a `prefill` replica hands each
   /// request over when its prompt is done (on_prefill_done) and frees its KV; a `decode`
   /// replica takes handed-over requests (submit_prefilled) and only decodes them (it still
@@ -264,11 +268,13 @@ class Vllm final : public Replica {
   bool next_admissible(int64_t free_blocks, int64_t batch_tokens, uint32_t* slot);
   void admit(uint32_t slot, SimTime now, int64_t keep_free);
   void cache_prompt(Seq& s);
-  void admit_prefilled(
-      SimTime
-          now);  // decode pool: handed-over requests join decode       // at prefill end: the prompt's full blocks into the cache
+  void admit_prefilled(SimTime now);  // decode pool: handed-over requests join decode
   void release(Seq& s, int64_t tokens);  // free own blocks for `tokens` of KV, unpin
-  const uint64_t* hashes_of(const Seq& s) const { return cfg_.hashes->data() + s.spec.hash_begin; }
+  HashSpan hashes_of(const workload::RequestSpec& r) const {
+    if (cfg_.generated_shared_blocks >= 0) return HashSpan(r.hash_begin, cfg_.generated_shared_blocks);
+    return HashSpan(cfg_.hashes->data() + r.hash_begin);
+  }
+  HashSpan hashes_of(const Seq& s) const { return hashes_of(s.spec); }
   int64_t full_hash_blocks(const Seq& s) const;
   int64_t own_blocks(const Seq& s, int64_t tokens) const {
     return blocks_for(tokens) - static_cast<int64_t>(s.pinned) * blocks_per_hash_;

@@ -25,6 +25,14 @@ struct RequestSpec {
                                 ///< the open-loop stream of conversation starts continues from
 };
 
+/// The content hash of block `b` (0-based) of a generated conversation's prompt: blocks
+/// inside the shared system prompt have owner 0, the rest the conversation's own owner
+/// (its identity + 1). Equal content, equal hash: every conversation shares the system
+/// prompt's blocks, and a conversation's next turn starts with its previous turn's blocks.
+inline uint64_t conversation_block_hash(uint64_t owner, int64_t b) {
+  return owner * 0x9e3779b97f4a7c15ULL ^ (static_cast<uint64_t>(b) + 1) * 0xbf58476d1ce4e5b9ULL;
+}
+
 /// A request class (chat, reasoning, agent, ...): a share of the traffic with its own
 /// lengths (optional), scheduling priority and latency targets.
 struct RequestClass {

@@ -344,8 +344,7 @@ class Conversations final : public Workload {
     r.hash_count = static_cast<uint32_t>(prompt / bt);
     for (int64_t b = 0; b < prompt / bt; ++b) {
       const uint64_t owner = (b + 1) * bt <= system_ ? 0 : static_cast<uint64_t>(conv) + 1;
-      trace_.hashes.push_back(owner * 0x9e3779b97f4a7c15ULL ^
-                              (static_cast<uint64_t>(b) + 1) * 0xbf58476d1ce4e5b9ULL);
+      trace_.hashes.push_back(conversation_block_hash(owner, b));
     }
     return r;
   }
