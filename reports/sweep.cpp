@@ -173,7 +173,7 @@ std::string run_sweep_item(const std::string& file, const std::vector<std::strin
   nlohmann::ordered_json j;
   if (sc.fleet) {
     const fleet::FleetResult r = fleet::run_fleet(sc, {}, 1);
-    const FleetAnswer a = fleet_answer(sc, r);
+    const fleet::FleetAnswer a = fleet::fleet_answer(sc, r);
     j["calls_per_day"] = a.calls_per_day;
     j["gpus"] = a.gpus;
     j["gpu_hours_per_day"] = a.gpu_hours_per_day;

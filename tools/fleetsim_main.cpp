@@ -38,6 +38,7 @@
 #include "reports/sweep.h"
 #include "reports/trace.h"
 #include "sim/dist/dist.h"
+#include "sim/fleet/fleet_sim.h"
 #include "sim/metrics/time_buckets.h"
 #include "sim/plan/planner.h"
 #include "sim/scenario/scenario.h"
@@ -377,7 +378,7 @@ int cmd_run(const std::vector<std::string>& args) {
       const auto rep = reports::replicate(replications, sc.seed, threads, [&](uint64_t seed) {
         const scenario::Scenario s = with_seed(seed);
         const fleet::FleetResult r = fleet::run_fleet(s, {}, 1);
-        const reports::FleetAnswer a = reports::fleet_answer(s, r);
+        const fleet::FleetAnswer a = fleet::fleet_answer(s, r);
         return std::vector<std::pair<std::string, double>>{
             {"calls_per_day", a.calls_per_day},         {"slo_attainment", a.slo_attainment},
             {"ttft_p50_s", r.summary.ttft.p50_s},       {"ttft_p99_s", r.summary.ttft.p99_s},
