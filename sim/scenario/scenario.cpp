@@ -555,7 +555,7 @@ Scenario load_map(yaml::Map root, const std::string& file,
   const std::filesystem::path path(file);
   sc.base_dir = path.parent_path().string();
   // plan: and sweep: are read by `fleetsim plan` (sim/plan/planner.h) and `fleetsim sweep`
-  // (reports/sweep.h); a run simulates the scenario as written.
+  // (sim/app/sweep.h); a run simulates the scenario as written.
   (void)root.has("plan");
   (void)root.has("sweep");
   sc.name = root.str_or("name", path.stem().string());
