@@ -1,5 +1,7 @@
 #include "sim/app/run.h"
 
+#include <utility>
+
 #include "sim/fleet/fleet_sim.h"
 #include "sim/network/table_network.h"
 #include "sim/simulation.h"

@@ -9,6 +9,7 @@
 
 #include "hw_models/catalog.h"
 #include "hw_models/error.h"
+#include "sim/network/table_network.h"
 #include "sim/scenario/scenario.h"
 
 using namespace fleetsim;
@@ -89,6 +90,9 @@ TEST(SimGridScenario, LoadingStartsNoProcessAndWritesNoFile) {
   static const hw::Catalog catalog = hw::Catalog::load(hw::Catalog::default_dir());
   const auto sc = scenario::load(file, {}, std::nullopt, catalog);
   EXPECT_EQ(sc.network_model, "simgrid");
+  const auto* tables = dynamic_cast<const net::DeferredTableNetwork*>(sc.dep.network.get());
+  ASSERT_NE(tables, nullptr);
+  EXPECT_FALSE(tables->built());
   EXPECT_TRUE(fs::is_empty(dir / "cache"));
   EXPECT_FALSE(fs::exists(mark));
   EXPECT_EQ(std::distance(fs::directory_iterator(dir / "scenario"), fs::directory_iterator()), 1);
@@ -108,5 +112,6 @@ TEST(SimGridScenario, LoadingStartsNoProcessAndWritesNoFile) {
   ::unsetenv("FLEETSIM_SIMGRID_HELPER");
   ::setenv("FLEETSIM_CACHE_DIR", FLEETSIM_TEST_CACHE_DIR, 1);
   EXPECT_NEAR(sc.dep.network->allreduce_s(1e7, {8, 8}), 14 * 1.83e-6 + 1.75 * 1e7 / 450e9, 1e-10);
+  EXPECT_TRUE(tables->built());
   fs::remove_all(dir);
 }
