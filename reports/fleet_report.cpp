@@ -28,190 +28,10 @@ std::string indent(const std::string& text) {
   return o;
 }
 
-// Full-scale replicas per simulated replica of a pool.
-double pool_scale(const fleet::PoolResult& p) {
-  return p.replicas_simulated > 0
-             ? static_cast<double>(p.replicas_configured) / p.replicas_simulated
-             : 0.0;
-}
-
-// A pool's footprint at full scale, at the most replicas it held at once.
-struct PoolLayout {
-  double replicas = 0, gpus = 0, servers = 0, racks = 0, it_power_w = 0;
-};
-PoolLayout layout_of(const fleet::PoolResult& p) {
-  const fleet::FleetPool& fp = *p.spec;
-  PoolLayout l;
-  l.replicas = p.replicas_peak * pool_scale(p);
-  l.gpus = l.replicas * p.gpus_per_replica;
-  l.servers = fp.servers_for(l.replicas);
-  l.racks = std::ceil(l.servers / fp.servers_per_rack - 1e-9);
-  l.it_power_w = l.servers * fp.server_power_w;
-  return l;
-}
-
-// A region's datacenter: its pools' layouts summed.
-PoolLayout region_layout(const fleet::FleetResult& res, size_t region) {
-  PoolLayout sum;
-  for (const auto& p : res.pools) {
-    if (p.region != static_cast<int>(region)) continue;
-    const PoolLayout l = layout_of(p);
-    sum.replicas += l.replicas;
-    sum.gpus += l.gpus;
-    sum.servers += l.servers;
-    sum.racks += l.racks;
-    sum.it_power_w += l.it_power_w;
-  }
-  return sum;
-}
-
 }  // namespace
 
-std::vector<double> region_gpu_scale(const fleet::FleetResult& res) {
-  std::vector<double> full(res.regions.size(), 0.0), simulated(res.regions.size(), 0.0),
-      scale(res.regions.size(), 0.0);
-  for (const auto& p : res.pools) {
-    full[static_cast<size_t>(p.region)] +=
-        static_cast<double>(p.replicas_configured) * p.gpus_per_replica;
-    simulated[static_cast<size_t>(p.region)] +=
-        static_cast<double>(p.replicas_simulated) * p.gpus_per_replica;
-  }
-  for (size_t r = 0; r < full.size(); ++r)
-    scale[r] = simulated[r] > 0 ? full[r] / simulated[r] : 0.0;
-  return scale;
-}
-
-FleetAnswer fleet_answer(const scenario::Scenario& sc, const fleet::FleetResult& res) {
-  FleetAnswer a;
-  const auto& spec = *sc.fleet;
-  const auto pop = sc.make_population(sc.seed);
-  const double duration_s = ns_to_seconds(pop->duration_ns());
-  const double per_day = 86400.0 / duration_s;
-  a.calls_per_day_expected = pop->calls_per_day();
-  uint64_t arrivals = 0;
-  for (const auto& r : res.regions) arrivals += r.arrivals;
-  a.calls_per_day = static_cast<double>(arrivals) / res.sample * per_day;
-  a.mean_calls_per_s = static_cast<double>(arrivals) / res.sample / duration_s;
-  // Busiest interval, all regions together.
-  if (!res.regions.empty()) {
-    for (size_t k = 0; k < res.regions[0].series.size(); ++k) {
-      double n = 0;
-      double len = 0;
-      for (const auto& r : res.regions) {
-        n += static_cast<double>(r.series[k].arrivals);
-        const double next = k + 1 < r.series.size() ? r.series[k + 1].t_s : duration_s;
-        len = next - r.series[k].t_s;
-      }
-      if (len > 0) a.peak_calls_per_s = std::max(a.peak_calls_per_s, n / res.sample / len);
-    }
-  }
-  double busy = 0, held = 0;
-  for (const auto& p : res.pools) {
-    const fleet::FleetPool& fp = *p.spec;
-    const double scale = pool_scale(p);
-    const PoolLayout l = layout_of(p);
-    a.gpus += l.gpus;
-    a.gpus_configured += static_cast<double>(p.replicas_configured) * p.gpus_per_replica;
-    a.servers += l.servers;
-    a.racks += l.racks;
-    a.it_power_w += l.it_power_w;
-    a.floor_m2 += l.racks * spec.floor_m2_per_rack;
-    const double gpu_hours = p.replica_hours * scale * p.gpus_per_replica * per_day;
-    a.gpu_hours_per_day += gpu_hours;
-    if (fp.usd_per_gpu_hour > 0)
-      a.usd_per_day += gpu_hours * fp.usd_per_gpu_hour;
-    else if (gpu_hours > 0)
-      a.price_missing = true;
-    busy += p.busy_hours;
-    held += p.replica_hours;
-  }
-  a.facility_power_w = a.it_power_w * spec.pue;
-  a.busy_fraction = held > 0 ? busy / held : 0;
-
-  // Energy and cost. GPU draw = idle + (TDP − idle) × the pool's busy share; the rest of a
-  // server draws its nameplate power less its GPUs' TDP; the facility adds the PUE.
-  const fleet::CostModel& cm = spec.cost;
-  a.owned = cm.basis == fleet::CostModel::Basis::kOwned;
-  // For the idle-cost curve: energy and cost with every pool's busy share scaled by u.
-  // A pool's IT energy a day, in Wh.
-  auto pool_wh = [&](const fleet::PoolResult& p, double u) {
-    const fleet::FleetPool& fp = *p.spec;
-    if (p.replica_hours <= 0) return 0.0;
-    const double busy_share = std::min(1.0, u * p.busy_hours / p.replica_hours);
-    const double tdp = fp.pool.gpu.tdp_w;
-    const double gpu_w = fp.gpu_idle_w + (tdp - fp.gpu_idle_w) * busy_share;
-    const double host_w = std::max(0.0, fp.server_power_w - fp.gpus_per_server * tdp);
-    const int gpus = fp.pool.par.gpus();
-    const double servers_per_replica = gpus < fp.gpus_per_server
-                                           ? static_cast<double>(gpus) / fp.gpus_per_server
-                                           : fp.servers_per_replica;
-    const double replica_w = gpus * gpu_w + servers_per_replica * host_w;
-    return p.replica_hours * pool_scale(p) * per_day * replica_w;
-  };
-  auto energy_kwh = [&](double u) {
-    double wh = 0;
-    for (const auto& p : res.pools) wh += pool_wh(p, u);
-    return wh / 1e3 * spec.pue;
-  };
-  for (const auto& p : res.pools) {
-    a.tokens_per_day +=
-        static_cast<double>(p.input_tokens + p.output_tokens) / res.sample * per_day;
-    a.output_tokens_per_day += static_cast<double>(p.output_tokens) / res.sample * per_day;
-    a.idle_power_assumed = a.idle_power_assumed || p.spec->gpu_idle_assumed;
-  }
-  a.energy_kwh_per_day = energy_kwh(1.0);
-  a.joules_per_token = a.tokens_per_day > 0 ? a.energy_kwh_per_day * 3.6e6 / a.tokens_per_day : 0;
-  double capital = 0;
-  for (const auto& p : res.pools) {
-    const PoolLayout l = layout_of(p);
-    const double pool_capital =
-        l.servers * (p.spec->server_usd + cm.network_usd_per_server) + l.racks * cm.rack_usd;
-    capital += pool_capital;
-    PoolCost c{p.name, 0, 0, 0};
-    if (a.owned) {
-      c.hardware_usd_per_day = pool_capital / (cm.depreciation_years * 365.0);
-      c.electricity_usd_per_day = pool_wh(p, 1.0) / 1e3 * spec.pue * cm.electricity_usd_per_kwh;
-    } else {
-      c.cloud_usd_per_day = p.replica_hours * pool_scale(p) * p.gpus_per_replica * per_day *
-                            p.spec->usd_per_gpu_hour * (1 - cm.reserved_discount);
-    }
-    a.pool_costs.push_back(c);
-  }
-  a.capital_usd = capital;
-  auto cost_at = [&](double u) {
-    if (!a.owned) return a.usd_per_day * (1 - cm.reserved_discount);  // power is in the price
-    return capital / (cm.depreciation_years * 365.0) + energy_kwh(u) * cm.electricity_usd_per_kwh;
-  };
-  a.electricity_usd_per_day = a.owned ? a.energy_kwh_per_day * cm.electricity_usd_per_kwh : 0;
-  a.cost_usd_per_day = cost_at(1.0);
-  if (a.tokens_per_day > 0) {
-    a.usd_per_mtok = a.cost_usd_per_day / a.tokens_per_day * 1e6;
-    a.usd_per_mtok_output =
-        a.output_tokens_per_day > 0 ? a.cost_usd_per_day / a.output_tokens_per_day * 1e6 : 0;
-    a.breakeven_usd_per_mtok = a.usd_per_mtok / (1 - cm.margin);
-    for (double u : {0.01, 0.1, 0.25, 0.5, 1.0})
-      a.usd_per_mtok_at_load.emplace_back(u, cost_at(u) / (u * a.tokens_per_day) * 1e6);
-  }
-  const double dau = pop->weekly_active() * pop->daily_active_fraction();
-  a.usd_per_daily_user_month = dau > 0 ? a.cost_usd_per_day * 30.44 / dau : 0;
-  a.usd_per_weekly_user_month = a.cost_usd_per_day * 30.44 / pop->weekly_active();
-  uint64_t served = 0, good = 0;
-  for (const auto& r : res.regions) {
-    served += r.served;
-    good += r.good;
-  }
-  a.slo_attainment = served ? static_cast<double>(good) / static_cast<double>(served) : 0;
-  // Normal approximation of a binomial share (calls treated as independent).
-  a.slo_ci95 = served ? 1.96 * std::sqrt(a.slo_attainment * (1 - a.slo_attainment) /
-                                         static_cast<double>(served))
-                      : 0;
-  // Session starts are Poisson: a count of n has relative standard error 1/sqrt(n).
-  a.count_rel_error = res.sessions ? 1.0 / std::sqrt(static_cast<double>(res.sessions)) : 0;
-  return a;
-}
-
 FleetProse fleet_prose(const scenario::Scenario& sc, const fleet::FleetResult& res,
-                       const FleetAnswer& a) {
+                       const fleet::FleetAnswer& a) {
   const auto& spec = *sc.fleet;
   const auto pop = sc.make_population(sc.seed);
   FleetProse p;
@@ -244,8 +64,7 @@ FleetProse fleet_prose(const scenario::Scenario& sc, const fleet::FleetResult& r
       }
     }
     if (big) {
-      const double per_user_day =
-          a.usd_per_day / (pop->weekly_active() * pop->daily_active_fraction());
+      const double per_user_day = a.usd_per_daily_user_day;
       double held_s = 0;
       for (const auto& pr : res.pools) held_s += pr.replica_hours * 3600.0;
       const double in_flight =
@@ -316,7 +135,7 @@ FleetProse fleet_prose(const scenario::Scenario& sc, const fleet::FleetResult& r
 }
 
 std::string fleet_users_notes(const scenario::Scenario& sc, const fleet::FleetResult& res,
-                              const FleetAnswer& a) {
+                              const fleet::FleetAnswer& a) {
   const auto pop = sc.make_population(sc.seed);
   std::ostringstream o;
   o << "USERS    " << pop->describe() << "\n";
@@ -380,11 +199,11 @@ std::vector<Table> fleet_tables(const scenario::Scenario& sc, const fleet::Fleet
       {}};
   for (size_t r = 0; r < res.regions.size(); ++r) {
     if (spec.regions[r].pools.empty()) continue;
-    const PoolLayout sum = region_layout(res, r);
+    const fleet::Layout sum = fleet::region_layout(spec, res, r);
     dcs.rows.push_back({res.regions[r].name, human(sum.gpus), human(sum.servers), human(sum.racks),
                         units::format(sum.it_power_w, Dim::kPower),
-                        units::format(sum.it_power_w * spec.pue, Dim::kPower),
-                        human(sum.racks * spec.floor_m2_per_rack) + " m²"});
+                        units::format(sum.facility_power_w, Dim::kPower),
+                        human(sum.floor_m2) + " m²"});
   }
   tables.push_back(std::move(dcs));
   // Load against capacity over the run, all regions together.
@@ -393,7 +212,7 @@ std::vector<Table> fleet_tables(const scenario::Scenario& sc, const fleet::Fleet
         {"over the run (UTC)", "calls/s", "GPUs active", "calls/s per GPU", "SLO met", "failures"},
         {}};
     const auto& first = res.regions[0].series;
-    const std::vector<double> gpu_scale = region_gpu_scale(res);
+    const std::vector<double> gpu_scale = fleet::region_gpu_scale(res);
     char buf[64];
     for (size_t k = 0; k < first.size(); ++k) {
       double arrivals = 0, gpus = 0, gpus_full = 0, served = 0, good = 0, failures = 0;
@@ -427,9 +246,10 @@ std::vector<Table> fleet_tables(const scenario::Scenario& sc, const fleet::Fleet
               {}};
   for (const auto& p : res.pools) {
     const fleet::FleetPool& fp = *p.spec;
-    const PoolLayout l = layout_of(p);
+    const fleet::Layout l = fleet::pool_layout(p);
+    const fleet::PoolDay day = fleet::pool_day(p, res.sample, per_day);
     char kw[32];
-    std::snprintf(kw, sizeof kw, "%.1f", fp.server_power_w * fp.servers_per_rack / 1e3);
+    std::snprintf(kw, sizeof kw, "%.1f", day.rack_power_w / 1e3);
     pools.rows.push_back({p.name, std::to_string(p.gpus_per_replica),
                           std::to_string(p.replicas_configured), human(l.replicas), human(l.gpus),
                           p.replica_hours > 0 ? pct(p.busy_hours / p.replica_hours) : "-",
@@ -441,17 +261,12 @@ std::vector<Table> fleet_tables(const scenario::Scenario& sc, const fleet::Fleet
                  "$/M out tok", "$/M tok"},
                 {}};
   for (const auto& p : res.pools) {
-    const fleet::FleetPool& fp = *p.spec;
-    const double cost = p.replica_hours * p.gpus_per_replica *
-                        fp.usd_per_gpu_hour;  // sampled, same scale as tokens
-    const double out_tok = static_cast<double>(p.output_tokens),
-                 all_tok = static_cast<double>(p.input_tokens) + out_tok;
-    service.rows.push_back(
-        {p.name, human(static_cast<double>(p.completed) / res.sample * per_day),
-         human(out_tok / res.sample * per_day), p.tpot.p50_s > 0 ? human(1.0 / p.tpot.p50_s) : "-",
-         duration(p.tpot.p99_s),
-         fp.usd_per_gpu_hour > 0 && out_tok > 0 ? usd(cost / out_tok * 1e6) : "n/a",
-         fp.usd_per_gpu_hour > 0 && all_tok > 0 ? usd(cost / all_tok * 1e6) : "n/a"});
+    const fleet::PoolDay day = fleet::pool_day(p, res.sample, per_day);
+    service.rows.push_back({p.name, human(day.calls), human(day.output_tokens),
+                            p.tpot.p50_s > 0 ? human(1.0 / p.tpot.p50_s) : "-",
+                            duration(p.tpot.p99_s),
+                            day.run_usd_per_mtok_output ? usd(*day.run_usd_per_mtok_output) : "n/a",
+                            day.run_usd_per_mtok ? usd(*day.run_usd_per_mtok) : "n/a"});
   }
   tables.push_back(std::move(service));
   const auto& s = res.summary;
@@ -499,7 +314,7 @@ std::string fleet_events_notes(const fleet::FleetResult& res) {
 }
 
 std::string fleet_report(const scenario::Scenario& sc, const fleet::FleetResult& res) {
-  const FleetAnswer a = fleet_answer(sc, res);
+  const fleet::FleetAnswer a = fleet::fleet_answer(sc, res);
   const FleetProse prose = fleet_prose(sc, res, a);
   std::ostringstream o;
   o << "fleetsim " << FLEETSIM_VERSION << " — " << sc.name << " (seed " << sc.seed << ")\n";
@@ -525,7 +340,7 @@ std::string fleet_report(const scenario::Scenario& sc, const fleet::FleetResult&
   return o.str();
 }
 json fleet_json(const scenario::Scenario& sc, const fleet::FleetResult& res) {
-  const FleetAnswer a = fleet_answer(sc, res);
+  const fleet::FleetAnswer a = fleet::fleet_answer(sc, res);
   json j;
   j["fleetsim_version"] = FLEETSIM_VERSION;
   j["scenario_file"] = sc.file;
@@ -639,17 +454,15 @@ void write_fleet_tables_csv(const scenario::Scenario& sc, const fleet::FleetResu
            "per_gpu_hour,"
            "gpu_hours_per_day,usd_per_mtok_output\n";
     for (const auto& p : res.pools) {
-      const PoolLayout l = layout_of(p);
-      const double gpu_hours = p.replica_hours * pool_scale(p) * p.gpus_per_replica * per_day;
-      const double out_tok = static_cast<double>(p.output_tokens) / res.sample * per_day;
+      const fleet::Layout l = fleet::pool_layout(p);
+      const fleet::PoolDay day = fleet::pool_day(p, res.sample, per_day);
       out << p.name << ',' << res.regions[static_cast<size_t>(p.region)].name << ',' << p.model
           << ',' << p.gpu << ',' << p.gpus_per_replica << ',' << p.replicas_configured << ','
           << l.replicas << ',' << l.gpus << ',' << l.servers << ',' << l.racks << ','
           << l.it_power_w << ',' << (p.replica_hours > 0 ? p.busy_hours / p.replica_hours : 0.0)
-          << ',' << static_cast<double>(p.completed) / res.sample * per_day << ',' << out_tok << ','
-          << p.tpot.p50_s << ',' << p.tpot.p99_s << ',' << p.spec->usd_per_gpu_hour << ','
-          << gpu_hours << ','
-          << (out_tok > 0 ? gpu_hours * p.spec->usd_per_gpu_hour / out_tok * 1e6 : 0.0) << '\n';
+          << ',' << day.calls << ',' << day.output_tokens << ',' << p.tpot.p50_s << ','
+          << p.tpot.p99_s << ',' << p.spec->usd_per_gpu_hour << ',' << day.gpu_hours << ','
+          << day.list_usd_per_mtok_output << '\n';
     }
     file->commit();
   }
@@ -661,7 +474,7 @@ void write_fleet_tables_csv(const scenario::Scenario& sc, const fleet::FleetResu
            "slo_attainment,gpus_peak,servers,racks,it_power_w,facility_power_w,floor_m2\n";
     for (size_t r = 0; r < res.regions.size(); ++r) {
       const auto& g = res.regions[r];
-      const PoolLayout sum = region_layout(res, r);
+      const fleet::Layout sum = fleet::region_layout(spec, res, r);
       const double arrivals = static_cast<double>(g.arrivals),
                    served = static_cast<double>(g.served);
       out << g.name << ',' << pop->regions()[r].user_share << ',' << arrivals / res.sample * per_day
@@ -669,8 +482,8 @@ void write_fleet_tables_csv(const scenario::Scenario& sc, const fleet::FleetResu
           << (arrivals > 0 ? static_cast<double>(g.spilled_out) / arrivals : 0.0) << ','
           << g.ttft.p50_s << ',' << g.ttft.p99_s << ','
           << (served > 0 ? static_cast<double>(g.good) / served : 0.0) << ',' << sum.gpus << ','
-          << sum.servers << ',' << sum.racks << ',' << sum.it_power_w << ','
-          << sum.it_power_w * spec.pue << ',' << sum.racks * spec.floor_m2_per_rack << '\n';
+          << sum.servers << ',' << sum.racks << ',' << sum.it_power_w << ',' << sum.facility_power_w
+          << ',' << sum.floor_m2 << '\n';
     }
     file->commit();
   }

@@ -13,6 +13,7 @@
 #include "hw_models/units.h"
 #include "reports/format.h"
 #include "reports/plot.h"
+#include "reports/replications.h"
 #include "reports/run_report.h"
 #include "reports/summary.h"
 
@@ -114,14 +115,14 @@ std::string search_text(const PlanResult& r) {
   return o.str();
 }
 
-Table robustness_table(const PlanResult& r, const std::vector<PlanRobustness>& robust) {
+Table robustness_table(const PlanResult& r, const std::vector<app::PlanRobustness>& robust) {
   Table tb{{"configuration", "replicas", "SLO met (mean ± 95 % CI)", "min", "TTFT p99 (mean)",
             "verdict"},
            {},
            true};
   for (const auto& rb : robust) {
     const Candidate& c = r.candidates[rb.candidate];
-    const MetricSpread& m = rb.reps.metrics.at("slo_attainment");
+    const app::MetricSpread& m = rb.reps.metrics.at("slo_attainment");
     const std::string verdict = m.min >= r.spec.target ? "meets the target with every seed"
                                 : m.mean - m.ci95 >= r.spec.target
                                     ? "meets it on average, not with every seed"
@@ -133,8 +134,9 @@ Table robustness_table(const PlanResult& r, const std::vector<PlanRobustness>& r
   return tb;
 }
 
-std::string robustness_verdict(const PlanResult& r, const std::vector<PlanRobustness>& robust) {
-  const MetricSpread& m = robust.front().reps.metrics.at("slo_attainment");
+std::string robustness_verdict(const PlanResult& r,
+                               const std::vector<app::PlanRobustness>& robust) {
+  const app::MetricSpread& m = robust.front().reps.metrics.at("slo_attainment");
   if (m.min >= r.spec.target) return "The choice holds across the seeds.";
   return "The choice is sensitive to the random draws: give it one more replica (" +
          std::to_string(r.candidates[r.chosen].best->replicas + 1) +
@@ -142,25 +144,6 @@ std::string robustness_verdict(const PlanResult& r, const std::vector<PlanRobust
 }
 
 }  // namespace
-
-std::vector<PlanRobustness> plan_robustness(const plan::Planner& planner, const PlanResult& r,
-                                            int replications, int threads) {
-  std::vector<PlanRobustness> out;
-  if (replications < 2 || r.chosen < 0) return out;
-  for (std::size_t k = 0; k < std::min<std::size_t>(3, r.ranking.size()); ++k) {
-    const Candidate& c = r.candidates[static_cast<std::size_t>(r.ranking[k])];
-    PlanRobustness rb;
-    rb.candidate = c.index;
-    rb.reps = replicate(replications, planner.base().seed, threads, [&](uint64_t s) {
-      const plan::Outcome o = planner.evaluate(c, c.best->replicas, s);
-      return std::vector<std::pair<std::string, double>>{{"slo_attainment", o.attainment},
-                                                         {"ttft_p99_s", o.ttft_p99_s},
-                                                         {"tpot_p99_s", o.tpot_p99_s}};
-    });
-    out.push_back(std::move(rb));
-  }
-  return out;
-}
 
 std::string plan_answer(const PlanResult& r) {
   std::ostringstream o;
@@ -231,7 +214,7 @@ Table plan_lost_table(const PlanResult& r) {
   return tb;
 }
 
-std::string plan_report(const PlanResult& r, const std::vector<PlanRobustness>& robust,
+std::string plan_report(const PlanResult& r, const std::vector<app::PlanRobustness>& robust,
                         int runners_up) {
   std::ostringstream o;
   o << "PLAN  " << r.scenario_name << ": the cheapest deployment meeting " << slo_text(r) << "\n";
@@ -261,7 +244,7 @@ std::string plan_report(const PlanResult& r, const std::vector<PlanRobustness>& 
 }
 
 std::vector<std::string> write_plan_report(const PlanResult& r,
-                                           const std::vector<PlanRobustness>& robust,
+                                           const std::vector<app::PlanRobustness>& robust,
                                            const scenario::Scenario& base, const std::string& dir) {
   Document d("fleetsim plan: " + r.scenario_name);
   d.heading("The question");
@@ -353,7 +336,7 @@ std::vector<std::string> write_plan_report(const PlanResult& r,
   return files;
 }
 
-nlohmann::json plan_json(const PlanResult& r, const std::vector<PlanRobustness>& robust) {
+nlohmann::json plan_json(const PlanResult& r, const std::vector<app::PlanRobustness>& robust) {
   nlohmann::json j;
   j["scenario"] = r.scenario_name;
   j["file"] = r.scenario_file;

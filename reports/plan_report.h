@@ -1,6 +1,6 @@
 // What `fleetsim plan` prints and writes: the chosen deployment, the runners-up and why each
 // lost, why the rest were dropped, and (with --replications) how robust the choice is to
-// the spread of random draws.
+// the spread of random draws (sim/app/plan.h runs those).
 #pragma once
 
 #include <string>
@@ -9,17 +9,10 @@
 #include <nlohmann/json.hpp>
 
 #include "reports/document.h"
-#include "reports/replications.h"
+#include "sim/app/plan.h"
 #include "sim/plan/planner.h"
 
 namespace fleetsim::reports {
-
-/// Robustness of one simulated configuration at its chosen replica count: the SLO
-/// attainment over independent seeds.
-struct PlanRobustness {
-  int candidate = -1;
-  Replications reps;
-};
 
 /// Why candidate `c` lost to the chosen one (or was dropped), in a few words.
 std::string plan_why_lost(const plan::PlanResult& r, const plan::Candidate& c);
@@ -27,12 +20,6 @@ std::string plan_why_lost(const plan::PlanResult& r, const plan::Candidate& c);
 /// Configurations on the cost / TTFT p99 Pareto frontier (simulated and feasible; no other
 /// feasible configuration is both cheaper and faster), cheapest first.
 std::vector<int> plan_pareto(const plan::PlanResult& r);
-
-/// Re-simulates the chosen configuration and the next two at their replica counts with
-/// `replications` seeds (the scenario's and the next ones) on `threads` threads; empty when
-/// replications is 0 or nothing was chosen.
-std::vector<PlanRobustness> plan_robustness(const plan::Planner& planner, const plan::PlanResult& r,
-                                            int replications, int threads);
 
 /// The answer in one paragraph (or why there is none).
 std::string plan_answer(const plan::PlanResult& r);
@@ -42,12 +29,13 @@ Table plan_ranking_table(const plan::PlanResult& r, int runners_up);
 Table plan_lost_table(const plan::PlanResult& r);
 
 /// The terminal report.
-std::string plan_report(const plan::PlanResult& r, const std::vector<PlanRobustness>& robust,
+std::string plan_report(const plan::PlanResult& r, const std::vector<app::PlanRobustness>& robust,
                         int runners_up = 5);
 /// report.md, report.html, pareto.svg and pareto.csv in `dir`; returns the files written.
-std::vector<std::string> write_plan_report(const plan::PlanResult& r, const std::vector<PlanRobustness>& robust,
+std::vector<std::string> write_plan_report(const plan::PlanResult& r,
+                                           const std::vector<app::PlanRobustness>& robust,
                                            const scenario::Scenario& base, const std::string& dir);
-nlohmann::json plan_json(const plan::PlanResult& r, const std::vector<PlanRobustness>& robust);
+nlohmann::json plan_json(const plan::PlanResult& r, const std::vector<app::PlanRobustness>& robust);
 /// One row per configuration, units in the column names.
 void write_plan_csv(const plan::PlanResult& r, const std::string& path);
 

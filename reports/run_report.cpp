@@ -177,7 +177,7 @@ std::string over_time_csv(
 std::vector<std::string> write_fleet_run_report(const scenario::Scenario& sc,
                                                 const fleet::FleetResult& res,
                                                 const std::string& dir) {
-  const FleetAnswer a = fleet_answer(sc, res);
+  const fleet::FleetAnswer a = fleet::fleet_answer(sc, res);
   const FleetProse prose = fleet_prose(sc, res, a);
   const auto pop = sc.make_population(sc.seed);
   const double duration_s = ns_to_seconds(pop->duration_ns());
@@ -216,7 +216,7 @@ std::vector<std::string> write_fleet_run_report(const scenario::Scenario& sc,
   // scale = calls in the interval / sample / its length (the last may be shorter); GPUs at
   // full scale = simulated GPUs × the region's full/simulated GPU ratio.
   {
-    const std::vector<double> scale = region_gpu_scale(res);
+    const std::vector<double> scale = fleet::region_gpu_scale(res);
     const size_t n = res.regions.size(), cols = n > 1 ? 2 : 1, rows = (n + cols - 1) / cols;
     std::ostringstream s;
     s << "names = " << gnuplot_words(names) << "\narray gscale[" << n << "]\n";

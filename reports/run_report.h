@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "reports/document.h"
-#include "sim/fleet/fleet_sim.h"
+#include "sim/fleet/fleet_result.h"
 #include "sim/metrics/time_buckets.h"
+#include "sim/run_result.h"
 #include "sim/scenario/scenario.h"
-#include "sim/simulation.h"
 
 namespace fleetsim::reports {
 
@@ -25,19 +25,22 @@ std::string provenance_text(const scenario::Scenario& sc);
 /// over_time.csv: one row per group (region) and time bucket: region,region_index,start_s,
 /// end_s,first_tokens_simulated,ttft_p50_s,ttft_p90_s,ttft_p99_s,busy_fraction,
 /// decode_batch_mean (empty cells where a bucket has no sample).
-std::string over_time_csv(const std::vector<std::pair<std::string, const metrics::TimeBuckets*>>& groups);
+std::string over_time_csv(
+    const std::vector<std::pair<std::string, const metrics::TimeBuckets*>>& groups);
 
 /// Writes the report of a fleet run into `dir`: report.md, report.html, load_capacity.svg,
 /// latency_over_time.svg, utilization.svg, cost.svg (when the fleet has a cost; plots only
 /// where gnuplot drew them) and their data over_time.csv and cost.csv (load_capacity's data
 /// is regions.csv, written by write_fleet_series_csv). Returns the names of the files written.
-std::vector<std::string> write_fleet_run_report(const scenario::Scenario& sc, const fleet::FleetResult& res,
+std::vector<std::string> write_fleet_run_report(const scenario::Scenario& sc,
+                                                const fleet::FleetResult& res,
                                                 const std::string& dir);
 
 /// Writes the report of a single-pool run into `dir`: report.md, report.html,
 /// latency_over_time.svg, utilization.svg (where drawn) and over_time.csv. Returns the
 /// names of the files written.
 std::vector<std::string> write_single_run_report(const scenario::Scenario& sc, const RunResult& run,
-                                                 const metrics::TimeBuckets& over_time, const std::string& dir);
+                                                 const metrics::TimeBuckets& over_time,
+                                                 const std::string& dir);
 
 }  // namespace fleetsim::reports

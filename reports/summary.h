@@ -7,9 +7,9 @@
 
 #include "hw_models/files.h"
 #include "reports/document.h"
+#include "sim/run_result.h"
 #include "sim/scenario/scenario.h"
 #include "sim/serving/observer.h"
-#include "sim/simulation.h"
 
 namespace fleetsim::reports {
 

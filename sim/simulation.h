@@ -13,6 +13,7 @@
 #include "sim/core/engine.h"
 #include "sim/core/slot_pool.h"
 #include "sim/metrics/collector.h"
+#include "sim/run_result.h"
 #include "sim/scenario/scenario.h"
 #include "sim/serving/registry.h"
 #include "sim/serving/step_model.h"
@@ -22,27 +23,6 @@ namespace fleetsim {
 namespace net {
 class LiveTransfers;
 }
-
-struct Progress {
-  double sim_time_s = 0;
-  uint64_t arrived = 0, completed = 0;
-  double wall_s = 0;
-};
-
-struct RunOptions {
-  /// Extra observers (per-request CSV, invariant checks in tests).
-  std::vector<serving::ServingObserver*> observers;
-  /// Checks every replica's invariants after every event (slow; tests only).
-  bool check_invariants = false;
-  /// Called about once per wall-second once a run has taken more than 2 s.
-  std::function<void(const Progress&)> progress;
-};
-
-struct RunResult {
-  metrics::Summary summary;
-  uint64_t events = 0;
-  double wall_s = 0;
-};
 
 class Simulation final : public core::EventTarget,
                          private serving::ServingObserver,

@@ -37,12 +37,14 @@
 #include "reports/summary.h"
 #include "reports/sweep.h"
 #include "reports/trace.h"
+#include "sim/app/plan.h"
+#include "sim/app/replicate.h"
+#include "sim/app/run.h"
+#include "sim/app/sweep.h"
 #include "sim/dist/dist.h"
-#include "sim/metrics/time_buckets.h"
 #include "sim/plan/planner.h"
 #include "sim/scenario/scenario.h"
 #include "sim/serving/registry.h"
-#include "sim/simulation.h"
 #include "sim/validation/fit.h"
 #include "sim/validation/validation.h"
 
@@ -315,6 +317,7 @@ int cmd_run(const std::vector<std::string>& args) {
   auto p = parse("run", args, desc);
   if (!p) return 0;
   const scenario::Scenario sc = load_scenario(*p);
+  app::prepare_network(sc);  // before anything is printed or written
   if (p->vm.count("explain")) std::cout << reports::explain(sc) << "\n";
   const std::string out_dir = prepare_out_dir(p->vm, p->scenario, sc.name, "", {"summary.json"});
   set_activity("running " + p->scenario + " (output folder " + out_dir + ")");
@@ -358,72 +361,36 @@ int cmd_run(const std::vector<std::string>& args) {
     throw InputError(
         "--replications must be between 2 and 1000, got " + std::to_string(replications),
         "e.g. --replications 10");
-  // Seed s + i of the same scenario, without progress lines or extra observers.
-  auto with_seed = [&sc](uint64_t seed) {
-    scenario::Scenario s = sc;
-    s.seed = seed;
-    return s;
-  };
   const std::string json_path = (std::filesystem::path(out_dir) / "summary.json").string();
+  const app::RunRecord rec = app::run(sc, opts, threads);
   nlohmann::json j;
-  if (sc.fleet) {
-    const fleet::FleetResult res = fleet::run_fleet(sc, opts, threads);
+  std::vector<std::string> wrote;
+  if (rec.fleet) {
+    const fleet::FleetResult& res = *rec.fleet;
     std::cout << reports::fleet_report(sc, res);
     const std::string csv_path = (std::filesystem::path(out_dir) / "regions.csv").string();
     j = reports::fleet_json(sc, res);
     reports::write_fleet_series_csv(res, csv_path);
     reports::write_fleet_tables_csv(sc, res, out_dir);
-    if (replications) {
-      const auto rep = reports::replicate(replications, sc.seed, threads, [&](uint64_t seed) {
-        const scenario::Scenario s = with_seed(seed);
-        const fleet::FleetResult r = fleet::run_fleet(s, {}, 1);
-        const reports::FleetAnswer a = reports::fleet_answer(s, r);
-        return std::vector<std::pair<std::string, double>>{
-            {"calls_per_day", a.calls_per_day},         {"slo_attainment", a.slo_attainment},
-            {"ttft_p50_s", r.summary.ttft.p50_s},       {"ttft_p99_s", r.summary.ttft.p99_s},
-            {"tpot_p99_s", r.summary.tpot.p99_s},       {"e2e_p50_s", r.summary.e2e.p50_s},
-            {"gpu_hours_per_day", a.gpu_hours_per_day}, {"cost_usd_per_day", a.cost_usd_per_day},
-            {"cost_usd_per_mtok", a.usd_per_mtok}};
-      });
-      std::cout << reports::replications_table(rep);
-      j["replications"] = reports::replications_json(rep);
-    }
-    reports::write_json(j, json_path);
-    const std::vector<std::string> report = reports::write_fleet_run_report(sc, res, out_dir);
-    trace_done();
-    std::cout << "  wrote     " << json_path << ", " << csv_path << ", pools.csv, datacenters.csv, "
-              << join(report) << "\n";
-    return 0;
+    wrote = {json_path, csv_path, "pools.csv", "datacenters.csv"};
+  } else {
+    std::cout << reports::summary_table(sc, *rec.pool);
+    j = reports::summary_json(sc, *rec.pool);
+    wrote = {json_path};
   }
-  metrics::TimeBucketsObserver over_time(sc.replicas_all_pools());
-  opts.observers.push_back(&over_time);
-  Simulation sim(sc, opts);
-  const RunResult res = sim.run();
-  over_time.finish(seconds_to_ns(res.summary.sim_duration_s));
-  std::cout << reports::summary_table(sc, res);
-  j = reports::summary_json(sc, res);
   if (replications) {
-    const auto rep = reports::replicate(replications, sc.seed, threads, [&](uint64_t seed) {
-      const scenario::Scenario s = with_seed(seed);
-      const metrics::Summary m = run_in_own_process(s).summary;  // SimGrid: its own process
-      return std::vector<std::pair<std::string, double>>{{"ttft_p50_s", m.ttft.p50_s},
-                                                         {"ttft_p99_s", m.ttft.p99_s},
-                                                         {"tpot_p50_s", m.tpot.p50_s},
-                                                         {"tpot_p99_s", m.tpot.p99_s},
-                                                         {"e2e_p50_s", m.e2e.p50_s},
-                                                         {"e2e_p99_s", m.e2e.p99_s},
-                                                         {"output_tok_per_s", m.output_tok_per_s},
-                                                         {"goodput_req_per_s", m.goodput_req_per_s},
-                                                         {"slo_attainment", m.slo_attainment}};
-    });
+    // Seeds s … s + n − 1 of the same scenario, without progress lines or extra observers.
+    const app::Replications rep = app::replicate_scenario(sc, replications, threads);
     std::cout << reports::replications_table(rep);
     j["replications"] = reports::replications_json(rep);
   }
   reports::write_json(j, json_path);
   const std::vector<std::string> report =
-      reports::write_single_run_report(sc, res, over_time.buckets(), out_dir);
+      rec.fleet ? reports::write_fleet_run_report(sc, *rec.fleet, out_dir)
+                : reports::write_single_run_report(sc, *rec.pool, *rec.over_time, out_dir);
   trace_done();
-  std::cout << "  wrote       " << json_path << ", " << join(report) << "\n";
+  for (const auto& f : report) wrote.push_back(f);
+  std::cout << (rec.fleet ? "  wrote     " : "  wrote       ") << join(wrote) << "\n";
   return 0;
 }
 
@@ -489,8 +456,8 @@ int cmd_plan(const std::vector<std::string>& args) {
   res.threads = threads * dist::size();
   planner.finish(res, t0);
 
-  const std::vector<reports::PlanRobustness> robust =
-      reports::plan_robustness(planner, res, replications, threads);
+  const std::vector<app::PlanRobustness> robust =
+      app::plan_robustness(planner, res, replications, threads);
   std::cout << reports::plan_report(res, robust, p->vm["runners-up"].as<int>());
   const std::string json_path = (std::filesystem::path(out_dir) / "plan.json").string();
   const std::string csv_path = (std::filesystem::path(out_dir) / "plan.csv").string();
@@ -547,15 +514,15 @@ int cmd_sweep(const std::vector<std::string>& args) {
   if (!p) return 0;
   std::vector<std::string> sets;
   if (p->vm.count("set")) sets = p->vm["set"].as<std::vector<std::string>>();
-  reports::SweepSpec spec = reports::read_sweep_section(p->scenario, sets);
+  app::SweepSpec spec = app::read_sweep_section(p->scenario, sets);
   if (p->vm.count("vary"))
     for (const auto& v : p->vm["vary"].as<std::vector<std::string>>())
-      spec.vary.push_back(reports::parse_vary(v));
+      spec.vary.push_back(app::parse_vary(v));
   if (!p->vm["seeds"].defaulted()) spec.seeds = p->vm["seeds"].as<int>();
   if (spec.seeds < 1 || spec.seeds > 10000)
     throw InputError("--seeds must be between 1 and 10000, got " + std::to_string(spec.seeds),
                      "e.g. --seeds 10");
-  reports::check_sweep_spec(spec);
+  app::check_sweep_spec(spec);
   if (spec.vary.empty() && spec.seeds == 1)
     throw InputError("nothing to sweep",
                      "give --vary KEY=V1,V2 (e.g. --vary serving.replicas=1,2,4) and/or --seeds N, "
@@ -564,8 +531,8 @@ int cmd_sweep(const std::vector<std::string>& args) {
   const hw::Catalog catalog = load_catalog(p->vm);
   const auto calibration = load_calibration(p->vm, catalog);
   const std::optional<uint64_t> seed = seed_of(p->vm);
-  const scenario::Scenario base = reports::check_sweep_points(
-      p->scenario, sets, seed, spec, catalog, calibration, p->vm.count("quiet") > 0);
+  const scenario::Scenario base = app::check_sweep_points(p->scenario, sets, seed, spec, catalog,
+                                                          calibration, p->vm.count("quiet") > 0);
   const int threads = threads_of(p->vm);
   std::string out_dir;
   if (dist::rank() == 0) {
@@ -577,9 +544,9 @@ int cmd_sweep(const std::vector<std::string>& args) {
       spec.items(), threads, out_dir, dist::search_identity("sweep", p->scenario, args),
       p->vm.count("resume") > 0, p->vm.count("quiet") > 0,
       [&](std::size_t i) {
-        return reports::run_sweep_item(p->scenario, sets, base.seed, spec, i, catalog, calibration);
+        return app::run_sweep_item(p->scenario, sets, base.seed, spec, i, catalog, calibration);
       },
-      reports::check_sweep_result);
+      app::check_sweep_result);
   if (dist::rank() != 0) return 0;
   std::cout << "SWEEP  " << base.name << ": " << spec.points() << " points × " << spec.seeds
             << " seed" << (spec.seeds == 1 ? "" : "s")

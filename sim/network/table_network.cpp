@@ -13,7 +13,9 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
 
+#include "hw_models/error.h"
 #include "sim/network/simgrid_network.h"
 
 extern char** environ;
@@ -81,8 +83,9 @@ std::vector<hw::CommGroup> groups_for(int tp, int gpus_per_stage, int domain) {
   for (int n : {tp, gpus_per_stage}) {
     if (n <= 1) continue;
     const hw::CommGroup g{n, std::min(n, std::max(1, domain))};
-    if (std::none_of(out.begin(), out.end(),
-                     [&](const hw::CommGroup& o) { return o.size == g.size && o.per_domain == g.per_domain; }))
+    if (std::none_of(out.begin(), out.end(), [&](const hw::CommGroup& o) {
+          return o.size == g.size && o.per_domain == g.per_domain;
+        }))
       out.push_back(g);
   }
   return out;
@@ -94,7 +97,8 @@ std::vector<double> TableNetwork::size_grid() {
   return s;
 }
 
-std::string TableNetwork::header(const hw::Fabric& fabric, const std::vector<hw::CommGroup>& groups) {
+std::string TableNetwork::header(const hw::Fabric& fabric,
+                                 const std::vector<hw::CommGroup>& groups) {
   std::ostringstream o;
   o << kMagic << " fabric=" << std::hex << fabric.hash() << std::dec << " groups=";
   for (const auto& g : groups) o << g.size << "/" << g.per_domain << ";";
@@ -102,7 +106,8 @@ std::string TableNetwork::header(const hw::Fabric& fabric, const std::vector<hw:
   return o.str();
 }
 
-std::string TableNetwork::compute_csv(const hw::Fabric& fabric, const std::vector<hw::CommGroup>& groups) {
+std::string TableNetwork::compute_csv(const hw::Fabric& fabric,
+                                      const std::vector<hw::CommGroup>& groups) {
   SimGridFabric& f = SimGridFabric::acquire(fabric);
   std::ostringstream o;
   o << header(fabric, groups) << "\n";
@@ -143,16 +148,21 @@ void TableNetwork::parse(const std::string& text) {
   for (auto& [k, v] : rows_) std::sort(v.begin(), v.end());
 }
 
-std::shared_ptr<const TableNetwork> TableNetwork::load_or_build(const hw::Fabric& scenario_fabric,
-                                                               std::vector<hw::CommGroup> groups) {
+void TableNetwork::check(const hw::Fabric& scenario_fabric,
+                         const std::vector<hw::CommGroup>& groups) {
   for (const auto& g : groups)
     if (g.size % std::max(1, g.per_domain) != 0)
       throw std::runtime_error("network model simgrid: a group of " + std::to_string(g.size) +
                                " GPUs is not whole scale-up domains of " +
                                std::to_string(g.per_domain) +
                                " (use a tp that divides or is a multiple of the domain)");
+  table_fabric(scenario_fabric, groups).validate();
+}
+
+std::shared_ptr<const TableNetwork> TableNetwork::load_or_build(const hw::Fabric& scenario_fabric,
+                                                                std::vector<hw::CommGroup> groups) {
+  check(scenario_fabric, groups);
   const hw::Fabric fabric = table_fabric(scenario_fabric, groups);
-  fabric.validate();
   auto net = std::make_shared<TableNetwork>();
   net->fabric_ = fabric;
   const std::string head = header(fabric, groups);
@@ -182,8 +192,8 @@ std::shared_ptr<const TableNetwork> TableNetwork::load_or_build(const hw::Fabric
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec)
-    throw std::runtime_error("network model simgrid: cannot create the cache folder " + dir.string() +
-                             ": " + ec.message() + " (set FLEETSIM_CACHE_DIR)");
+    throw std::runtime_error("network model simgrid: cannot create the cache folder " +
+                             dir.string() + ": " + ec.message() + " (set FLEETSIM_CACHE_DIR)");
   const std::string pid = std::to_string(::getpid());
   const fs::path spec = dir / (std::string(name) + ".spec." + pid);
   const fs::path tmp = dir / (std::string(name) + ".tmp." + pid);
@@ -224,13 +234,41 @@ std::shared_ptr<const TableNetwork> TableNetwork::load_or_build(const hw::Fabric
   const std::string text = read_all(tmp);
   if (text.compare(0, head.size() + 1, head + "\n") != 0) {
     fs::remove(tmp, ec);
-    throw std::runtime_error("network model simgrid: " + helper + " wrote tables for another fabric");
+    throw std::runtime_error("network model simgrid: " + helper +
+                             " wrote tables for another fabric");
   }
   fs::rename(tmp, file, ec);  // atomic; a concurrent builder wrote the same content
   if (ec) fs::remove(tmp, ec);
   net->parse(text);
   net->built_now_ = true;
   return net;
+}
+
+DeferredTableNetwork::DeferredTableNetwork(hw::Fabric fabric, std::vector<hw::CommGroup> groups,
+                                           std::string file, int line, std::string field)
+    : fabric_(std::move(fabric)),
+      groups_(std::move(groups)),
+      file_(std::move(file)),
+      field_(std::move(field)),
+      line_(line) {}
+
+const TableNetwork& DeferredTableNetwork::tables() const {
+  if (const TableNetwork* t = ready_.load(std::memory_order_acquire)) return *t;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!tables_) {
+    try {
+      tables_ = TableNetwork::load_or_build(fabric_, groups_);
+    } catch (const std::exception& e) {
+      // As the scenario loader reported it when it built the tables itself.
+      throw InputError(e.what(), "use network: {model: analytic}").located(file_, line_, field_);
+    }
+    ready_.store(tables_.get(), std::memory_order_release);
+  }
+  return *tables_;
+}
+
+void build_tables(const hw::NetworkModel* network) {
+  if (const auto* d = dynamic_cast<const DeferredTableNetwork*>(network)) (void)d->tables();
 }
 
 double TableNetwork::lookup(const std::string& op, int size, int per_domain, double bytes) const {
@@ -256,13 +294,15 @@ double TableNetwork::alltoall_s(double bytes, const hw::CommGroup& g) const {
   return g.size <= 1 ? 0.0 : lookup("alltoall", g.size, std::min(g.per_domain, g.size), bytes);
 }
 double TableNetwork::reduce_scatter_s(double bytes, const hw::CommGroup& g) const {
-  return g.size <= 1 ? 0.0 : lookup("reduce_scatter", g.size, std::min(g.per_domain, g.size), bytes);
+  return g.size <= 1 ? 0.0
+                     : lookup("reduce_scatter", g.size, std::min(g.per_domain, g.size), bytes);
 }
 double TableNetwork::allgather_s(double bytes, const hw::CommGroup& g) const {
   return g.size <= 1 ? 0.0 : lookup("allgather", g.size, std::min(g.per_domain, g.size), bytes);
 }
 double TableNetwork::tree_allreduce_s(double bytes, const hw::CommGroup& g) const {
-  return g.size <= 1 ? 0.0 : lookup("tree_allreduce", g.size, std::min(g.per_domain, g.size), bytes);
+  return g.size <= 1 ? 0.0
+                     : lookup("tree_allreduce", g.size, std::min(g.per_domain, g.size), bytes);
 }
 double TableNetwork::p2p_s(double bytes, bool cross_domain) const {
   return lookup("p2p", 2, cross_domain ? 1 : 2, bytes);

@@ -105,12 +105,19 @@ void load_network(yaml::Map& root, Scenario& sc, const hw::LinkLevel& up, const 
     nw->fail("model", std::string("SimGrid cannot build this node's fabric: ") + e.what(),
              "use network: {model: analytic}");
   }
+  // The tables are built when a cost is first asked (net::DeferredTableNetwork): loading
+  // checks what it can and records the fabric and groups, and starts no process and writes
+  // no file.
+  const std::vector<hw::CommGroup> groups =
+      net::groups_for(sc.par.tp, sc.par.gpus_per_stage(), domain);
   try {
-    sc.dep.network = net::TableNetwork::load_or_build(
-        fab, net::groups_for(sc.par.tp, sc.par.gpus_per_stage(), domain));
+    net::TableNetwork::check(fab, groups);
   } catch (const std::exception& e) {
     nw->fail("model", e.what(), "use network: {model: analytic}");
   }
+  const InputError at = nw->locate("model", InputError(""));
+  sc.dep.network = std::make_shared<const net::DeferredTableNetwork>(fab, groups, at.file(),
+                                                                     at.line(), at.field());
 }
 
 }  // namespace
@@ -587,7 +594,7 @@ Scenario load_map(yaml::Map root, const std::string& file,
   const std::filesystem::path path(file);
   sc.base_dir = path.parent_path().string();
   // plan: and sweep: are read by `fleetsim plan` (sim/plan/planner.h) and `fleetsim sweep`
-  // (reports/sweep.h); a run simulates the scenario as written.
+  // (sim/app/sweep.h); a run simulates the scenario as written.
   (void)root.has("plan");
   (void)root.has("sweep");
   sc.name = root.str_or("name", path.stem().string());

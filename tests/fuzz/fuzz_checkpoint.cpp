@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "reports/sweep.h"
+#include "sim/app/sweep.h"
 #include "sim/dist/dist.h"
 #include "sim/plan/planner.h"
 #include "tests/fuzz/fuzz_common.h"
@@ -22,14 +22,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                                   plan::Candidate c;
                                   plan::Planner::decode_search(c, r);
                                 })
-                                     : dist::Checkpoint::ResultCheck(reports::check_sweep_result));
+                                     : dist::Checkpoint::ResultCheck(app::check_sweep_result));
     // What the commands do next with the results that passed.
     for (const auto& [i, r] : done) {
       if (plan) {
         plan::Candidate c;
         plan::Planner::decode_search(c, r);
       } else {
-        reports::check_sweep_result(r);
+        app::check_sweep_result(r);
       }
     }
   });

@@ -1,12 +1,12 @@
-// Tests for reports/replications: Student's t quantiles and the confidence interval of a
-// mean, against hand arithmetic.
-#include "reports/replications.h"
+// Tests for sim/app/replicate: Student's t quantiles and the confidence interval of a mean,
+// against hand arithmetic.
+#include "sim/app/replicate.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-namespace fleetsim::reports {
+namespace fleetsim::app {
 namespace {
 
 TEST(Replications, StudentTQuantiles) {
@@ -22,7 +22,8 @@ TEST(Replications, MeanAndConfidenceIntervalByHand) {
   // mean x = 2.5; sample s.d. = sqrt(((1.5² + 0.5²)·2) / 3) = sqrt(5/3) = 1.29099;
   // half-width = t(0.975, 3) · s / √4 = 3.182 · 1.29099 / 2 = 2.05397. y: ± 0.
   const Replications r = replicate(4, 1, 2, [](uint64_t seed) {
-    return std::vector<std::pair<std::string, double>>{{"x", static_cast<double>(seed)}, {"y", 7.0}};
+    return std::vector<std::pair<std::string, double>>{{"x", static_cast<double>(seed)},
+                                                       {"y", 7.0}};
   });
   ASSERT_EQ(r.seeds, (std::vector<uint64_t>{1, 2, 3, 4}));
   const MetricSpread& x = r.metrics.at("x");
@@ -33,9 +34,10 @@ TEST(Replications, MeanAndConfidenceIntervalByHand) {
   EXPECT_DOUBLE_EQ(x.max, 4);
   EXPECT_DOUBLE_EQ(r.metrics.at("y").ci95, 0.0);
   EXPECT_EQ(r.order, (std::vector<std::string>{"x", "y"}));
-  EXPECT_THROW(replicate(1, 1, 1, [](uint64_t) { return std::vector<std::pair<std::string, double>>{}; }),
-               std::invalid_argument);
+  EXPECT_THROW(
+      replicate(1, 1, 1, [](uint64_t) { return std::vector<std::pair<std::string, double>>{}; }),
+      std::invalid_argument);
 }
 
 }  // namespace
-}  // namespace fleetsim::reports
+}  // namespace fleetsim::app

@@ -1,17 +1,18 @@
-// Tests for reports/fleet_report: the cost and energy model against hand arithmetic on a
-// small fleet (owned and cloud bases), and the idle-cost curve.
-#include "reports/fleet_report.h"
+// Tests for sim/fleet/cost: the cost and energy model against hand arithmetic on a small
+// fleet (owned and cloud bases), and the idle-cost curve.
+#include "sim/fleet/cost.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "hw_models/error.h"
+#include "sim/fleet/fleet_sim.h"
 
-namespace fleetsim::reports {
+namespace fleetsim::fleet {
 namespace {
 
-scenario::Scenario load(const std::string& cost) {
+scenario::Scenario cost_scenario(const std::string& cost) {
   static const hw::Catalog catalog = hw::Catalog::load(hw::Catalog::default_dir());
   const std::string text = R"(
 name: t
@@ -35,13 +36,15 @@ fleet:
 )" + cost;
   auto src = std::make_shared<yaml::Source>();
   src->file = "cost.yaml";
-  return scenario::load_map(yaml::Map(YAML::Load(text), src, ""), "cost.yaml", {}, std::nullopt, catalog);
+  return scenario::load_map(yaml::Map(YAML::Load(text), src, ""), "cost.yaml", {}, std::nullopt,
+                            catalog);
 }
 
 TEST(FleetCost, OwnedHardwareMatchesHandArithmetic) {
-  const auto sc = load("cost: {basis: owned, depreciation_years: 4, network_usd_per_server: 10000, rack_usd: 20000, "
-                       "electricity_usd_per_kwh: 0.1, margin: 0.5}\n");
-  const fleet::FleetResult r = fleet::run_fleet(sc, {}, 1);
+  const auto sc = cost_scenario(
+      "cost: {basis: owned, depreciation_years: 4, network_usd_per_server: 10000, rack_usd: 20000, "
+      "electricity_usd_per_kwh: 0.1, margin: 0.5}\n");
+  const FleetResult r = run_fleet(sc, {}, 1);
   const FleetAnswer a = fleet_answer(sc, r);
   ASSERT_EQ(r.pools.size(), 1u);
   const auto& p = r.pools[0];
@@ -77,20 +80,51 @@ TEST(FleetCost, OwnedHardwareMatchesHandArithmetic) {
 }
 
 TEST(FleetCost, CloudPriceWithReservationDiscount) {
-  const auto sc = load("cost: {basis: cloud, reserved_discount: 0.4}\n");
-  const fleet::FleetResult r = fleet::run_fleet(sc, {}, 1);
+  const auto sc = cost_scenario("cost: {basis: cloud, reserved_discount: 0.4}\n");
+  const FleetResult r = run_fleet(sc, {}, 1);
   const FleetAnswer a = fleet_answer(sc, r);
   // GPU-hours a day × $3.24 (catalog h100-sxm on-demand) × (1 − 0.4); the 2 replicas are
   // held the whole 2 h run: 2 × 2 h × 12 = 48 GPU-hours a day.
   EXPECT_NEAR(a.gpu_hours_per_day, 48.0, 1e-6);
   EXPECT_NEAR(a.cost_usd_per_day, 48.0 * 3.24 * 0.6, 1e-6);
   // The cloud price holds whatever the load: 1 % of the tokens costs 100× per token.
-  EXPECT_NEAR(a.usd_per_mtok_at_load.front().second, 100 * a.usd_per_mtok, 1e-9 * a.usd_per_mtok * 100);
+  EXPECT_NEAR(a.usd_per_mtok_at_load.front().second, 100 * a.usd_per_mtok,
+              1e-9 * a.usd_per_mtok * 100);
+}
+
+TEST(FleetCost, PoolDayAndRegionLayoutByHand) {
+  const auto sc = cost_scenario("cost: {basis: cloud}\n");
+  const FleetResult r = run_fleet(sc, {}, 1);
+  ASSERT_EQ(r.pools.size(), 1u);
+  const PoolResult& p = r.pools[0];
+  // A 2 h run: a day is 12 runs; not sampled, so a simulated replica is a full-scale one.
+  const PoolDay d = pool_day(p, r.sample, 12.0);
+  EXPECT_DOUBLE_EQ(pool_scale(p), 1.0);
+  EXPECT_NEAR(d.gpu_hours, p.replica_hours * 12, 1e-9);
+  EXPECT_NEAR(d.output_tokens, static_cast<double>(p.output_tokens) * 12, 1e-6);
+  // At the catalog's $3.24 per GPU-hour: the day's GPU-hours over its output tokens, and
+  // the run's own GPU-hours over the tokens it served (the same ratio here).
+  const double per_out = p.replica_hours * 3.24 / static_cast<double>(p.output_tokens) * 1e6;
+  EXPECT_NEAR(d.list_usd_per_mtok_output, per_out, 1e-9 * per_out);
+  ASSERT_TRUE(d.run_usd_per_mtok_output && d.run_usd_per_mtok);
+  EXPECT_NEAR(*d.run_usd_per_mtok_output, per_out, 1e-9 * per_out);
+  EXPECT_NEAR(*d.run_usd_per_mtok,
+              p.replica_hours * 3.24 / static_cast<double>(p.input_tokens + p.output_tokens) * 1e6,
+              1e-9 * per_out);
+  // Rack: 4 HGX H100 servers of 9.6 kW.
+  EXPECT_DOUBLE_EQ(d.rack_power_w, 4 * 9600.0);
+  // The region: one server in one rack, 9.6 kW of IT load × PUE 1.25, 2.5 m² a rack.
+  const Layout l = region_layout(*sc.fleet, r, 0);
+  EXPECT_DOUBLE_EQ(l.servers, 1.0);
+  EXPECT_DOUBLE_EQ(l.racks, 1.0);
+  EXPECT_DOUBLE_EQ(l.it_power_w, 9600.0);
+  EXPECT_DOUBLE_EQ(l.facility_power_w, 12000.0);
+  EXPECT_DOUBLE_EQ(l.floor_m2, 2.5);
 }
 
 TEST(FleetCost, OwnedNeedsPricesAndElectricity) {
   try {
-    load("cost: {basis: owned, depreciation_years: 4}\n");
+    cost_scenario("cost: {basis: owned, depreciation_years: 4}\n");
     FAIL() << "no error";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("electricity_usd_per_kwh"), std::string::npos) << e.what();
@@ -98,4 +132,4 @@ TEST(FleetCost, OwnedNeedsPricesAndElectricity) {
 }
 
 }  // namespace
-}  // namespace fleetsim::reports
+}  // namespace fleetsim::fleet

@@ -1,0 +1,36 @@
+// What one simulation run is asked to do besides simulating (observers, progress) and what
+// it returns. Apart from sim/simulation.h so that code which only reads results (reports/)
+// does not see the simulator.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "sim/metrics/collector.h"
+#include "sim/serving/observer.h"
+
+namespace fleetsim {
+
+struct Progress {
+  double sim_time_s = 0;
+  uint64_t arrived = 0, completed = 0;
+  double wall_s = 0;
+};
+
+struct RunOptions {
+  /// Extra observers (per-request CSV, invariant checks in tests).
+  std::vector<serving::ServingObserver*> observers;
+  /// Checks every replica's invariants after every event (slow; tests only).
+  bool check_invariants = false;
+  /// Called about once per wall-second once a run has taken more than 2 s.
+  std::function<void(const Progress&)> progress;
+};
+
+struct RunResult {
+  metrics::Summary summary;
+  uint64_t events = 0;
+  double wall_s = 0;
+};
+
+}  // namespace fleetsim
