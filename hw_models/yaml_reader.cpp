@@ -294,20 +294,58 @@ Map load_file_with_overrides(const std::string& file, const std::vector<std::str
                        "--set " + dotted);
     }
     // Walk down, creating mappings as needed. YAML::Node is a handle: assigning through a
-    // copy modifies the tree.
+    // copy modifies the tree. A key `name[i]` is item i of the list `name` (as errors name
+    // it, e.g. fleet.regions[0].pools[1].replicas).
+    auto item = [&](YAML::Node list, const std::string& name, const std::string& k) {
+      const size_t open = k.find('[');
+      const std::string digits = k.substr(open + 1, k.size() - open - 2);
+      if (k.back() != ']' || digits.empty() ||
+          digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 9)
+        throw InputError("malformed list index in '" + k + "'",
+                         "write name[i] with i from 0, e.g. fleet.regions[0].pools[1].replicas=8",
+                         "--set " + dotted);
+      if (!list || !list.IsSequence())
+        throw InputError("'" + name + "' is " + (list ? node_kind(list) : std::string("absent")) +
+                             ", not a list",
+                         "index only a list", "--set " + dotted);
+      const size_t i = std::stoul(digits);
+      if (i >= list.size())
+        throw InputError("'" + name + "' has " + std::to_string(list.size()) + " items; there is no [" +
+                             digits + "]",
+                         "index from 0 to " + std::to_string(list.size() - 1), "--set " + dotted);
+      return i;
+    };
     YAML::Node cur = root;
     for (size_t i = 0; i + 1 < keys.size(); ++i) {
-      YAML::Node next = cur[keys[i]];
-      if (!next || next.IsNull()) {
-        cur[keys[i]] = YAML::Node(YAML::NodeType::Map);
-        next = cur[keys[i]];
-      } else if (!next.IsMap()) {
-        throw InputError("'" + keys[i] + "' is " + node_kind(next) + ", not a section",
+      const std::string& k = keys[i];
+      const size_t open = k.find('[');
+      YAML::Node next;
+      if (open != std::string::npos) {
+        const std::string name = k.substr(0, open);
+        YAML::Node list = cur[name];
+        next = list[item(list, name, k)];
+      } else {
+        next = cur[k];
+        if (!next || next.IsNull()) {
+          cur[k] = YAML::Node(YAML::NodeType::Map);
+          next = cur[k];
+        }
+      }
+      if (!next.IsMap()) {
+        throw InputError("'" + k + "' is " + node_kind(next) + ", not a section",
                          "override a field inside a section", "--set " + dotted);
       }
       cur.reset(next);
     }
-    cur[keys.back()] = parsed.IsNull() ? YAML::Node(value) : parsed;
+    const YAML::Node leaf = parsed.IsNull() ? YAML::Node(value) : parsed;
+    const std::string& last = keys.back();
+    if (const size_t open = last.find('['); open != std::string::npos) {
+      const std::string name = last.substr(0, open);
+      YAML::Node list = cur[name];
+      list[item(list, name, last)] = leaf;
+    } else {
+      cur[last] = leaf;
+    }
     source->overridden.insert(dotted);
   }
   return Map(root, source, "");

@@ -285,6 +285,92 @@ std::vector<Table> fleet_tables(const scenario::Scenario& sc, const fleet::Fleet
   return tables;
 }
 
+json fleet_techniques_json(const scenario::Scenario& sc, const fleet::FleetResult& res) {
+  const auto& s = res.summary;
+  const fleet::FleetSpec& f = *sc.fleet;
+  json j;
+  j["router_in_region"] = f.router.empty() ? "power-of-two-per-slot" : f.router;
+  j["prefix_caching"] = {{"enabled", sc.vllm.prefix_caching},
+                         {"block_tokens", sc.vllm.prefix_block_tokens},
+                         {"lookup_tokens", s.prefix_lookup_tokens},
+                         {"hit_tokens", s.prefix_hit_tokens},
+                         {"hit_rate", s.prefix_hit_rate}};
+  json spec = json::array(), roles = json::object();
+  for (const auto& p : res.pools) {
+    const scenario::Pool& pool = p.spec->pool;
+    if (pool.spec)
+      spec.push_back({{"pool", p.name},
+                      {"draft", pool.spec->draft.model->id},
+                      {"k", pool.vllm.spec_k},
+                      {"acceptance", pool.vllm.spec_acceptance}});
+    if (pool.vllm.role != serving::VllmConfig::Role::kBoth)
+      roles[p.name] = pool.vllm.role == serving::VllmConfig::Role::kPrefill ? "prefill" : "decode";
+  }
+  j["speculative_pools"] = spec;
+  j["cascade"] = {{"small_model", sc.cascade_small_model},
+                  {"escalation", f.cascade_model >= 0 ? f.escalation : 0.0},
+                  {"escalations", s.escalations}};
+  j["response_cache"] = {{"hit_rate", sc.response_cache ? sc.response_cache_hit_rate : 0.0},
+                         {"hits", s.response_cache_hits}};
+  j["disaggregated_pools"] = roles;
+  j["kv_transfers"] = s.kv_transfers;
+  j["kv_transfer_mean_s"] = s.kv_transfer_mean_s;
+  return j;
+}
+
+std::string fleet_techniques_notes(const scenario::Scenario& sc, const fleet::FleetResult& res) {
+  const auto& s = res.summary;
+  const fleet::FleetSpec& f = *sc.fleet;
+  std::vector<std::string> parts;
+  char b[256];
+  if (sc.vllm.prefix_caching) {
+    std::snprintf(b, sizeof b,
+                  "prefix caching: %.1f %% of prompt tokens found cached (%d-token blocks)",
+                  100 * s.prefix_hit_rate, sc.vllm.prefix_block_tokens);
+    parts.push_back(b);
+  }
+  int spec_pools = 0, prefill = 0, decode = 0;
+  std::string draft;
+  for (const auto& p : res.pools) {
+    const scenario::Pool& pool = p.spec->pool;
+    if (pool.spec) {
+      ++spec_pools;
+      draft = pool.spec->draft.model->id + ", k " + std::to_string(pool.vllm.spec_k);
+    }
+    prefill += pool.vllm.role == serving::VllmConfig::Role::kPrefill;
+    decode += pool.vllm.role == serving::VllmConfig::Role::kDecode;
+  }
+  if (spec_pools > 0)
+    parts.push_back("speculative decoding in " + std::to_string(spec_pools) + " pool" +
+                    (spec_pools > 1 ? "s" : "") + " (draft " + draft + ")");
+  if (f.cascade_model >= 0) {
+    std::snprintf(b, sizeof b, "cascade: %s answers first, %.1f %% of all calls escalated to %s",
+                  sc.cascade_small_model.c_str(),
+                  100.0 * static_cast<double>(s.escalations) /
+                      static_cast<double>(std::max<uint64_t>(1, s.requests_completed)),
+                  sc.model.id.c_str());
+    parts.push_back(b);
+  }
+  if (sc.response_cache) {
+    std::snprintf(b, sizeof b, "response cache: %.1f %% of calls answered without a model call",
+                  100.0 * static_cast<double>(s.response_cache_hits) /
+                      static_cast<double>(std::max<uint64_t>(1, s.requests_completed)));
+    parts.push_back(b);
+  }
+  if (prefill > 0) {
+    std::snprintf(b, sizeof b,
+                  "disaggregated: %d prefill and %d decode pools, KV transfer mean %s",
+                  prefill, decode, duration(s.kv_transfer_mean_s).c_str());
+    parts.push_back(b);
+  }
+  if (!f.router.empty()) parts.push_back("router inside regions: " + f.router);
+  std::string o = "techniques ";
+  if (parts.empty()) return o + "continuous batching and a KV cache per replica only\n";
+  for (size_t i = 0; i < parts.size(); ++i)
+    o += (i == 0 ? "" : ";\n           ") + parts[i];
+  return o + "\n";
+}
+
 std::string fleet_events_notes(const fleet::FleetResult& res) {
   uint64_t failures = 0, ups = 0, downs = 0;
   for (const auto& p : res.pools) {
@@ -332,7 +418,8 @@ std::string fleet_report(const scenario::Scenario& sc, const fleet::FleetResult&
                                          "(scenarios/validation/error_bands.json is missing).")));
   o << "\n" << indent(fleet_users_notes(sc, res, a));
   for (const auto& tb : fleet_tables(sc, res)) o << "\n" << table_text(tb);
-  o << "\n" << indent(fleet_events_notes(res));
+  o << "\n" << indent(fleet_techniques_notes(sc, res));
+  o << indent(fleet_events_notes(res));
   o << "  simulated " << duration(res.sim_end_s) << " in " << duration(res.wall_s) << " wall, "
     << human(static_cast<double>(res.events)) << " events, "
     << human(static_cast<double>(res.summary.requests_arrived)) << " calls, peak memory "
@@ -351,6 +438,7 @@ json fleet_json(const scenario::Scenario& sc, const fleet::FleetResult& res) {
   j["engine"] = sc.engine.id;
   j["validation_error"] = accuracy_json(sc, a.gpus);
   j["sample"] = res.sample;
+  j["techniques"] = fleet_techniques_json(sc, res);
   j["answer"] = {{"calls_per_day", a.calls_per_day},
                  {"calls_per_day_expected", a.calls_per_day_expected},
                  {"calls_per_s_mean", a.mean_calls_per_s},

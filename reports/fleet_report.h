@@ -34,6 +34,12 @@ std::string fleet_users_notes(const scenario::Scenario& sc, const fleet::FleetRe
 /// pools, pools: service, latency, classes (with request classes).
 std::vector<Table> fleet_tables(const scenario::Scenario& sc, const fleet::FleetResult& res);
 
+/// The serving techniques the fleet runs and what they did: prefix caching (hit rate),
+/// speculative pools, cascade escalations, response-cache hits, prefill/decode pools, the
+/// router inside regions; summary.json's "techniques".
+std::string fleet_techniques_notes(const scenario::Scenario& sc, const fleet::FleetResult& res);
+nlohmann::json fleet_techniques_json(const scenario::Scenario& sc, const fleet::FleetResult& res);
+
 /// The events lines: failures, retries, autoscaling (no wall-clock figures).
 std::string fleet_events_notes(const fleet::FleetResult& res);
 

@@ -209,7 +209,7 @@ std::vector<std::string> write_fleet_run_report(const scenario::Scenario& sc,
   d.preformatted(fleet_users_notes(sc, res, a));
   d.heading("Tables");
   for (auto& t : fleet_tables(sc, res)) d.table(std::move(t));
-  d.preformatted(fleet_events_notes(res));
+  d.preformatted(fleet_techniques_notes(sc, res) + fleet_events_notes(res));
 
   d.heading("Over the run");
   // Load against capacity, per region, from regions.csv (sampled counts): calls/s at full
