@@ -122,6 +122,32 @@ void load_network(yaml::Map& root, Scenario& sc, const hw::LinkLevel& up, const 
 
 }  // namespace
 
+namespace {
+
+// Offloaded weights live in the host memory of the replica's servers, each server holding
+// its GPUs' shares. 10 % of host memory is left to the OS and the serving engine
+// (ASSUMPTION: a round figure; the engine's own pinned buffers are not modelled). `where`
+// is the map the error names: the offload section that put the weights there.
+void check_host_memory(const hw::MemoryFit& m, const hw::Parallelism& par,
+                       const std::optional<hw::NodeSpec>& node, const yaml::Map& where,
+                       const hw::Offload& off, const std::string& what) {
+  if (m.host_weight_bytes <= 0 || !node || node->host_memory_bytes <= 0) return;
+  const int per_server = std::min(par.gpus(), std::max(1, node->gpus_per_node));
+  const double need = m.host_weight_bytes * per_server;
+  const double usable = 0.9 * node->host_memory_bytes;
+  if (need <= usable) return;
+  where.fail(off.experts_on_host > 0 ? "experts_on_host" : "layers_on_host",
+             "the offloaded weights need " + units::format(need, units::Dim::kBytes) +
+                 " of host memory per server" + what + ", more than the " +
+                 units::format(usable, units::Dim::kBytes) + " usable of " + node->id + "'s " +
+                 units::format(node->host_memory_bytes, units::Dim::kBytes) +
+                 " (90 %: the rest is the OS's and the engine's)",
+             "offload fewer layers or experts, quantize the weights, or pick a node with more "
+             "host memory (hardware.node)");
+}
+
+}  // namespace
+
 void load_deployment(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
                      std::shared_ptr<const hw::CalibrationSet> calibration) {
   yaml::Map hw = root.map("hardware");
@@ -347,6 +373,12 @@ Pool load_pool(const yaml::Map& root, yaml::Map& section, const std::string& ove
     throw section.locate(override_key,
                          InputError(e.message() + " [memory fit, " + what + "]", e.hint()));
   }
+  if (section.has("offload"))
+    check_host_memory(pool.memory, pool.par, pool.node, section.map("offload"), pool.dep.offload,
+                      std::string(" [") + what + "]");
+  else if (yaml::Map r = root; r.has("offload"))
+    check_host_memory(pool.memory, pool.par, pool.node, r.map("offload"), pool.dep.offload,
+                      std::string(" [") + what + "]");
   pool.vllm = sc.vllm;
   if (draft) {
     pool.vllm.spec_k = draft->k;
@@ -729,6 +761,8 @@ Scenario load_map(yaml::Map root, const std::string& file,
       // The fit is a property of model × hardware: point at the hardware section.
       throw root.locate("hardware", InputError(e.message() + " [memory fit]", e.hint()));
     }
+    if (auto of = root.map_opt("offload"))
+      check_host_memory(sc.memory, sc.par, sc.node, *of, sc.offload, "");
     sc.vllm.kv_blocks = sc.memory.kv_blocks;
     // The techniques below live in the vllm policy; the others would silently ignore them.
     if (!sc.vllm_family())

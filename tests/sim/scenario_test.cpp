@@ -1,0 +1,77 @@
+// The scenario loader's checks of a deployment against its server: host memory for
+// offloaded weights, in a single pool and in a fleet pool.
+#include "sim/scenario/scenario.h"
+
+#include <gtest/gtest.h>
+
+#include "hw_models/error.h"
+
+namespace fleetsim::scenario {
+namespace scenario_test {  // named: the tests build as one unit with other files
+
+const hw::Catalog& catalog() {
+  static const hw::Catalog c = hw::Catalog::load(hw::Catalog::default_dir());
+  return c;
+}
+
+std::string error_of(const std::string& text) {
+  auto src = std::make_shared<yaml::Source>();
+  src->file = "s.yaml";
+  try {
+    load_map(yaml::Map(YAML::Load(text), src, ""), "s.yaml", {}, std::nullopt, catalog());
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+// Llama-3.1-70B in BF16 on one RTX 4090 in a desktop with 64 GB of host memory.
+std::string single(int layers_on_host) {
+  return R"(
+model: llama-3.1-70b
+hardware: {gpu: rtx-4090, node: desktop-rtx4090, tp: 1}
+offload: {layers_on_host: )" +
+         std::to_string(layers_on_host) + R"(}
+serving: {replicas: 1}
+workload: {arrival: {rate: 1/s}, requests: 10, prompt_tokens: 100, output_tokens: 10}
+)";
+}
+
+TEST(HostMemory, OffloadedWeightsMustFitTheServersHostMemory) {
+  // 75 of 80 layers on the host: 75/80 of the ~141 GB of BF16 weights = 132 GB, more
+  // than 90 % of 64 GB = 57.6 GB. The error names the offload field and its line.
+  const std::string e = error_of(single(75));
+  EXPECT_NE(e.find("s.yaml:4: 'offload.layers_on_host'"), std::string::npos) << e;
+  EXPECT_NE(e.find("132 GB of host memory per server"), std::string::npos) << e;
+  EXPECT_NE(e.find("57.6 GB usable of desktop-rtx4090's 64.0 GB"), std::string::npos) << e;
+  // 30 layers: 30/80 · 141 GB ≈ 53 GB of host weights fits 57.6 GB; the remaining 50
+  // layers (~88 GB) do not fit the 24 GB GPU, which the memory fit reports instead: the
+  // host check passes.
+  EXPECT_EQ(error_of(single(30)).find("host memory per server"), std::string::npos);
+}
+
+TEST(HostMemory, AFleetPoolsOffloadIsCheckedWithItsServer) {
+  const std::string text = R"(
+model: llama-3.1-70b
+hardware: {gpu: h100-sxm, node: hgx-h100, tp: 2}
+serving: {engine: ideal}
+users: {weekly_active: 1e4, daily_active_fraction: 0.4, sessions_per_day: 1, turns_per_session: 1,
+        think_time: 1s, prompt_tokens: 100, output_tokens: 10, duration: 1h}
+fleet:
+  regions:
+    - name: home
+      utc_offset: 0h
+      users: 1
+      pools:
+        - name: desk
+          replicas: 1
+          hardware: {gpu: rtx-4090, node: desktop-rtx4090, tp: 1}
+          offload: {layers_on_host: 75}
+)";
+  const std::string e = error_of(text);
+  EXPECT_NE(e.find("'fleet.regions[0].pools[0].offload.layers_on_host'"), std::string::npos) << e;
+  EXPECT_NE(e.find("[home/desk]"), std::string::npos) << e;
+}
+
+}  // namespace scenario_test
+}  // namespace fleetsim::scenario
