@@ -1,6 +1,9 @@
 #include "reports/plan_report.h"
 
 #include <algorithm>
+#include <cctype>
+
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -87,6 +90,47 @@ std::string plan_why_lost(const PlanResult& r, const Candidate& c) {
 
 namespace {
 
+// $ per million output tokens at the peak-hour rate the plan was sized for: the hour's
+// cost over the hour's output tokens (0 when nothing came out).
+double usd_per_mtok_output(const Candidate& c) {
+  const double tok_per_h = c.best ? 3600.0 * c.best->output_tok_per_s : 0.0;
+  return tok_per_h > 0 ? c.usd_per_hour / tok_per_h * 1e6 : 0.0;
+}
+
+std::string dollars(double v) {
+  std::string s = human(v);
+  s.insert(s.begin(), '$');
+  return s;
+}
+
+// The kind of a reason: its text up to the first number that follows a space ("does not
+// fit on 1 x ..." → "does not fit on"), so reasons that differ only in figures group.
+std::string reason_kind(const std::string& reason) {
+  for (size_t i = 1; i < reason.size(); ++i)
+    if (reason[i - 1] == ' ' && std::isdigit(static_cast<unsigned char>(reason[i])))
+      return reason.substr(0, i - 1);
+  return reason;
+}
+
+// "96 no price for mi300x-oam (...); 12 llama-3.1-70b does not fit on": invalid
+// configurations by the kind of their reason, most frequent first.
+std::string invalid_kinds(const PlanResult& r) {
+  std::map<std::string, int> kinds;
+  for (const auto& c : r.candidates)
+    if (c.status == Status::kInvalid) ++kinds[reason_kind(c.reason)];
+  std::vector<std::pair<int, std::string>> sorted;
+  for (const auto& [k, n] : kinds) sorted.push_back({-n, k});
+  std::sort(sorted.begin(), sorted.end());
+  std::string o;
+  for (const auto& [n, k] : sorted) {
+    if (!o.empty()) o += "; ";
+    o += std::to_string(-n);
+    o += ' ';
+    o += k;
+  }
+  return o;
+}
+
 std::map<Status, int> counts_of(const PlanResult& r) {
   std::map<Status, int> count;
   for (const auto& c : r.candidates) ++count[c.status];
@@ -100,8 +144,9 @@ std::string search_text(const PlanResult& r) {
   o << "Workload: " << human(r.workload.rate_per_s) << " requests/s at the peak hour, mean prompt "
     << human(r.workload.mean_prompt) << " tokens, mean output " << human(r.workload.mean_output)
     << " tokens (from " << r.workload.sampled << " sampled requests). Searched "
-    << r.candidates.size() << " configurations: " << count[Status::kInvalid]
-    << " invalid (memory fit or layout), " << count[Status::kInfeasible]
+    << r.candidates.size() << " configurations: " << count[Status::kInvalid] << " invalid"
+    << (count[Status::kInvalid] ? " (" + invalid_kinds(r) + ")" : std::string()) << ", "
+    << count[Status::kInfeasible]
     << " cannot meet the SLO by the analytic model, " << count[Status::kPruned]
     << " pruned by their analytic cost, " << count[Status::kFeasible] + count[Status::kSloMissed]
     << " simulated (" << r.simulations << " runs) in " << duration(r.wall_s) << " on " << r.threads
@@ -163,7 +208,9 @@ std::string plan_answer(const PlanResult& r) {
     << " at " << per(c.usd_per_gpu_hour, "GPU-hour") << "). SLO met by "
     << pct_d(c.best->attainment, 2) << " of requests; TTFT p99 " << duration(c.best->ttft_p99_s)
     << ", TPOT p99 " << duration(c.best->tpot_p99_s) << ", replicas busy " << pct_d(c.best->busy, 0)
-    << ", " << human(c.best->output_tok_per_s) << " output tokens/s. The analytic estimate was "
+    << ", " << human(c.best->output_tok_per_s) << " output tokens/s ($"
+    << human(usd_per_mtok_output(c)) << " per million output tokens at the peak hour). The "
+    << "analytic estimate was "
     << c.analytic_replicas << " replicas (decode batch " << c.decode_batch << ", "
     << units::format(c.capacity_per_s, Dim::kRate) << " per replica); replica counts simulated:";
   for (const auto& tr : c.tried)
@@ -182,15 +229,16 @@ std::string plan_answer(const PlanResult& r) {
 }
 
 Table plan_ranking_table(const PlanResult& r, int runners_up) {
-  Table tb{{"configuration (cheapest first)", "replicas", "GPUs", "$/h", "SLO met", "TTFT p99",
-            "TPOT p99", "why it lost"},
+  Table tb{{"configuration (cheapest first)", "replicas", "GPUs", "$/h", "$/M out tok", "SLO met",
+            "TTFT p99", "TPOT p99", "why it lost"},
            {},
            true};
   const int shown = std::min<int>(static_cast<int>(r.ranking.size()), runners_up + 1);
   for (int k = 0; k < shown; ++k) {
     const Candidate& x = r.candidates[r.ranking[k]];
     tb.rows.push_back({x.label, replicas_text(x), std::to_string(x.total_gpus),
-                       per(x.usd_per_hour, "h"), pct_d(x.best->attainment, 2),
+                       per(x.usd_per_hour, "h"), dollars(usd_per_mtok_output(x)),
+                       pct_d(x.best->attainment, 2),
                        duration(x.best->ttft_p99_s), duration(x.best->tpot_p99_s),
                        k == 0 ? "(chosen)" : plan_why_lost(r, x)});
   }
@@ -362,6 +410,7 @@ nlohmann::json plan_json(const PlanResult& r, const std::vector<app::PlanRobustn
       x["spare_replicas"] = c.spare_replicas;
       x["gpus"] = c.total_gpus;
       x["usd_per_hour"] = c.usd_per_hour;
+      x["usd_per_mtok_output"] = usd_per_mtok_output(c);
       x["slo_attainment"] = c.best->attainment;
       x["ttft_p99_s"] = c.best->ttft_p99_s;
       x["tpot_p99_s"] = c.best->tpot_p99_s;
