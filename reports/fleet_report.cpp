@@ -20,6 +20,16 @@ using units::Dim;
 namespace {
 
 // Every line of `text` indented by two spaces.
+// "37 of 256": a pool's mean decode batch (decode tokens per iteration) of its slots.
+std::string batch_text(const fleet::PoolResult& p) {
+  if (p.iterations == 0) return "-";
+  const double mean = static_cast<double>(p.decode_tokens) / static_cast<double>(p.iterations);
+  std::string s = human(mean);
+  s += " of ";
+  s += std::to_string(p.spec->pool.vllm.max_num_seqs);
+  return s;
+}
+
 std::string indent(const std::string& text) {
   std::string o;
   size_t start = 0;
@@ -241,8 +251,10 @@ std::vector<Table> fleet_tables(const scenario::Scenario& sc, const fleet::Fleet
     }
     tables.push_back(std::move(run));
   }
-  Table pools{{"pools (full scale)", "GPUs/rep", "replicas", "peak held", "GPUs peak", "busy",
-               "racks", "kW/rack", "$/GPU-h"},
+  // "running": time with any batch running (a load of 2 sequences counts); "batch": the
+  // mean decode batch against max_num_seqs, which is how full the replicas are.
+  Table pools{{"pools (full scale)", "GPUs/rep", "replicas", "peak held", "GPUs peak", "running",
+               "batch", "racks", "kW/rack", "$/GPU-h"},
               {}};
   for (const auto& p : res.pools) {
     const fleet::FleetPool& fp = *p.spec;
@@ -253,7 +265,7 @@ std::vector<Table> fleet_tables(const scenario::Scenario& sc, const fleet::Fleet
     pools.rows.push_back({p.name, std::to_string(p.gpus_per_replica),
                           std::to_string(p.replicas_configured), human(l.replicas), human(l.gpus),
                           p.replica_hours > 0 ? pct(p.busy_hours / p.replica_hours) : "-",
-                          human(l.racks), kw,
+                          batch_text(p), human(l.racks), kw,
                           fp.usd_per_gpu_hour > 0 ? usd(fp.usd_per_gpu_hour) : "n/a"});
   }
   tables.push_back(std::move(pools));
@@ -492,6 +504,10 @@ json fleet_json(const scenario::Scenario& sc, const fleet::FleetResult& res) {
                      {"replicas_peak_simulated", p.replicas_peak},
                      {"replica_hours_simulated", p.replica_hours},
                      {"busy_hours_simulated", p.busy_hours},
+                     {"mean_decode_batch",
+                      p.iterations > 0 ? static_cast<double>(p.decode_tokens) /
+                                             static_cast<double>(p.iterations)
+                                       : 0.0},
                      {"calls_completed", p.completed},
                      {"input_tokens", p.input_tokens},
                      {"output_tokens", p.output_tokens},

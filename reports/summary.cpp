@@ -179,6 +179,7 @@ json summary_json(const scenario::Scenario& sc, const RunResult& run) {
     j["alltoall_delay_max_s"] = s.alltoall_delay_max_s;
   }
   j["replica_busy_fraction"] = s.replica_busy_fraction;
+  j["mean_decode_batch"] = s.mean_decode_batch;
   j["kv_occupancy_mean"] = s.kv_occupancy_mean;
   j["kv_occupancy_peak"] = s.kv_occupancy_peak;
   j["iterations"] = s.iterations;
@@ -267,7 +268,14 @@ std::string summary_notes(const scenario::Scenario& sc, const RunResult& run) {
     o << "goodput     " << units::format_count(s.goodput_req_per_s) << " req/s meeting the SLO ("
       << pct(s.slo_attainment) << " of completed)\n";
   }
-  o << "replicas    busy " << pct(s.replica_busy_fraction) << ", KV cache mean "
+  // "Busy" alone reads as saturated: a replica running a batch of 2 is busy. The mean
+  // decode batch against max_num_seqs says how full the batches are.
+  o << "replicas    running a batch " << pct(s.replica_busy_fraction)
+    << " of the time; mean decode batch " << units::format_count(s.mean_decode_batch) << " of "
+    << sc.vllm.max_num_seqs << " slots ("
+    << pct(s.mean_decode_batch / static_cast<double>(std::max<int64_t>(1, sc.vllm.max_num_seqs)))
+    << ")\n";
+  o << "            KV cache mean "
     << pct(s.kv_occupancy_mean) << " / peak " << pct(s.kv_occupancy_peak) << " of "
     << sc.vllm.kv_blocks << " blocks × " << sc.vllm.block_tokens << " tokens\n";
   o << "simulated   " << units::format(s.sim_duration_s, Dim::kTime) << ", "

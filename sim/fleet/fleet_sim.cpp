@@ -581,6 +581,8 @@ void FleetSimulation::on_segment(const serving::SegmentRecord& seg) {
   PoolState& p = pools_[static_cast<size_t>(info_[static_cast<size_t>(seg.replica)].pool)];
   const SimTime start = std::min(seg.start_ns, end_ns_), end = std::min(seg.end_ns, end_ns_);
   p.result.busy_hours += ns_to_seconds(end - start) / 3600.0;
+  p.result.iterations += static_cast<uint64_t>(seg.iterations);
+  p.result.decode_tokens += static_cast<uint64_t>(seg.decode_tokens);
   regions_[static_cast<size_t>(p.region)].over_time.add_segment(start, end, seg.iterations, seg.decode_tokens);
 }
 

@@ -45,6 +45,7 @@ void Collector::merge(const Collector& o) {
   input_tokens_ += o.input_tokens_;
   output_tokens_ += o.output_tokens_;
   iterations_ += o.iterations_;
+  decode_tokens_ += o.decode_tokens_;
   prefix_lookup_ += o.prefix_lookup_;
   prefix_hit_ += o.prefix_hit_;
   prefix_host_ += o.prefix_host_;
@@ -155,6 +156,7 @@ void Collector::on_segment(const serving::SegmentRecord& seg) {
   const double dur = ns_to_seconds(seg.end_ns - seg.start_ns);
   busy_s_ += dur;
   iterations_ += static_cast<uint64_t>(seg.iterations);
+  decode_tokens_ += static_cast<uint64_t>(seg.decode_tokens);
   if (seg.kv_blocks_total > 0) {
     // KV use grows monotonically inside a segment: the trapezoid is the time average to
     // within one block per sequence.
@@ -215,6 +217,8 @@ Summary Collector::summarize(SimTime sim_end_ns) const {
   s.e2e = stats_of(e2e_);
   s.queue = stats_of(queue_);
   s.iterations = iterations_;
+  s.mean_decode_batch =
+      iterations_ > 0 ? static_cast<double>(decode_tokens_) / static_cast<double>(iterations_) : 0;
   s.sim_duration_s = ns_to_seconds(sim_end_ns);
   if (s.sim_duration_s > 0) {
     s.input_tok_per_s = static_cast<double>(input_tokens_) / s.sim_duration_s;

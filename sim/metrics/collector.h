@@ -44,6 +44,10 @@ struct Summary {
   double kv_occupancy_mean = 0;  ///< time-weighted mean over busy time of KV blocks used / total
   double kv_occupancy_peak = 0;
   uint64_t iterations = 0;
+  /// Decode tokens per iteration, over all iterations: the mean decode batch (sequences,
+  /// or more tokens than sequences with speculative decoding). A load measure, unlike
+  /// replica_busy_fraction (any batch running, however small).
+  double mean_decode_batch = 0;
   /// Prefix caching: prompt tokens looked up at admission and found cached (not computed).
   uint64_t prefix_lookup_tokens = 0, prefix_hit_tokens = 0;
   double prefix_hit_rate = 0;       ///< hit / lookup tokens (0 without prefix caching)
@@ -120,7 +124,7 @@ class Collector final : public serving::ServingObserver {
   };
   std::vector<PerClass> classes_;
   uint64_t arrived_ = 0, completed_ = 0, rejected_[4] = {0, 0, 0, 0}, preemptions_ = 0, good_ = 0;
-  uint64_t input_tokens_ = 0, output_tokens_ = 0, iterations_ = 0;
+  uint64_t input_tokens_ = 0, output_tokens_ = 0, iterations_ = 0, decode_tokens_ = 0;
   uint64_t prefix_lookup_ = 0, prefix_hit_ = 0, prefix_host_ = 0;
   uint64_t kv_transfers_ = 0, cache_hits_ = 0, escalations_ = 0;
   double kv_transfer_bytes_ = 0, kv_transfer_s_ = 0;

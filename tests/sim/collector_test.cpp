@@ -35,6 +35,29 @@ TEST(Collector, WarmupRequestsCountForThroughputOnly) {
   EXPECT_NEAR(s.tpot.mean_s, 0.010, 1e-12);
 }
 
+TEST(Collector, MeanDecodeBatchIsDecodeTokensPerIterationNotBusyTime) {
+  Collector c(1, std::nullopt, std::nullopt);
+  // One replica runs two segments over 1 s of a 2 s run: 10 iterations emitting 20 decode
+  // tokens (2 sequences), then 30 iterations emitting 600 (20 sequences).
+  serving::SegmentRecord a;
+  a.replica = 0;
+  a.start_ns = 0;
+  a.end_ns = 500 * kMs;
+  a.iterations = 10;
+  a.decode_tokens = 20;
+  serving::SegmentRecord b = a;
+  b.start_ns = 500 * kMs;
+  b.end_ns = 1000 * kMs;
+  b.iterations = 30;
+  b.decode_tokens = 600;
+  c.on_segment(a);
+  c.on_segment(b);
+  const Summary s = c.summarize(2000 * kMs);
+  EXPECT_NEAR(s.replica_busy_fraction, 0.5, 1e-12);  // 1 s of 2 s, however small the batch
+  EXPECT_NEAR(s.mean_decode_batch, 620.0 / 40.0, 1e-12);  // (20 + 600) / (10 + 30) = 15.5
+  EXPECT_EQ(s.iterations, 40u);
+}
+
 TEST(Collector, NoWarmupByDefault) {
   Collector c(1, std::nullopt, std::nullopt);
   const auto a = spec(0, 0, 2);
