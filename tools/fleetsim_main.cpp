@@ -819,35 +819,117 @@ int cmd_calibrate_fit(const std::vector<std::string>& args) {
   return 0;
 }
 
+// `calibrate list`: the installed tables, one line each.
+int cmd_calibrate_list(const std::string& dir, const hw::Catalog& catalog) {
+  const hw::CalibrationSet set = hw::CalibrationSet::load_dir(dir, catalog);
+  std::cout << "calibration tables in " << dir << "\n";
+  for (const auto& t : set.tables()) {
+    std::map<std::string, int> kinds;  // "gemm bf16" -> rows
+    for (const auto& r : t.rows) ++kinds[std::string(hw::calib_op_name(r.op)) + " " + r.dtype];
+    std::string what;
+    for (const auto& [k, n] : kinds) what += (what.empty() ? "" : ", ") + k + " " + std::to_string(n);
+    std::cout << "  " << std::filesystem::path(t.file).filename().string() << "  " << t.gpu << "  "
+              << t.rows.size() << " rows (" << what << ")  " << t.date << "  " << t.source << "\n";
+  }
+  return 0;
+}
+
+// `calibrate remove NAME`: deletes one installed table (a file name in the folder, nothing
+// else), after checking it is one.
+int cmd_calibrate_remove(const std::string& name, const std::string& dir,
+                         const hw::Catalog& catalog) {
+  namespace fs = std::filesystem;
+  if (name.empty() || name.find('/') != std::string::npos || fs::path(name).extension() != ".csv")
+    throw InputError("'" + name + "' is not the file name of an installed table",
+                     "give a name that `fleetsim calibrate list` shows, e.g. h100-sxm-fa3.csv");
+  const fs::path p = fs::path(dir) / name;
+  if (!fs::is_regular_file(p))
+    throw InputError("no calibration table named " + name + " is installed",
+                     "see `fleetsim calibrate list`", dir);
+  const hw::CalibrationTable t = hw::load_calibration(p.string(), catalog);  // it is a table
+  fs::remove(p);
+  std::cout << "removed " << p.string() << " (" << t.rows.size() << " rows for " << t.gpu
+            << ")\n";
+  return 0;
+}
+
+// What importing `t` changes: for each (operator, dtype, regime) where installed tables
+// already have rows for its GPU, the installed fraction of the roofline at the new rows'
+// shapes against the new rows' own. The model interpolates over all rows of a kind, so
+// overlapping tables combine; this makes the combination visible.
+std::string calibration_diff(const hw::CalibrationTable& t, const hw::CalibrationSet& installed) {
+  std::map<std::string, std::vector<double>> ratio;  // kind -> new / installed fraction
+  std::map<std::string, size_t> installed_rows;
+  for (const auto& r : t.rows) {
+    const auto* rows = installed.rows(t.gpu, r.op, r.dtype, r.compute_bound);
+    if (rows == nullptr || rows->empty()) continue;
+    const std::string kind = std::string(hw::calib_op_name(r.op)) + " " + r.dtype + " " +
+                             (r.compute_bound ? "compute-bound" : "memory-bound");
+    ratio[kind].push_back(r.fraction / hw::CalibrationSet::fraction_at(*rows, r.work));
+    installed_rows[kind] = rows->size();
+  }
+  std::ostringstream o;
+  for (auto& [kind, v] : ratio) {
+    std::sort(v.begin(), v.end());
+    const double median = v[v.size() / 2];
+    char b[256];
+    std::snprintf(b, sizeof b,
+                  "warning: overlaps installed %s rows for %s (%zu installed, %zu new): the new "
+                  "rows reach %.2fx the installed fraction of the roofline at their shapes "
+                  "(median; %.2fx to %.2fx); runs will interpolate over both\n",
+                  kind.c_str(), t.gpu.c_str(), installed_rows[kind], v.size(), median, v.front(),
+                  v.back());
+    o << b;
+  }
+  return o.str();
+}
+
 int cmd_calibrate(const std::vector<std::string>& args) {
   if (!args.empty() && args[0] == "fit")
     return cmd_calibrate_fit(std::vector<std::string>(args.begin() + 1, args.end()));
   const bool wants_help = std::any_of(
       args.begin(), args.end(), [](const std::string& a) { return a == "--help" || a == "-h"; });
-  if (args.empty() || wants_help || args[0] != "import" || args.size() < 2) {
+  const bool known = !args.empty() && (args[0] == "import" || args[0] == "remove" ||
+                                       args[0] == "list");
+  if (!known || wants_help || (args[0] != "list" && args.size() < 2)) {
     std::cout << "usage: fleetsim calibrate import FILE [--force] [--calibration DIR]\n"
-                 "  checks a calibration table (hw_models/calibration/README.md) and copies it\n"
-                 "  into the calibration folder; --force replaces a table of the same name\n"
+                 "  checks a calibration table (hw_models/calibration/README.md), shows where it\n"
+                 "  overlaps installed tables, and copies it into the calibration folder;\n"
+                 "  --force replaces a table of the same name\n"
+                 "       fleetsim calibrate list [--calibration DIR]\n"
+                 "  lists the installed tables\n"
+                 "       fleetsim calibrate remove NAME [--calibration DIR]\n"
+                 "  removes the installed table NAME (as list shows it)\n"
                  "       fleetsim calibrate fit [--engine ID ...] [--write]\n"
                  "  fits serving-engine profiles on the validation suite (calibrate fit --help)\n";
     return wants_help ? 0 : 2;
   }
-  const std::string file = args[1];
+  const std::string file = args[0] == "list" ? std::string() : args[1];
   bool force = false;
   std::string dir = hw::CalibrationSet::default_dir();
-  for (size_t i = 2; i < args.size(); ++i) {
-    if (args[i] == "--force")
+  for (size_t i = args[0] == "list" ? 1 : 2; i < args.size(); ++i) {
+    if (args[i] == "--force" && args[0] == "import")
       force = true;
     else if (args[i] == "--calibration" && i + 1 < args.size())
       dir = args[++i];
     else
       throw InputError("unknown option '" + args[i] + "'",
-                       "fleetsim calibrate import FILE [--force]");
+                       "fleetsim calibrate " + args[0] + " --help");
   }
   const hw::Catalog catalog = hw::Catalog::load(hw::Catalog::default_dir());
+  if (args[0] == "list") return cmd_calibrate_list(dir, catalog);
+  if (args[0] == "remove") return cmd_calibrate_remove(file, dir, catalog);
   const hw::CalibrationTable t = hw::load_calibration(file, catalog);
   namespace fs = std::filesystem;
   const fs::path dest = fs::path(dir) / fs::path(file).filename();
+  if (fs::is_directory(dir) && !(fs::exists(dest) && fs::equivalent(dest, file))) {
+    // Compare with what is installed, the table it would replace left out.
+    hw::CalibrationSet others;
+    for (const auto& entry : fs::directory_iterator(dir))
+      if (entry.path().extension() == ".csv" && entry.path().filename() != dest.filename())
+        others.add(hw::load_calibration(entry.path().string(), catalog));
+    std::cerr << calibration_diff(t, others);
+  }
   std::error_code ec;
   if (fs::exists(dest) && fs::equivalent(dest, file, ec)) {
     std::cout << "checked " << file << ": " << t.rows.size() << " rows for " << t.gpu
