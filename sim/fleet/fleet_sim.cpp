@@ -543,18 +543,33 @@ void FleetSimulation::on_prefill_done(const serving::Handoff& h, int replica) {
 }
 
 void FleetSimulation::hand_over(uint32_t handoff, SimTime now) {
-  serving::Handoff h = handoffs_[handoff];
-  handoffs_.release(handoff);
-  h.first_token_ns = now;
-  const uint32_t slot = h.spec.tag;
+  const uint32_t slot = handoffs_[handoff].spec.tag;
   Slot& s = slots_[slot];
   const int model = target_model(s);
   Group& g = decode_groups_[static_cast<size_t>(s.region * n_models_ + model)];
   if (g.active.empty()) {
-    // No decode replica is up in the region (failures): the call starts over.
-    arrive(slot, now);
+    // No decode replica is up in the region (failures, or all still starting): the KV
+    // cache waits for one that is starting or being repaired within the run; with none
+    // coming, the call fails.
+    bool coming = false;
+    for (const auto& p : pools_)
+      coming = coming || (p.region == s.region && p.model == model &&
+                          p.vllm.role == serving::VllmConfig::Role::kDecode &&
+                          (p.starting > 0 || p.repairs > 0));
+    if (!coming) {
+      collector_.on_reject(s.spec, -1, serving::RejectReason::kQueueFull, now);
+      ++failed_calls_;
+      handoffs_.release(handoff);
+      finish_call(slot, now);
+      return;
+    }
+    engine_.schedule(now + seconds_to_ns(std::max(1.0, spec_.failures.retry_delay_s)), serving::kPhaseArrival,
+                     this, kHandoff, handoff);
     return;
   }
+  serving::Handoff h = handoffs_[handoff];
+  handoffs_.release(handoff);
+  h.first_token_ns = now;
   // Power of two choices by outstanding calls per batch slot among the decode replicas.
   const size_t n = g.active.size();
   int32_t pick = g.active[route_rng_.uniform_u64(n)];
