@@ -92,8 +92,18 @@ class OpenLoop final : public Workload {
         arrivals_(arrivals),
         limits_(limits) {}
 
+  /// A rate that changes over time: points (t in s, rate in 1/s), t non-decreasing, the
+  /// rate linear between neighbours (two points at one t make a step) and the last point's
+  /// after it. Arrivals are then a non-homogeneous Poisson process, drawn by thinning: gaps
+  /// at the peak rate, each kept with probability rate(t) / peak (Lewis and Shedler, 1979).
+  void set_shape(std::vector<std::pair<double, double>> shape) {
+    shape_ = std::move(shape);
+    for (const auto& [t, r] : shape_) rate_ = std::max(rate_, r);
+  }
+
   std::optional<RequestSpec> next_arrival() override {
     if (done_ || limits_.count_reached(next_id_)) return std::nullopt;
+    if (!shape_.empty()) return next_shaped();
     double gap_s;
     if (gamma_) {
       const double k = 1.0 / (cv_ * cv_);
@@ -117,12 +127,46 @@ class OpenLoop final : public Workload {
     return std::nullopt;
   }
   std::string describe() const override {
+    if (!shape_.empty())
+      return "poisson, shaped: " + std::to_string(shape_.size()) + " points, peak " + fmt(rate_) +
+             "/s, " + lengths_.describe() + limits_.describe();
     return (gamma_ ? "gamma " + fmt(rate_) + "/s cv=" + fmt(cv_) : "poisson " + fmt(rate_) + "/s") +
            ", " + lengths_.describe() + limits_.describe();
   }
+  /// The peak rate of a shaped process.
   double nominal_rate_per_s() const override { return rate_; }
 
  private:
+  double rate_at(double t_s) {
+    while (cursor_ + 1 < shape_.size() && shape_[cursor_ + 1].first <= t_s) ++cursor_;
+    if (cursor_ + 1 >= shape_.size() || t_s < shape_[cursor_].first)
+      return t_s < shape_.front().first ? shape_.front().second : shape_.back().second;
+    const auto& [t0, r0] = shape_[cursor_];
+    const auto& [t1, r1] = shape_[cursor_ + 1];
+    return t1 > t0 ? r0 + (r1 - r0) * (t_s - t0) / (t1 - t0) : r1;
+  }
+
+  std::optional<RequestSpec> next_shaped() {
+    // After the last point at rate 0 nothing more arrives.
+    const bool ends = shape_.back().second <= 0;
+    while (true) {
+      t_ns_ = add_time(t_ns_, seconds_to_ns(arrivals_.exponential(1.0 / rate_)));
+      const double t_s = ns_to_seconds(t_ns_);
+      if (limits_.past_end(t_ns_) || (ends && t_s >= shape_.back().first)) {
+        done_ = true;
+        return std::nullopt;
+      }
+      if (arrivals_.uniform01() * rate_ < rate_at(t_s)) break;
+    }
+    RequestSpec r;
+    r.id = next_id_++;
+    r.arrival_ns = t_ns_;
+    lengths_.fill(r);
+    return r;
+  }
+
+  std::vector<std::pair<double, double>> shape_;
+  size_t cursor_ = 0;
   bool gamma_;
   double rate_, cv_;
   Lengths lengths_;
@@ -548,6 +592,45 @@ std::unique_ptr<Workload> from_yaml_source(yaml::Map& section, const RngStreams&
   if (kind == "arrival") {
     yaml::Map a = section.map("arrival");
     const std::string process = a.choice_or("process", {"poisson", "gamma"}, "poisson");
+    if (a.has("shape")) {
+      // shape: [{at: 0s, rate: 10/s}, {at: 10min, rate: 10/s}, {at: 10min, rate: 40/s}, ...]
+      if (a.has("rate"))
+        a.fail("rate", "give either rate (constant) or shape (a rate over time)",
+               "drop rate; the shape's points give the rate");
+      if (process != "poisson")
+        a.fail("process", "a shaped arrival rate is a (non-homogeneous) Poisson process",
+               "drop process: gamma, or use a constant rate");
+      const YAML::Node list = a.node()["shape"];
+      const char* example = "e.g. shape: [{at: 0s, rate: 10/s}, {at: 5min, rate: 40/s}]";
+      if (!list.IsSequence() || list.size() == 0 || list.size() > 100000)
+        a.fail("shape", "expected a list of 1 to 100,000 points {at, rate}", example);
+      auto src = std::make_shared<yaml::Source>(yaml::Source{a.file(), {}});
+      std::vector<std::pair<double, double>> shape;
+      for (size_t i = 0; i < list.size(); ++i) {
+        yaml::Map pt(list[i], src, a.path() + ".shape[" + std::to_string(i) + "]");
+        const double at = pt.quantity("at", units::Dim::kTime, 0.0);
+        const double r = pt.quantity("rate", units::Dim::kRate, 0.0);
+        if (!shape.empty() && at < shape.back().first)
+          pt.fail("at", "the points must be in time order (" + fmt(at) + " s after " +
+                            fmt(shape.back().first) + " s)",
+                  "sort them by at; two points at one time make a step");
+        if (at > kMaxSimSeconds)
+          pt.fail("at", "beyond the simulated time fleetsim represents", "");
+        pt.finish();
+        shape.push_back({at, r});
+      }
+      double peak = 0;
+      for (const auto& [t, r] : shape) peak = std::max(peak, r);
+      if (peak <= 0) a.fail("shape", "every point has rate 0: nothing would arrive", example);
+      check_rate_span(a, peak);
+      a.finish();
+      section.finish();
+      auto w = std::make_unique<OpenLoop>(false, 0.0, 1.0, std::move(lengths),
+                                          rng.stream("arrivals"), limits);
+      w->set_shape(std::move(shape));
+      w->set_classes(std::move(classes));
+      return w;
+    }
     const double rate = a.quantity("rate", units::Dim::kRate, -kInf);
     if (rate <= 0)
       a.fail("rate", "rate must be > 0, got " + a.node()["rate"].Scalar(), "e.g. '20/s'");

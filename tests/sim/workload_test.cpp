@@ -114,6 +114,56 @@ TEST(WorkloadOpenLoop, DurationStopsArrivals) {
   EXPECT_FALSE(w->next_arrival());
 }
 
+// Arrivals of `rs` in [a, b) seconds.
+double count_in(const std::vector<RequestSpec>& rs, double a, double b) {
+  double n = 0;
+  for (const auto& r : rs)
+    n += ns_to_seconds(r.arrival_ns) >= a && ns_to_seconds(r.arrival_ns) < b ? 1 : 0;
+  return n;
+}
+
+TEST(WorkloadOpenLoop, ShapedRateStepsAndRamps) {
+  // 10/s for 100 s, a step to 50/s until 200 s, a ramp down to 0 at 300 s, then nothing.
+  auto w = make(
+      "duration: 1h\n"
+      "arrival: {shape: [{at: 0s, rate: 10/s}, {at: 100s, rate: 10/s}, {at: 100s, rate: 50/s},"
+      " {at: 200s, rate: 50/s}, {at: 300s, rate: 0/s}]}\n"
+      "prompt_tokens: 1\n"
+      "output_tokens: 1\n");
+  const auto rs = drain(*w);
+  // Poisson counts, each within 5 SD (sqrt of the mean) of its mean ∫ rate dt:
+  //   [0, 100) s: 10 · 100 = 1000;  [100, 200) s: 50 · 100 = 5000;
+  //   [200, 250) s: ∫ from 50 down to 25 over 50 s = 1875;  [250, 300) s: 25 → 0: 625.
+  EXPECT_NEAR(count_in(rs, 0, 100), 1000, 5 * std::sqrt(1000.0));
+  EXPECT_NEAR(count_in(rs, 100, 200), 5000, 5 * std::sqrt(5000.0));
+  EXPECT_NEAR(count_in(rs, 200, 250), 1875, 5 * std::sqrt(1875.0));
+  EXPECT_NEAR(count_in(rs, 250, 300), 625, 5 * std::sqrt(625.0));
+  // The rate ends at 0: nothing after 300 s although the duration is an hour.
+  EXPECT_EQ(count_in(rs, 300, 3600), 0);
+  EXPECT_DOUBLE_EQ(w->nominal_rate_per_s(), 50.0);  // the peak
+
+  EXPECT_NE(make_error("duration: 1h\narrival: {rate: 5/s, shape: [{at: 0s, rate: 1/s}]}\n"
+                       "prompt_tokens: 1\noutput_tokens: 1\n")
+                .message()
+                .find("either rate (constant) or shape"),
+            std::string::npos);
+  EXPECT_NE(make_error("duration: 1h\narrival: {shape: [{at: 10s, rate: 1/s}, {at: 5s, rate: 2/s}]}\n"
+                       "prompt_tokens: 1\noutput_tokens: 1\n")
+                .message()
+                .find("in time order"),
+            std::string::npos);
+  EXPECT_NE(make_error("duration: 1h\narrival: {shape: [{at: 0s, rate: 0/s}]}\n"
+                       "prompt_tokens: 1\noutput_tokens: 1\n")
+                .message()
+                .find("nothing would arrive"),
+            std::string::npos);
+  EXPECT_NE(make_error("duration: 1h\narrival: {process: gamma, cv: 2, shape: [{at: 0s, rate: 1/s}]}\n"
+                       "prompt_tokens: 1\noutput_tokens: 1\n")
+                .message()
+                .find("(non-homogeneous) Poisson process"),
+            std::string::npos);
+}
+
 TEST(WorkloadOpenLoop, RequestsAndDurationWhicheverComesFirst) {
   // 1000/s for 1 s would give ~1000; 50 requests come first.
   auto w = make("requests: 50\nduration: 1s\narrival: {rate: 1000/s}\nprompt_tokens: 1\noutput_tokens: 1\n");
