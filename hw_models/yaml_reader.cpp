@@ -310,8 +310,8 @@ Map load_file_with_overrides(const std::string& file, const std::vector<std::str
                          "index only a list", "--set " + dotted);
       const size_t i = std::stoul(digits);
       if (i >= list.size())
-        throw InputError("'" + name + "' has " + std::to_string(list.size()) + " items; there is no [" +
-                             digits + "]",
+        throw InputError("'" + name + "' has " + std::to_string(list.size()) +
+                             " items; there is no [" + digits + "]",
                          "index from 0 to " + std::to_string(list.size() - 1), "--set " + dotted);
       return i;
     };

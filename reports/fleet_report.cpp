@@ -370,16 +370,14 @@ std::string fleet_techniques_notes(const scenario::Scenario& sc, const fleet::Fl
     parts.push_back(b);
   }
   if (prefill > 0) {
-    std::snprintf(b, sizeof b,
-                  "disaggregated: %d prefill and %d decode pools, KV transfer mean %s",
+    std::snprintf(b, sizeof b, "disaggregated: %d prefill and %d decode pools, KV transfer mean %s",
                   prefill, decode, duration(s.kv_transfer_mean_s).c_str());
     parts.push_back(b);
   }
   if (!f.router.empty()) parts.push_back("router inside regions: " + f.router);
   std::string o = "techniques ";
   if (parts.empty()) return o + "continuous batching and a KV cache per replica only\n";
-  for (size_t i = 0; i < parts.size(); ++i)
-    o += (i == 0 ? "" : ";\n           ") + parts[i];
+  for (size_t i = 0; i < parts.size(); ++i) o += (i == 0 ? "" : ";\n           ") + parts[i];
   return o + "\n";
 }
 
@@ -504,10 +502,9 @@ json fleet_json(const scenario::Scenario& sc, const fleet::FleetResult& res) {
                      {"replicas_peak_simulated", p.replicas_peak},
                      {"replica_hours_simulated", p.replica_hours},
                      {"busy_hours_simulated", p.busy_hours},
-                     {"mean_decode_batch",
-                      p.iterations > 0 ? static_cast<double>(p.decode_tokens) /
-                                             static_cast<double>(p.iterations)
-                                       : 0.0},
+                     {"mean_decode_batch", p.iterations > 0 ? static_cast<double>(p.decode_tokens) /
+                                                                  static_cast<double>(p.iterations)
+                                                            : 0.0},
                      {"calls_completed", p.completed},
                      {"input_tokens", p.input_tokens},
                      {"output_tokens", p.output_tokens},

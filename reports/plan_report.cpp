@@ -146,10 +146,10 @@ std::string search_text(const PlanResult& r) {
     << " tokens (from " << r.workload.sampled << " sampled requests). Searched "
     << r.candidates.size() << " configurations: " << count[Status::kInvalid] << " invalid"
     << (count[Status::kInvalid] ? " (" + invalid_kinds(r) + ")" : std::string()) << ", "
-    << count[Status::kInfeasible]
-    << " cannot meet the SLO by the analytic model, " << count[Status::kPruned]
-    << " pruned by their analytic cost, " << count[Status::kFeasible] + count[Status::kSloMissed]
-    << " simulated (" << r.simulations << " runs) in " << duration(r.wall_s) << " on " << r.threads
+    << count[Status::kInfeasible] << " cannot meet the SLO by the analytic model, "
+    << count[Status::kPruned] << " pruned by their analytic cost, "
+    << count[Status::kFeasible] + count[Status::kSloMissed] << " simulated (" << r.simulations
+    << " runs) in " << duration(r.wall_s) << " on " << r.threads
     << (r.threads == 1 ? " thread" : " threads") << ". Failure headroom: ";
   std::string headroom;
   if (r.spec.spares) headroom += "N+" + std::to_string(r.spec.spares);
@@ -210,9 +210,9 @@ std::string plan_answer(const PlanResult& r) {
     << ", TPOT p99 " << duration(c.best->tpot_p99_s) << ", replicas busy " << pct_d(c.best->busy, 0)
     << ", " << human(c.best->output_tok_per_s) << " output tokens/s ($"
     << human(usd_per_mtok_output(c)) << " per million output tokens at the peak hour). The "
-    << "analytic estimate was "
-    << c.analytic_replicas << " replicas (decode batch " << c.decode_batch << ", "
-    << units::format(c.capacity_per_s, Dim::kRate) << " per replica); replica counts simulated:";
+    << "analytic estimate was " << c.analytic_replicas << " replicas (decode batch "
+    << c.decode_batch << ", " << units::format(c.capacity_per_s, Dim::kRate)
+    << " per replica); replica counts simulated:";
   for (const auto& tr : c.tried)
     o << " " << tr.replicas << (tr.attainment >= r.spec.target ? " met" : " missed") << ",";
   std::string s = o.str();
@@ -238,9 +238,8 @@ Table plan_ranking_table(const PlanResult& r, int runners_up) {
     const Candidate& x = r.candidates[r.ranking[k]];
     tb.rows.push_back({x.label, replicas_text(x), std::to_string(x.total_gpus),
                        per(x.usd_per_hour, "h"), dollars(usd_per_mtok_output(x)),
-                       pct_d(x.best->attainment, 2),
-                       duration(x.best->ttft_p99_s), duration(x.best->tpot_p99_s),
-                       k == 0 ? "(chosen)" : plan_why_lost(r, x)});
+                       pct_d(x.best->attainment, 2), duration(x.best->ttft_p99_s),
+                       duration(x.best->tpot_p99_s), k == 0 ? "(chosen)" : plan_why_lost(r, x)});
   }
   return tb;
 }

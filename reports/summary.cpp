@@ -275,9 +275,9 @@ std::string summary_notes(const scenario::Scenario& sc, const RunResult& run) {
     << sc.vllm.max_num_seqs << " slots ("
     << pct(s.mean_decode_batch / static_cast<double>(std::max<int64_t>(1, sc.vllm.max_num_seqs)))
     << ")\n";
-  o << "            KV cache mean "
-    << pct(s.kv_occupancy_mean) << " / peak " << pct(s.kv_occupancy_peak) << " of "
-    << sc.vllm.kv_blocks << " blocks × " << sc.vllm.block_tokens << " tokens\n";
+  o << "            KV cache mean " << pct(s.kv_occupancy_mean) << " / peak "
+    << pct(s.kv_occupancy_peak) << " of " << sc.vllm.kv_blocks << " blocks × "
+    << sc.vllm.block_tokens << " tokens\n";
   o << "simulated   " << units::format(s.sim_duration_s, Dim::kTime) << ", "
     << units::format_count(static_cast<double>(run.events)) << " events, "
     << units::format_count(static_cast<double>(s.iterations)) << " iterations\n";

@@ -827,7 +827,8 @@ int cmd_calibrate_list(const std::string& dir, const hw::Catalog& catalog) {
     std::map<std::string, int> kinds;  // "gemm bf16" -> rows
     for (const auto& r : t.rows) ++kinds[std::string(hw::calib_op_name(r.op)) + " " + r.dtype];
     std::string what;
-    for (const auto& [k, n] : kinds) what += (what.empty() ? "" : ", ") + k + " " + std::to_string(n);
+    for (const auto& [k, n] : kinds)
+      what += (what.empty() ? "" : ", ") + k + " " + std::to_string(n);
     std::cout << "  " << std::filesystem::path(t.file).filename().string() << "  " << t.gpu << "  "
               << t.rows.size() << " rows (" << what << ")  " << t.date << "  " << t.source << "\n";
   }
@@ -848,8 +849,7 @@ int cmd_calibrate_remove(const std::string& name, const std::string& dir,
                      "see `fleetsim calibrate list`", dir);
   const hw::CalibrationTable t = hw::load_calibration(p.string(), catalog);  // it is a table
   fs::remove(p);
-  std::cout << "removed " << p.string() << " (" << t.rows.size() << " rows for " << t.gpu
-            << ")\n";
+  std::cout << "removed " << p.string() << " (" << t.rows.size() << " rows for " << t.gpu << ")\n";
   return 0;
 }
 
@@ -889,8 +889,8 @@ int cmd_calibrate(const std::vector<std::string>& args) {
     return cmd_calibrate_fit(std::vector<std::string>(args.begin() + 1, args.end()));
   const bool wants_help = std::any_of(
       args.begin(), args.end(), [](const std::string& a) { return a == "--help" || a == "-h"; });
-  const bool known = !args.empty() && (args[0] == "import" || args[0] == "remove" ||
-                                       args[0] == "list");
+  const bool known =
+      !args.empty() && (args[0] == "import" || args[0] == "remove" || args[0] == "list");
   if (!known || wants_help || (args[0] != "list" && args.size() < 2)) {
     std::cout << "usage: fleetsim calibrate import FILE [--force] [--calibration DIR]\n"
                  "  checks a calibration table (hw_models/calibration/README.md), shows where it\n"

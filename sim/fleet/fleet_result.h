@@ -39,7 +39,8 @@ struct PoolResult {
       0;  ///< most replicas held at once (active + starting + draining + in repair), sampled
   double replica_hours = 0;  ///< held replica-hours (sampled)
   double busy_hours = 0;     ///< replica-hours with an iteration running (sampled)
-  uint64_t iterations = 0, decode_tokens = 0;  ///< their decode tokens per iteration: the mean batch
+  uint64_t iterations = 0,
+           decode_tokens = 0;  ///< their decode tokens per iteration: the mean batch
   uint64_t completed = 0, failures = 0, scale_ups = 0, scale_downs = 0;
   uint64_t input_tokens = 0, output_tokens = 0;  ///< of completed calls (sampled)
   metrics::LatencyStats tpot;  ///< of completed calls with more than one output token

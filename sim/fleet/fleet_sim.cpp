@@ -4,11 +4,11 @@
 
 #include <algorithm>
 #include <atomic>
-#include <exception>
-#include <thread>
 #include <chrono>
 #include <cmath>
+#include <exception>
 #include <numeric>
+#include <thread>
 
 #include "sim/serving/registry.h"
 
@@ -17,17 +17,17 @@ namespace fleetsim::fleet {
 namespace {
 
 enum Kind : uint32_t {
-  kArrive = 0,      // a call reaches its users' region (data: slot); routed there
-  kDeliver = 1,     // a spilled call reaches the region that serves it (data: slot)
-  kReady = 2,       // a replica finished loading (data: replica)
-  kFail = 3,        // a replica's hardware fails (data: replica)
-  kRepair = 4,      // a failed replica is repaired (data: replica)
+  kArrive = 0,   // a call reaches its users' region (data: slot); routed there
+  kDeliver = 1,  // a spilled call reaches the region that serves it (data: slot)
+  kReady = 2,    // a replica finished loading (data: replica)
+  kFail = 3,     // a replica's hardware fails (data: replica)
+  kRepair = 4,   // a failed replica is repaired (data: replica)
   kAutoscale = 5,
-  kSample = 6,      // end of a report interval
-  kNextSession = 7, // pull the next session from the population
-  kBucket = 8,      // move the next second's calls from the wheel into the event queue
-  kCacheHit = 9,    // a call answered from the response cache (data: slot)
-  kHandoff = 10,    // a KV transfer from a prefill to a decode pool ended (data: handoff)
+  kSample = 6,       // end of a report interval
+  kNextSession = 7,  // pull the next session from the population
+  kBucket = 8,       // move the next second's calls from the wheel into the event queue
+  kCacheHit = 9,     // a call answered from the response cache (data: slot)
+  kHandoff = 10,     // a KV transfer from a prefill to a decode pool ended (data: handoff)
 };
 
 constexpr SimTime kBucketNs = 1'000'000'000;
@@ -38,7 +38,8 @@ int scaled(int n, double s, int at_least) {
 
 }  // namespace
 
-FleetSimulation::FleetSimulation(const scenario::Scenario& sc, RunOptions options, std::vector<int> models)
+FleetSimulation::FleetSimulation(const scenario::Scenario& sc, RunOptions options,
+                                 std::vector<int> models)
     : sc_(sc),
       spec_(*sc.fleet),
       options_(std::move(options)),
@@ -70,7 +71,8 @@ FleetSimulation::FleetSimulation(const scenario::Scenario& sc, RunOptions option
     std::vector<int> order(nr);
     std::iota(order.begin(), order.end(), 0);
     std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-      return spec_.wan_rtt_s[r][static_cast<size_t>(a)] < spec_.wan_rtt_s[r][static_cast<size_t>(b)];
+      return spec_.wan_rtt_s[r][static_cast<size_t>(a)] <
+             spec_.wan_rtt_s[r][static_cast<size_t>(b)];
     });
     region_order_.push_back(order);
   }
@@ -86,7 +88,8 @@ FleetSimulation::FleetSimulation(const scenario::Scenario& sc, RunOptions option
   if (!spec_.router.empty())
     for (size_t gi = 0; gi < groups_.size(); ++gi)
       routers_.push_back(serving::make_router(
-          spec_.router, RngStreams(sc.seed ^ (0x9e3779b97f4a7c15ULL * (gi + 1))), sc.router_params));
+          spec_.router, RngStreams(sc.seed ^ (0x9e3779b97f4a7c15ULL * (gi + 1))),
+          sc.router_params));
   pools_.reserve(n_pools);  // replicas keep references to a pool's step model and config
   const double s = pop_->sample();
   int index = 0;
@@ -96,11 +99,13 @@ FleetSimulation::FleetSimulation(const scenario::Scenario& sc, RunOptions option
       p.result.index = index++;
       p.result.region = static_cast<int>(r);
       p.region = static_cast<int>(r);
-      p.model = static_cast<int>(std::find(spec_.models.begin(), spec_.models.end(), fp.pool.model.id) -
-                                 spec_.models.begin());
+      p.model =
+          static_cast<int>(std::find(spec_.models.begin(), spec_.models.end(), fp.pool.model.id) -
+                           spec_.models.begin());
       if (!mine(p.model)) continue;
-      p.steps = std::make_unique<serving::StepModel>(serving::StepModelConfig{fp.pool.dep, fp.pool.spec, std::nullopt},
-                                                     fp.pool.vllm.max_num_seqs);
+      p.steps = std::make_unique<serving::StepModel>(
+          serving::StepModelConfig{fp.pool.dep, fp.pool.spec, std::nullopt},
+          fp.pool.vllm.max_num_seqs);
       p.vllm = fp.pool.vllm;
       if (p.vllm.prefix_caching) {
         p.vllm.hashes = nullptr;
@@ -113,7 +118,8 @@ FleetSimulation::FleetSimulation(const scenario::Scenario& sc, RunOptions option
       p.result.replicas_configured = fp.pool.replicas + fp.spares;
       p.result.load_time_s = fp.load_time_s;
       p.result.spec = &fp;
-      const int n = fp.pool.replicas + fp.spares == 0 ? 0 : scaled(fp.pool.replicas + fp.spares, s, 1);
+      const int n =
+          fp.pool.replicas + fp.spares == 0 ? 0 : scaled(fp.pool.replicas + fp.spares, s, 1);
       p.desired = n;
       p.result.replicas_simulated = n;
       pools_.push_back(std::move(p));
@@ -137,8 +143,10 @@ int FleetSimulation::start_replica(int pool, SimTime ready_at) {
   ++p.held;
   ++p.starting;
   p.result.replicas_peak = std::max(p.result.replicas_peak, p.held);
-  if (ready_at <= engine_.now()) activate(index, engine_.now());
-  else engine_.schedule(ready_at, serving::kPhaseArrival, this, kReady, static_cast<uint64_t>(index));
+  if (ready_at <= engine_.now())
+    activate(index, engine_.now());
+  else
+    engine_.schedule(ready_at, serving::kPhaseArrival, this, kReady, static_cast<uint64_t>(index));
   return index;
 }
 
@@ -149,7 +157,8 @@ void FleetSimulation::activate(int replica, SimTime now) {
   --p.starting;
   ++p.active;
   held_ns_acc_[static_cast<size_t>(p.region)] -= static_cast<double>(now);  // + now at the end
-  gpu_ns_acc_[static_cast<size_t>(p.region)] -= static_cast<double>(now) * p.result.gpus_per_replica;
+  gpu_ns_acc_[static_cast<size_t>(p.region)] -=
+      static_cast<double>(now) * p.result.gpus_per_replica;
   ri.state = State::kActive;
   Group& g = group_of(p);
   ri.active_pos = static_cast<int32_t>(g.active.size());
@@ -157,8 +166,10 @@ void FleetSimulation::activate(int replica, SimTime now) {
   g.slots += p.vllm.max_num_seqs;
   g.outstanding += ri.outstanding;
   if (spec_.failures.enabled && p.result.spec->failure_rate_per_s > 0) {
-    const SimTime t = now + seconds_to_ns(fail_rng_.exponential(1.0 / p.result.spec->failure_rate_per_s));
-    if (t < end_ns_) engine_.schedule(t, serving::kPhaseArrival, this, kFail, static_cast<uint64_t>(replica));
+    const SimTime t =
+        now + seconds_to_ns(fail_rng_.exponential(1.0 / p.result.spec->failure_rate_per_s));
+    if (t < end_ns_)
+      engine_.schedule(t, serving::kPhaseArrival, this, kFail, static_cast<uint64_t>(replica));
   }
 }
 
@@ -168,7 +179,8 @@ void FleetSimulation::deactivate(int replica) {
   PoolState& p = pools_[static_cast<size_t>(ri.pool)];
   --p.active;
   held_ns_acc_[static_cast<size_t>(p.region)] += static_cast<double>(engine_.now());
-  gpu_ns_acc_[static_cast<size_t>(p.region)] += static_cast<double>(engine_.now()) * p.result.gpus_per_replica;
+  gpu_ns_acc_[static_cast<size_t>(p.region)] +=
+      static_cast<double>(engine_.now()) * p.result.gpus_per_replica;
   Group& g = group_of(p);
   const int32_t last = g.active.back();
   g.active[static_cast<size_t>(ri.active_pos)] = last;
@@ -184,8 +196,10 @@ void FleetSimulation::hold_end(int replica, SimTime now) {
   PoolState& p = pools_[static_cast<size_t>(ri.pool)];
   // GPU time is counted within the run's span only: calls that finish after it do not
   // make the day longer.
-  p.result.replica_hours += ns_to_seconds(std::min(now, end_ns_) - std::min(ri.held_since, end_ns_)) / 3600.0;
-  regions_[static_cast<size_t>(p.region)].over_time.add_held(std::min(ri.held_since, end_ns_), std::min(now, end_ns_));
+  p.result.replica_hours +=
+      ns_to_seconds(std::min(now, end_ns_) - std::min(ri.held_since, end_ns_)) / 3600.0;
+  regions_[static_cast<size_t>(p.region)].over_time.add_held(std::min(ri.held_since, end_ns_),
+                                                             std::min(now, end_ns_));
   --p.held;
 }
 
@@ -209,14 +223,15 @@ void FleetSimulation::fail(int replica, SimTime now) {
     slots_[slot].replica = -1;
     slots_[slot].retried = true;
     ++retried_;
-    engine_.schedule(retry_at + front_door_ns(slots_[slot].spec), serving::kPhaseArrival, this, kArrive, slot);
+    engine_.schedule(retry_at + front_door_ns(slots_[slot].spec), serving::kPhaseArrival, this,
+                     kArrive, slot);
   }
   p.outstanding -= ri.outstanding;
   ri.outstanding = 0;
   // Which part failed decides the repair time.
   const FleetPool& fp = *p.result.spec;
   const double u = fail_rng_.uniform01();
-  const double mttr = u < fp.gpu_fail_share ? spec_.failures.gpu_mttr_s
+  const double mttr = u < fp.gpu_fail_share                        ? spec_.failures.gpu_mttr_s
                       : u < fp.gpu_fail_share + fp.node_fail_share ? spec_.failures.node_mttr_s
                                                                    : spec_.failures.link_mttr_s;
   // A repair after the end of the run is not simulated: the replica stays failed (and
@@ -224,7 +239,8 @@ void FleetSimulation::fail(int replica, SimTime now) {
   const SimTime repaired = now + seconds_to_ns(fail_rng_.exponential(mttr));
   if (repaired < end_ns_) {
     ++p.repairs;
-    engine_.schedule(repaired, serving::kPhaseArrival, this, kRepair, static_cast<uint64_t>(replica));
+    engine_.schedule(repaired, serving::kPhaseArrival, this, kRepair,
+                     static_cast<uint64_t>(replica));
   }
 }
 
@@ -277,14 +293,17 @@ void FleetSimulation::flush_bucket() {
   wheel_count_ -= bucket.size();
   bucket.clear();
   ++next_flush_;
-  if (wheel_count_ > 0) engine_.schedule((next_flush_ - 1) * kBucketNs, serving::kPhaseArrival, this, kBucket);
-  else ticking_ = false;
+  if (wheel_count_ > 0)
+    engine_.schedule((next_flush_ - 1) * kBucketNs, serving::kPhaseArrival, this, kBucket);
+  else
+    ticking_ = false;
 }
 
 int FleetSimulation::pick_region(int home, int model) const {
   for (int r : region_order_[static_cast<size_t>(home)]) {
     const Group& g = group(r, model);
-    if (g.slots > 0 && static_cast<double>(g.outstanding) < spec_.spill_load * static_cast<double>(g.slots))
+    if (g.slots > 0 &&
+        static_cast<double>(g.outstanding) < spec_.spill_load * static_cast<double>(g.slots))
       return r;
   }
   // Every region is saturated: the least loaded one that has replicas.
@@ -314,8 +333,8 @@ void FleetSimulation::arrive(uint32_t slot, SimTime now) {
     // call id, as in single-pool runs) without a model call.
     if (sc_.response_cache && unit_hash(s.spec.id, 0x5eed) < sc_.response_cache_hit_rate) {
       s.region = static_cast<int16_t>(home);
-      engine_.schedule(now + seconds_to_ns(sc_.response_cache_latency_s), serving::kPhaseArrival, this, kCacheHit,
-                       slot);
+      engine_.schedule(now + seconds_to_ns(sc_.response_cache_latency_s), serving::kPhaseArrival,
+                       this, kCacheHit, slot);
       return;
     }
   }
@@ -325,15 +344,16 @@ void FleetSimulation::arrive(uint32_t slot, SimTime now) {
     // No active replica of this model anywhere. Wait for one that is starting or being
     // repaired within the run; with none coming, the call fails.
     bool coming = false;
-    for (const auto& p : pools_) coming = coming || (p.model == model && (p.starting > 0 || p.repairs > 0));
+    for (const auto& p : pools_)
+      coming = coming || (p.model == model && (p.starting > 0 || p.repairs > 0));
     if (!coming) {
       collector_.on_reject(s.spec, -1, serving::RejectReason::kQueueFull, now);
       ++failed_calls_;
       finish_call(slot, now);
       return;
     }
-    engine_.schedule(now + seconds_to_ns(std::max(1.0, spec_.failures.retry_delay_s)), serving::kPhaseArrival, this,
-                     kArrive, slot);
+    engine_.schedule(now + seconds_to_ns(std::max(1.0, spec_.failures.retry_delay_s)),
+                     serving::kPhaseArrival, this, kArrive, slot);
     return;
   }
   if (r != home) {
@@ -436,7 +456,8 @@ void FleetSimulation::cache_hit(uint32_t slot, SimTime now) {
     ++regions_[region].good;
     ++current_[region].good;
   }
-  regions_[region].over_time.add_latency(std::min(now, end_ns_ - 1), ns_to_seconds(now - s.spec.arrival_ns));
+  regions_[region].over_time.add_latency(std::min(now, end_ns_ - 1),
+                                         ns_to_seconds(now - s.spec.arrival_ns));
   finish_call(slot, now);
 }
 
@@ -447,7 +468,8 @@ bool FleetSimulation::meets_slo(const serving::RequestRecord& rec) const {
   const double ttft = ns_to_seconds(rec.first_token_ns - rec.spec->arrival_ns);
   bool ok = t_slo <= 0 || ttft <= t_slo;
   if (rec.spec->output_tokens > 1 && p_slo > 0)
-    ok = ok && ns_to_seconds(rec.done_ns - rec.first_token_ns) / (rec.spec->output_tokens - 1) <= p_slo;
+    ok = ok &&
+         ns_to_seconds(rec.done_ns - rec.first_token_ns) / (rec.spec->output_tokens - 1) <= p_slo;
   return ok;
 }
 
@@ -500,7 +522,8 @@ void FleetSimulation::on_completion(const serving::RequestRecord& rec) {
   finish_call(slot, engine_.now());
 }
 
-void FleetSimulation::on_reject(const workload::RequestSpec& r, int replica, serving::RejectReason why, SimTime t) {
+void FleetSimulation::on_reject(const workload::RequestSpec& r, int replica,
+                                serving::RejectReason why, SimTime t) {
   if (!alive(replica)) return;
   collector_.on_reject(r, replica, why, t);
   for (auto* o : options_.observers) o->on_reject(r, replica, why, t);
@@ -534,12 +557,15 @@ void FleetSimulation::on_prefill_done(const serving::Handoff& h, int replica) {
   const Group& dg = decode_groups_[static_cast<size_t>(p.region * n_models_ + p.model)];
   int links = pool.par.gpus();
   if (!dg.active.empty()) {
-    const int decode_gpus = pools_[static_cast<size_t>(info_[static_cast<size_t>(dg.active[0])].pool)].result.gpus_per_replica;
+    const int decode_gpus =
+        pools_[static_cast<size_t>(info_[static_cast<size_t>(dg.active[0])].pool)]
+            .result.gpus_per_replica;
     links = std::min(links, decode_gpus);
   }
   const double t = pool.dep.network->p2p_s(bytes / links, true);
   collector_.on_kv_transfer(bytes, t);
-  engine_.schedule(engine_.now() + seconds_to_ns(t), serving::kPhaseArrival, this, kHandoff, handoffs_.add(h));
+  engine_.schedule(engine_.now() + seconds_to_ns(t), serving::kPhaseArrival, this, kHandoff,
+                   handoffs_.add(h));
 }
 
 void FleetSimulation::hand_over(uint32_t handoff, SimTime now) {
@@ -563,8 +589,8 @@ void FleetSimulation::hand_over(uint32_t handoff, SimTime now) {
       finish_call(slot, now);
       return;
     }
-    engine_.schedule(now + seconds_to_ns(std::max(1.0, spec_.failures.retry_delay_s)), serving::kPhaseArrival,
-                     this, kHandoff, handoff);
+    engine_.schedule(now + seconds_to_ns(std::max(1.0, spec_.failures.retry_delay_s)),
+                     serving::kPhaseArrival, this, kHandoff, handoff);
     return;
   }
   serving::Handoff h = handoffs_[handoff];
@@ -598,7 +624,8 @@ void FleetSimulation::on_segment(const serving::SegmentRecord& seg) {
   p.result.busy_hours += ns_to_seconds(end - start) / 3600.0;
   p.result.iterations += static_cast<uint64_t>(seg.iterations);
   p.result.decode_tokens += static_cast<uint64_t>(seg.decode_tokens);
-  regions_[static_cast<size_t>(p.region)].over_time.add_segment(start, end, seg.iterations, seg.decode_tokens);
+  regions_[static_cast<size_t>(p.region)].over_time.add_segment(start, end, seg.iterations,
+                                                                seg.decode_tokens);
 }
 
 // ---- control -------------------------------------------------------------------------
@@ -621,7 +648,8 @@ void FleetSimulation::autoscale(SimTime now) {
                           *std::max_element(tr.weekly.begin(), tr.weekly.end());
       const SimTime ahead = now + seconds_to_ns(fp.load_time_s + a.interval_s);
       const double per_s = pop_->sessions_per_day(static_cast<size_t>(p.region)) * s / 86400.0;
-      const double m = per_s > 0 ? pop_->session_rate(static_cast<size_t>(p.region), ahead) / per_s : 0;
+      const double m =
+          per_s > 0 ? pop_->session_rate(static_cast<size_t>(p.region), ahead) / per_s : 0;
       desired = static_cast<int>(std::ceil(hi * m / peak - 1e-9));
     } else if (a.metric == Autoscaling::Metric::kSlo) {
       // Below the target attainment over the last interval: 10 % more replicas (at least
@@ -629,8 +657,10 @@ void FleetSimulation::autoscale(SimTime now) {
       const double util = static_cast<double>(p.outstanding) / (std::max(1, p.active) * slots);
       if (p.window_done > 0) {
         const double att = static_cast<double>(p.window_good) / static_cast<double>(p.window_done);
-        if (att < a.target) desired = p.active + std::max(1, static_cast<int>(std::ceil(0.1 * p.active)));
-        else if (util < 0.5) desired = static_cast<int>(std::ceil(p.active * util / 0.6 - 1e-9));
+        if (att < a.target)
+          desired = p.active + std::max(1, static_cast<int>(std::ceil(0.1 * p.active)));
+        else if (util < 0.5)
+          desired = static_cast<int>(std::ceil(p.active * util / 0.6 - 1e-9));
       }
       p.window_done = p.window_good = 0;
     } else if (a.metric == Autoscaling::Metric::kUtilization) {
@@ -650,7 +680,8 @@ void FleetSimulation::autoscale(SimTime now) {
     p.desired = desired;
     const int provisioned = p.active + p.starting;
     if (desired > provisioned) {
-      for (int k = provisioned; k < desired; ++k) start_replica(static_cast<int>(i), now + seconds_to_ns(fp.load_time_s));
+      for (int k = provisioned; k < desired; ++k)
+        start_replica(static_cast<int>(i), now + seconds_to_ns(fp.load_time_s));
       p.result.scale_ups += static_cast<uint64_t>(desired - provisioned);
       p.last_change = now;
     } else if (desired < p.active && now - p.last_change >= seconds_to_ns(a.cooldown_s)) {
@@ -660,7 +691,8 @@ void FleetSimulation::autoscale(SimTime now) {
       for (int32_t r : group_of(p).active)
         if (info_[static_cast<size_t>(r)].pool == static_cast<int>(i)) mine.push_back(r);
       std::stable_sort(mine.begin(), mine.end(), [&](int32_t x, int32_t y) {
-        return info_[static_cast<size_t>(x)].outstanding < info_[static_cast<size_t>(y)].outstanding;
+        return info_[static_cast<size_t>(x)].outstanding <
+               info_[static_cast<size_t>(y)].outstanding;
       });
       const int n = p.active - desired;
       for (int k = 0; k < n; ++k) {
@@ -700,7 +732,8 @@ void FleetSimulation::sample_series(SimTime now) {
     cur.gpus_mean = dt > 0 ? gacc / 1e9 / dt : gpus;
     double slots = 0;
     for (const auto& p : pools_)
-      if (p.region == static_cast<int>(r)) slots += static_cast<double>(p.active) * static_cast<double>(p.vllm.max_num_seqs);
+      if (p.region == static_cast<int>(r))
+        slots += static_cast<double>(p.active) * static_cast<double>(p.vllm.max_num_seqs);
     cur.capacity_slots = slots;
     regions_[r].series.push_back(cur);
     cur = RegionSample{};
@@ -720,24 +753,12 @@ void FleetSimulation::on_event(const core::Event& e) {
         engine_.schedule(t, serving::kPhaseArrival, this, kNextSession);
       }
       return;
-    case kArrive:
-      arrive(static_cast<uint32_t>(e.data), now);
-      return;
-    case kBucket:
-      flush_bucket();
-      return;
-    case kCacheHit:
-      cache_hit(static_cast<uint32_t>(e.data), now);
-      return;
-    case kHandoff:
-      hand_over(static_cast<uint32_t>(e.data), now);
-      return;
-    case kDeliver:
-      deliver(static_cast<uint32_t>(e.data), now);
-      return;
-    case kReady:
-      activate(static_cast<int>(e.data), now);
-      return;
+    case kArrive: arrive(static_cast<uint32_t>(e.data), now); return;
+    case kBucket: flush_bucket(); return;
+    case kCacheHit: cache_hit(static_cast<uint32_t>(e.data), now); return;
+    case kHandoff: hand_over(static_cast<uint32_t>(e.data), now); return;
+    case kDeliver: deliver(static_cast<uint32_t>(e.data), now); return;
+    case kReady: activate(static_cast<int>(e.data), now); return;
     case kFail:
       if (now < end_ns_) fail(static_cast<int>(e.data), now);
       return;
@@ -758,17 +779,16 @@ void FleetSimulation::on_event(const core::Event& e) {
     case kAutoscale:
       autoscale(now);
       if (now + seconds_to_ns(spec_.autoscaling.interval_s) < end_ns_)
-        engine_.schedule(now + seconds_to_ns(spec_.autoscaling.interval_s), serving::kPhaseReplica + 1, this,
-                         kAutoscale);
+        engine_.schedule(now + seconds_to_ns(spec_.autoscaling.interval_s),
+                         serving::kPhaseReplica + 1, this, kAutoscale);
       return;
     case kSample:
       sample_series(now);
       if (now < end_ns_)
-        engine_.schedule(std::min(end_ns_, now + seconds_to_ns(spec_.report_interval_s)), serving::kPhaseReplica + 1,
-                         this, kSample);
+        engine_.schedule(std::min(end_ns_, now + seconds_to_ns(spec_.report_interval_s)),
+                         serving::kPhaseReplica + 1, this, kSample);
       return;
-    default:
-      throw std::logic_error("FleetSimulation: unknown event kind");
+    default: throw std::logic_error("FleetSimulation: unknown event kind");
   }
 }
 
@@ -776,11 +796,13 @@ FleetResult FleetSimulation::run() {
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
   for (size_t i = 0; i < pools_.size(); ++i)
-    for (int k = 0; k < pools_[i].result.replicas_simulated; ++k) start_replica(static_cast<int>(i), 0);
+    for (int k = 0; k < pools_[i].result.replicas_simulated; ++k)
+      start_replica(static_cast<int>(i), 0);
   engine_.schedule(0, serving::kPhaseArrival, this, kNextSession);
   if (spec_.autoscaling.mode != Autoscaling::Mode::kOff)
     engine_.schedule(0, serving::kPhaseReplica + 1, this, kAutoscale);
-  engine_.schedule(std::min(end_ns_, seconds_to_ns(spec_.report_interval_s)), serving::kPhaseReplica + 1, this, kSample);
+  engine_.schedule(std::min(end_ns_, seconds_to_ns(spec_.report_interval_s)),
+                   serving::kPhaseReplica + 1, this, kSample);
   auto last_report = t0;
   bool more = true;
   while (more) {
@@ -794,7 +816,8 @@ FleetResult FleetSimulation::run() {
       const double wall = std::chrono::duration<double>(tn - t0).count();
       if (wall > 2.0 && std::chrono::duration<double>(tn - last_report).count() >= 1.0) {
         last_report = tn;
-        options_.progress({ns_to_seconds(engine_.now()), collector_.arrived(), collector_.completed(), wall});
+        options_.progress(
+            {ns_to_seconds(engine_.now()), collector_.arrived(), collector_.completed(), wall});
       }
     }
   }
@@ -806,8 +829,10 @@ FleetResult FleetSimulation::run() {
     for (size_t r = 0; r < info_.size(); ++r) {
       const ReplicaInfo& ri = info_[r];
       if (ri.pool == static_cast<int>(i) && ri.state != State::kRetired) {
-        pools_[i].result.replica_hours += ns_to_seconds(end_ns_ - std::min(ri.held_since, end_ns_)) / 3600.0;
-        regions_[static_cast<size_t>(pools_[i].region)].over_time.add_held(std::min(ri.held_since, end_ns_), end_ns_);
+        pools_[i].result.replica_hours +=
+            ns_to_seconds(end_ns_ - std::min(ri.held_since, end_ns_)) / 3600.0;
+        regions_[static_cast<size_t>(pools_[i].region)].over_time.add_held(
+            std::min(ri.held_since, end_ns_), end_ns_);
       }
     }
     pools_[i].result.tpot = metrics::stats_of(pools_[i].tpot);
@@ -881,7 +906,8 @@ FleetResult run_fleet(const scenario::Scenario& sc, const RunOptions& options, i
       try {
         RunOptions o = options;
         if (!(first && m == 0)) o.progress = nullptr;  // one thread reports progress
-        sims[static_cast<size_t>(m)] = std::make_unique<FleetSimulation>(sc, o, partitions[static_cast<size_t>(m)]);
+        sims[static_cast<size_t>(m)] =
+            std::make_unique<FleetSimulation>(sc, o, partitions[static_cast<size_t>(m)]);
         parts[static_cast<size_t>(m)] = sims[static_cast<size_t>(m)]->run();
       } catch (...) {
         errors[static_cast<size_t>(m)] = std::current_exception();

@@ -67,10 +67,10 @@ class FleetSimulation final : public core::EventTarget, private serving::Serving
   };
   struct Slot {  // a call from generation to completion
     workload::RequestSpec spec;
-    int32_t replica = -1;  // the replica serving it, -1 before delivery and after
-    int16_t region = -1;   // serving region, once routed
-    bool counted = false;  // its arrival has been counted
-    bool retried = false;  // lost to a failed replica at least once
+    int32_t replica = -1;    // the replica serving it, -1 before delivery and after
+    int16_t region = -1;     // serving region, once routed
+    bool counted = false;    // its arrival has been counted
+    bool retried = false;    // lost to a failed replica at least once
     bool escalated = false;  // cascade: the small model answered; the large one answers now
   };
   struct Group {  // the active replicas of one model in one region
@@ -149,7 +149,7 @@ class FleetSimulation final : public core::EventTarget, private serving::Serving
   std::vector<ReplicaInfo> info_;
   std::vector<PoolState> pools_;
   std::vector<Group> groups_;
-  std::vector<Group> decode_groups_;  // region × model: active replicas of decode pools
+  std::vector<Group> decode_groups_;           // region × model: active replicas of decode pools
   core::SlotPool<serving::Handoff> handoffs_;  // KV transfers in flight
   /// serving.router: one per group (region × model); empty for the default power of two.
   std::vector<std::unique_ptr<serving::Router>> routers_;

@@ -46,8 +46,7 @@ std::array<double, N> read_numbers(yaml::Map& m, const std::string& key, const c
     double x = -1;
     try {
       x = list[i].as<double>();
-    } catch (const YAML::Exception&) {
-    }
+    } catch (const YAML::Exception&) {}
     if (!(x >= 0) || !std::isfinite(x))
       m.fail(key, "entry " + std::to_string(i) + " must be a number >= 0, got '" +
                       (list[i].IsScalar() ? list[i].Scalar() : std::string("a collection")) + "'");
@@ -90,22 +89,29 @@ void read_curves(yaml::Map& region, RegionTraffic& r) {
     r.hourly = normalised(kConsumer);
   } else if (region.node()["diurnal"].IsScalar()) {
     r.curve_name = region.choice("diurnal", builtin_curves());
-    if (r.curve_name == "consumer") r.hourly = normalised(kConsumer);
-    else if (r.curve_name == "business") r.hourly = normalised(kBusiness);
-    else r.hourly.fill(1.0);
+    if (r.curve_name == "consumer")
+      r.hourly = normalised(kConsumer);
+    else if (r.curve_name == "business")
+      r.hourly = normalised(kBusiness);
+    else
+      r.hourly.fill(1.0);
   } else {
     r.curve_name = "custom";
     r.hourly = normalised(read_numbers<24>(region, "diurnal", "hourly multipliers"));
   }
-  if (region.has("weekly")) r.weekly = normalised(read_numbers<7>(region, "weekly", "daily multipliers"));
+  if (region.has("weekly"))
+    r.weekly = normalised(read_numbers<7>(region, "weekly", "daily multipliers"));
 }
 
 Population::Population(yaml::Map& u, std::vector<RegionTraffic> regions, const RngStreams& rng,
                        const std::string& base_dir)
-    : regions_(std::move(regions)), arrivals_(rng.stream("sessions")), lengths_(rng.stream("session-lengths")) {
+    : regions_(std::move(regions)),
+      arrivals_(rng.stream("sessions")),
+      lengths_(rng.stream("session-lengths")) {
   wau_ = u.number("weekly_active", 1, 1e11);
   dau_ = u.number("daily_active_fraction", 1e-6, 1.0);
-  sessions_per_user_ = workload::parse_distribution(u, "sessions_per_day", Quantity::kTokens, base_dir);
+  sessions_per_user_ =
+      workload::parse_distribution(u, "sessions_per_day", Quantity::kTokens, base_dir);
   turns_ = workload::parse_distribution(u, "turns_per_session", Quantity::kTokens, base_dir);
   think_ = workload::parse_distribution(u, "think_time", Quantity::kDuration, base_dir);
   prompt_ = workload::parse_distribution(u, "prompt_tokens", Quantity::kTokens, base_dir);
@@ -133,13 +139,18 @@ Population::Population(yaml::Map& u, std::vector<RegionTraffic> regions, const R
       SessionClass k;
       k.info = workload::read_request_class(c);
       k.model = c.str_or("model", "");
-      if (c.has("prompt_tokens")) k.prompt = workload::parse_distribution(c, "prompt_tokens", Quantity::kTokens, base_dir);
-      if (c.has("output_tokens")) k.output = workload::parse_distribution(c, "output_tokens", Quantity::kTokens, base_dir);
-      if (c.has("turns_per_session")) k.turns = workload::parse_distribution(c, "turns_per_session", Quantity::kTokens, base_dir);
-      if (c.has("fanout")) k.fanout = workload::parse_distribution(c, "fanout", Quantity::kTokens, base_dir);
+      if (c.has("prompt_tokens"))
+        k.prompt = workload::parse_distribution(c, "prompt_tokens", Quantity::kTokens, base_dir);
+      if (c.has("output_tokens"))
+        k.output = workload::parse_distribution(c, "output_tokens", Quantity::kTokens, base_dir);
+      if (c.has("turns_per_session"))
+        k.turns = workload::parse_distribution(c, "turns_per_session", Quantity::kTokens, base_dir);
+      if (c.has("fanout"))
+        k.fanout = workload::parse_distribution(c, "fanout", Quantity::kTokens, base_dir);
       c.finish();
       for (const auto& other : classes_)
-        if (other.info.name == k.info.name) c.fail("name", "duplicate class name '" + k.info.name + "'");
+        if (other.info.name == k.info.name)
+          c.fail("name", "duplicate class name '" + k.info.name + "'");
       classes_.push_back(std::move(k));
     }
   } else {
@@ -255,7 +266,8 @@ bool Population::next_session(std::vector<RequestSpec>& out) {
     while (u >= acc && region + 1 < regions_.size()) acc += rates[++region];
     const double c = arrivals_.uniform01();
     const auto cls = std::min<uint8_t>(
-        static_cast<uint8_t>(std::lower_bound(class_cdf_.begin(), class_cdf_.end(), c) - class_cdf_.begin()),
+        static_cast<uint8_t>(std::lower_bound(class_cdf_.begin(), class_cdf_.end(), c) -
+                             class_cdf_.begin()),
         static_cast<uint8_t>(classes_.size() - 1));
     const uint64_t index = sessions_drawn_++;
     if (!keep_.empty() && !keep_[cls]) continue;
@@ -266,7 +278,8 @@ bool Population::next_session(std::vector<RequestSpec>& out) {
     s.rng = Rng(session_seed_ + index * 0x9e3779b97f4a7c15ULL);
     s.index = index;
     const auto& k = classes_[s.cls];
-    s.turns_left = std::max<int32_t>(1, workload::to_tokens((k.turns ? k.turns.get() : turns_.get())->sample(s.rng)));
+    s.turns_left = std::max<int32_t>(
+        1, workload::to_tokens((k.turns ? k.turns.get() : turns_.get())->sample(s.rng)));
     s.context = system_;
     ++sessions_started_;
     if (make_turn(slot, t_ns_, true, out)) return true;
@@ -279,14 +292,17 @@ bool Population::make_turn(uint32_t slot, SimTime t, bool first, std::vector<Req
   Session& s = sessions_[slot];
   if (s.turns_left <= 0 || t >= duration_ns_) return false;
   const auto& k = classes_[s.cls];
-  const int32_t user = workload::to_tokens((k.prompt ? k.prompt.get() : prompt_.get())->sample(s.rng));
-  const int32_t calls = k.fanout ? std::max<int32_t>(1, workload::to_tokens(k.fanout->sample(s.rng))) : 1;
+  const int32_t user =
+      workload::to_tokens((k.prompt ? k.prompt.get() : prompt_.get())->sample(s.rng));
+  const int32_t calls =
+      k.fanout ? std::max<int32_t>(1, workload::to_tokens(k.fanout->sample(s.rng))) : 1;
   const int64_t prompt = static_cast<int64_t>(s.context) + user;
   bool any = false;
   for (int32_t i = 0; i < calls; ++i) {
     RequestSpec r;
     r.prompt_tokens = static_cast<int32_t>(std::min<int64_t>(prompt, max_context_));
-    r.output_tokens = workload::to_tokens((k.output ? k.output.get() : output_.get())->sample(s.rng));
+    r.output_tokens =
+        workload::to_tokens((k.output ? k.output.get() : output_.get())->sample(s.rng));
     if (prompt + r.output_tokens > max_context_) break;  // the conversation is full
     // Ids from the session's index: the same whichever sessions a partition keeps.
     r.id = (s.index << 24) | (s.calls++ & 0xffffffu);
@@ -316,9 +332,11 @@ void Population::on_done(const RequestSpec& r, SimTime now, std::vector<RequestS
   s.turn_output += r.output_tokens;
   if (--s.calls_left > 0) return;
   // Every answer of the turn joins the context.
-  s.context = static_cast<int32_t>(std::min<int64_t>(int64_t{s.turn_prompt} + s.turn_output, max_context_));
+  s.context =
+      static_cast<int32_t>(std::min<int64_t>(int64_t{s.turn_prompt} + s.turn_output, max_context_));
   const SimTime t = now + seconds_to_ns(std::max(0.0, think_->sample(s.rng)));
-  if (!make_turn(static_cast<uint32_t>(r.client), t, false, out)) sessions_.release(static_cast<uint32_t>(r.client));
+  if (!make_turn(static_cast<uint32_t>(r.client), t, false, out))
+    sessions_.release(static_cast<uint32_t>(r.client));
 }
 
 std::string Population::describe() const {

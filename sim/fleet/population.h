@@ -47,11 +47,11 @@ namespace fleetsim::fleet {
 /// Where users are and when they are awake.
 struct RegionTraffic {
   std::string name;
-  double user_share = 1;        ///< share of the population (normalised over regions)
-  double utc_offset_h = 0;      ///< local time = UTC + offset
+  double user_share = 1;            ///< share of the population (normalised over regions)
+  double utc_offset_h = 0;          ///< local time = UTC + offset
   std::array<double, 24> hourly{};  ///< by local hour, mean 1
   std::array<double, 7> weekly{};   ///< by local weekday (Mon..Sun), mean 1
-  std::string curve_name;       ///< "consumer", "business", "flat" or "custom"
+  std::string curve_name;           ///< "consumer", "business", "flat" or "custom"
 };
 
 /// Reads `diurnal` (a built-in curve name or 24 numbers) and `weekly` (7 numbers) from a
@@ -98,7 +98,8 @@ class Population {
   /// One call finished (completed or was given up) at `now`. When it was the last call of
   /// its turn, the next turn's calls (after the think time) are appended to `out`, or the
   /// session ends.
-  void on_done(const workload::RequestSpec& r, SimTime now, std::vector<workload::RequestSpec>& out);
+  void on_done(const workload::RequestSpec& r, SimTime now,
+               std::vector<workload::RequestSpec>& out);
 
   /// Expected sessions per full-scale day in region r (no sampling).
   double sessions_per_day(size_t r) const;
@@ -128,14 +129,14 @@ class Population {
  private:
   struct Session {
     int32_t turns_left = 0;
-    int32_t context = 0;       // tokens before this turn's user message
-    int32_t calls_left = 0;    // calls of the current turn not finished
-    int32_t turn_prompt = 0;   // this turn's prompt
-    int32_t turn_output = 0;   // answers of this turn so far (join the context)
+    int32_t context = 0;      // tokens before this turn's user message
+    int32_t calls_left = 0;   // calls of the current turn not finished
+    int32_t turn_prompt = 0;  // this turn's prompt
+    int32_t turn_output = 0;  // answers of this turn so far (join the context)
     uint8_t cls = 0, region = 0;
-    Rng rng{0};                // the session's own stream: lengths, turns, think times
-    uint64_t index = 0;        // among all sessions drawn (kept or not)
-    uint32_t calls = 0;        // calls made so far
+    Rng rng{0};          // the session's own stream: lengths, turns, think times
+    uint64_t index = 0;  // among all sessions drawn (kept or not)
+    uint32_t calls = 0;  // calls made so far
   };
   /// The calls of the session's next turn at t (false: the session ends).
   bool make_turn(uint32_t slot, SimTime t, bool first, std::vector<workload::RequestSpec>& out);

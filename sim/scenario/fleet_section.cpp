@@ -148,15 +148,16 @@ void load_fleet(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
           continue;
         partner = true;
         if (b.pool.dep.prec.kv_bytes != a.pool.dep.prec.kv_bytes)
-          rm.fail("pools", "the prefill and decode pools of " + a.pool.model.id +
-                               " keep KV in different formats",
+          rm.fail("pools",
+                  "the prefill and decode pools of " + a.pool.model.id +
+                      " keep KV in different formats",
                   "give them the same precision.kv");
       }
       if (!partner)
         rm.fail("pools",
                 std::string("the ") + (prefill ? "prefill" : "decode") + " pool " + a.name +
-                    " has no " + (prefill ? "decode" : "prefill") + " pool of " +
-                    a.pool.model.id + " in its region",
+                    " has no " + (prefill ? "decode" : "prefill") + " pool of " + a.pool.model.id +
+                    " in its region",
                 std::string("add a pool with role: ") + (prefill ? "decode" : "prefill") +
                     " and model: " + a.pool.model.id);
     }

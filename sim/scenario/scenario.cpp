@@ -515,7 +515,7 @@ void load_cascade(const yaml::Map& root, yaml::Map& cs, Scenario& sc, const hw::
 }  // namespace
 
 std::optional<DraftSettings> read_speculative(yaml::Map& sp, const hw::ModelSpec& model, int tp,
-                                             int block_tokens, const hw::Catalog& catalog) {
+                                              int block_tokens, const hw::Catalog& catalog) {
   DraftSettings d;
   const std::string id = sp.str("draft_model");
   d.mtp = id == "mtp";

@@ -107,9 +107,9 @@ struct Scenario {
     return replicas + (prefill_pool ? prefill_pool->replicas : 0) +
            (small_pool ? small_pool->replicas : 0);
   }
-  int64_t prefix_host_blocks = 0;  ///< host-memory tier of the prefix cache, in KV blocks
-  int lora_rank = 0;               ///< multi-LoRA: adapter rank (0 = none)
-  double escalation = 0;           ///< cascade: share of requests sent on to the large model
+  int64_t prefix_host_blocks = 0;   ///< host-memory tier of the prefix cache, in KV blocks
+  int lora_rank = 0;                ///< multi-LoRA: adapter rank (0 = none)
+  double escalation = 0;            ///< cascade: share of requests sent on to the large model
   std::string cascade_small_model;  ///< fleet cascade: the small model (its pools are the fleet's)
   /// Response cache: identical prompts answered without a model call.
   bool response_cache = false;

@@ -38,7 +38,8 @@ Vllm::Vllm(int index, core::Engine& engine, ServingObserver& observer, const Ste
   }
   phase_count_.assign(static_cast<size_t>(cfg_.block_tokens), 0);
   if (cfg_.prefix_caching) {
-    if ((cfg_.hashes == nullptr && cfg_.generated_shared_blocks < 0) || cfg_.prefix_block_tokens < cfg_.block_tokens ||
+    if ((cfg_.hashes == nullptr && cfg_.generated_shared_blocks < 0) ||
+        cfg_.prefix_block_tokens < cfg_.block_tokens ||
         cfg_.prefix_block_tokens % cfg_.block_tokens != 0)
       throw std::logic_error(
           "Vllm: prefix caching needs hashes and a prefix block size that is "

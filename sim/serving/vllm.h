@@ -268,10 +268,11 @@ class Vllm final : public Replica {
   bool next_admissible(int64_t free_blocks, int64_t batch_tokens, uint32_t* slot);
   void admit(uint32_t slot, SimTime now, int64_t keep_free);
   void cache_prompt(Seq& s);
-  void admit_prefilled(SimTime now);  // decode pool: handed-over requests join decode
+  void admit_prefilled(SimTime now);     // decode pool: handed-over requests join decode
   void release(Seq& s, int64_t tokens);  // free own blocks for `tokens` of KV, unpin
   HashSpan hashes_of(const workload::RequestSpec& r) const {
-    if (cfg_.generated_shared_blocks >= 0) return HashSpan(r.hash_begin, cfg_.generated_shared_blocks);
+    if (cfg_.generated_shared_blocks >= 0)
+      return HashSpan(r.hash_begin, cfg_.generated_shared_blocks);
     return HashSpan(cfg_.hashes->data() + r.hash_begin);
   }
   HashSpan hashes_of(const Seq& s) const { return hashes_of(s.spec); }

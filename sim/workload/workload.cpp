@@ -611,11 +611,11 @@ std::unique_ptr<Workload> from_yaml_source(yaml::Map& section, const RngStreams&
         const double at = pt.quantity("at", units::Dim::kTime, 0.0);
         const double r = pt.quantity("rate", units::Dim::kRate, 0.0);
         if (!shape.empty() && at < shape.back().first)
-          pt.fail("at", "the points must be in time order (" + fmt(at) + " s after " +
-                            fmt(shape.back().first) + " s)",
+          pt.fail("at",
+                  "the points must be in time order (" + fmt(at) + " s after " +
+                      fmt(shape.back().first) + " s)",
                   "sort them by at; two points at one time make a step");
-        if (at > kMaxSimSeconds)
-          pt.fail("at", "beyond the simulated time fleetsim represents", "");
+        if (at > kMaxSimSeconds) pt.fail("at", "beyond the simulated time fleetsim represents", "");
         pt.finish();
         shape.push_back({at, r});
       }

@@ -55,13 +55,17 @@ TEST(YamlOverrides, ListItemsByIndex) {
 TEST(YamlOverrides, BadIndexesAreErrorsNamingTheOverride) {
   const TempYaml f(kDoc);
   const std::string file = f.path.string();
-  EXPECT_NE(error_of(file, "fleet.regions[2].name=x").find("'regions' has 2 items; there is no [2]"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of(file, "fleet.regions[2].name=x").find("'regions' has 2 items; there is no [2]"),
+      std::string::npos);
   EXPECT_NE(error_of(file, "fleet.regions[1].pools[0].name=x").find("'pools' has 0 items"),
             std::string::npos);
-  EXPECT_NE(error_of(file, "fleet.regions[-1].name=x").find("malformed list index"), std::string::npos);
-  EXPECT_NE(error_of(file, "fleet.regions[0.name=x").find("malformed list index"), std::string::npos);
-  EXPECT_NE(error_of(file, "fleet[0].x=1").find("'fleet' is a mapping, not a list"), std::string::npos);
+  EXPECT_NE(error_of(file, "fleet.regions[-1].name=x").find("malformed list index"),
+            std::string::npos);
+  EXPECT_NE(error_of(file, "fleet.regions[0.name=x").find("malformed list index"),
+            std::string::npos);
+  EXPECT_NE(error_of(file, "fleet[0].x=1").find("'fleet' is a mapping, not a list"),
+            std::string::npos);
   EXPECT_NE(error_of(file, "fleet.regions[0].pools[0].name.x=1").find("not a section"),
             std::string::npos);
   EXPECT_NE(error_of(file, "fleet.regions[0].pools[1].replicas=8").find("no error"),

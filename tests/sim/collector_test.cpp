@@ -53,7 +53,7 @@ TEST(Collector, MeanDecodeBatchIsDecodeTokensPerIterationNotBusyTime) {
   c.on_segment(a);
   c.on_segment(b);
   const Summary s = c.summarize(2000 * kMs);
-  EXPECT_NEAR(s.replica_busy_fraction, 0.5, 1e-12);  // 1 s of 2 s, however small the batch
+  EXPECT_NEAR(s.replica_busy_fraction, 0.5, 1e-12);       // 1 s of 2 s, however small the batch
   EXPECT_NEAR(s.mean_decode_batch, 620.0 / 40.0, 1e-12);  // (20 + 600) / (10 + 30) = 15.5
   EXPECT_EQ(s.iterations, 40u);
 }

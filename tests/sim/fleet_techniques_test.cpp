@@ -246,9 +246,10 @@ TEST(FleetTechniques, PrefillPoolsHandTheirCallsToDecodePoolsOverTheNetwork) {
 TEST(FleetTechniques, CallsWhoseDecodePoolNeverComesBackFailInsteadOfLooping) {
   // A decode pool of 0 replicas: a prefilled call with no decode replica up or coming
   // fails (it does not go round prefill again forever); every call is accounted for.
-  const FleetResult r = run_fleet(
-      load(text("", "[{name: prefill, replicas: 2, role: prefill}, {name: decode, replicas: 0, role: decode}]")),
-      {}, 1);
+  const FleetResult r = run_fleet(load(text("",
+                                            "[{name: prefill, replicas: 2, role: prefill}, {name: "
+                                            "decode, replicas: 0, role: decode}]")),
+                                  {}, 1);
   EXPECT_GT(r.failed_calls, 100u);
   EXPECT_EQ(r.summary.requests_completed, 0u);
   EXPECT_EQ(r.unfinished, 0u);

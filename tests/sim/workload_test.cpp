@@ -81,7 +81,7 @@ TEST(WorkloadOpenLoop, PoissonRateAndGaps) {
   // Exponential gaps have cv 1. The sample cv's variance is (c²/n)(c² - γc + (κ-1)/4) with
   // skewness γ = 2 and kurtosis κ = 9: 1/n → SE 3.16e-3 → 5 SE = 0.0158.
   EXPECT_NEAR(gap_cv(rs), 1.0, 0.0158);
-  EXPECT_FALSE(w->next_arrival());  // stays exhausted
+  EXPECT_FALSE(w->next_arrival());                          // stays exhausted
   EXPECT_FALSE(w->on_completion(rs[0], rs[0].arrival_ns));  // open loop: no follow-ups
 }
 
@@ -147,26 +147,29 @@ TEST(WorkloadOpenLoop, ShapedRateStepsAndRamps) {
                 .message()
                 .find("either rate (constant) or shape"),
             std::string::npos);
-  EXPECT_NE(make_error("duration: 1h\narrival: {shape: [{at: 10s, rate: 1/s}, {at: 5s, rate: 2/s}]}\n"
-                       "prompt_tokens: 1\noutput_tokens: 1\n")
-                .message()
-                .find("in time order"),
-            std::string::npos);
+  EXPECT_NE(
+      make_error("duration: 1h\narrival: {shape: [{at: 10s, rate: 1/s}, {at: 5s, rate: 2/s}]}\n"
+                 "prompt_tokens: 1\noutput_tokens: 1\n")
+          .message()
+          .find("in time order"),
+      std::string::npos);
   EXPECT_NE(make_error("duration: 1h\narrival: {shape: [{at: 0s, rate: 0/s}]}\n"
                        "prompt_tokens: 1\noutput_tokens: 1\n")
                 .message()
                 .find("nothing would arrive"),
             std::string::npos);
-  EXPECT_NE(make_error("duration: 1h\narrival: {process: gamma, cv: 2, shape: [{at: 0s, rate: 1/s}]}\n"
-                       "prompt_tokens: 1\noutput_tokens: 1\n")
-                .message()
-                .find("(non-homogeneous) Poisson process"),
-            std::string::npos);
+  EXPECT_NE(
+      make_error("duration: 1h\narrival: {process: gamma, cv: 2, shape: [{at: 0s, rate: 1/s}]}\n"
+                 "prompt_tokens: 1\noutput_tokens: 1\n")
+          .message()
+          .find("(non-homogeneous) Poisson process"),
+      std::string::npos);
 }
 
 TEST(WorkloadOpenLoop, RequestsAndDurationWhicheverComesFirst) {
   // 1000/s for 1 s would give ~1000; 50 requests come first.
-  auto w = make("requests: 50\nduration: 1s\narrival: {rate: 1000/s}\nprompt_tokens: 1\noutput_tokens: 1\n");
+  auto w = make(
+      "requests: 50\nduration: 1s\narrival: {rate: 1000/s}\nprompt_tokens: 1\noutput_tokens: 1\n");
   EXPECT_EQ(drain(*w).size(), 50u);
 }
 
@@ -193,7 +196,9 @@ TEST(WorkloadOpenLoop, LengthDistributionsAreDrawnPerRequest) {
 }
 
 TEST(WorkloadOpenLoop, SameSeedSameRequestsAndStreamsAreSeparate) {
-  const std::string base = "requests: 1000\narrival: {rate: 20/s}\nprompt_tokens: {dist: lognormal, median: 400, sigma: 1}\n";
+  const std::string base =
+      "requests: 1000\narrival: {rate: 20/s}\nprompt_tokens: {dist: lognormal, median: 400, sigma: "
+      "1}\n";
   auto a = drain(*make(base + "output_tokens: 128\n", 7));
   auto b = drain(*make(base + "output_tokens: 128\n", 7));
   auto c = drain(*make(base + "output_tokens: 128\n", 8));
@@ -212,7 +217,9 @@ TEST(WorkloadOpenLoop, SameSeedSameRequestsAndStreamsAreSeparate) {
 }
 
 TEST(WorkloadOpenLoop, DescribeIsOneLine) {
-  auto w = make("requests: 10\narrival: {process: gamma, rate: 20/s, cv: 2}\nprompt_tokens: {dist: lognormal, median: 400, sigma: 1}\noutput_tokens: 128\n");
+  auto w = make(
+      "requests: 10\narrival: {process: gamma, rate: 20/s, cv: 2}\nprompt_tokens: {dist: "
+      "lognormal, median: 400, sigma: 1}\noutput_tokens: 128\n");
   const std::string d = w->describe();
   EXPECT_EQ(d.find('\n'), std::string::npos);
   EXPECT_NE(d.find("gamma 20/s cv=2"), std::string::npos) << d;
@@ -297,7 +304,8 @@ TEST(WorkloadClosedLoop, RandomThinkKeepsAtMostOneOutstandingPerUser) {
 }
 
 TEST(WorkloadClosedLoop, DurationEndsEachUser) {
-  auto w = make("duration: 10s\nclients: {users: 3, think_time: 1s}\nprompt_tokens: 1\noutput_tokens: 1\n");
+  auto w = make(
+      "duration: 10s\nclients: {users: 3, think_time: 1s}\nprompt_tokens: 1\noutput_tokens: 1\n");
   // Served instantly: each user sends at 1, 2, ..., 9 s (10 s is past the [0, 10 s) window).
   const auto all = run_closed_loop(*w, 3, 0.0);
   EXPECT_EQ(all.size(), 27u);  // 3 users × 9
@@ -321,7 +329,8 @@ TEST(WorkloadTrace, ReplaysRecordsWithTimeScale) {
   const Trace t = load_trace(kTestsDir + "/data/azure_conv_head.csv");
   auto normal = drain(*make("trace: {file: data/azure_conv_head.csv}\n"));
   auto slow = drain(*make("trace: {file: data/azure_conv_head.csv, time_scale: 2.0}\n"));
-  auto fast = drain(*make("trace: {file: data/azure_conv_head.csv, format: azure, time_scale: 0.5}\n"));
+  auto fast =
+      drain(*make("trace: {file: data/azure_conv_head.csv, format: azure, time_scale: 0.5}\n"));
   ASSERT_EQ(normal.size(), 199u);  // the whole excerpt: a trace bounds the run by itself
   ASSERT_EQ(slow.size(), 199u);
   ASSERT_EQ(fast.size(), 199u);
@@ -352,7 +361,8 @@ TEST(WorkloadTrace, RequestsAndDurationTruncate) {
   // time_scale 2 stretches the trace: only records before 15 s (trace time) fit in 30 s.
   size_t under_15s = 0;
   for (const auto& r : t.records) under_15s += r.time_s * 2 < 30.0 ? 1 : 0;
-  EXPECT_EQ(drain(*make("duration: 30s\ntrace: {file: data/azure_conv_head.csv, time_scale: 2}\n")).size(),
+  EXPECT_EQ(drain(*make("duration: 30s\ntrace: {file: data/azure_conv_head.csv, time_scale: 2}\n"))
+                .size(),
             under_15s);
 }
 
@@ -385,10 +395,11 @@ struct Bad {
 
 TEST(WorkloadValidation, EveryErrorNamesItsField) {
   const Bad cases[] = {
-      {"requests: 10\narrival: {rate: 1/s}\nclients: {users: 2}\nprompt_tokens: 1\noutput_tokens: 1\n",
+      {"requests: 10\narrival: {rate: 1/s}\nclients: {users: 2}\nprompt_tokens: 1\noutput_tokens: "
+       "1\n",
        "workload.clients", "only one of arrival, clients and trace"},
-      {"requests: 10\narrival: {rate: 1/s}\ntrace: data/azure_conv_head.csv\n",
-       "workload.trace", "only one of"},
+      {"requests: 10\narrival: {rate: 1/s}\ntrace: data/azure_conv_head.csv\n", "workload.trace",
+       "only one of"},
       {"requests: 10\nprompt_tokens: 1\noutput_tokens: 1\n", "workload", "needs one of arrival"},
       {"arrival: {rate: 1/s}\nprompt_tokens: 1\noutput_tokens: 1\n", "workload", "never ends"},
       {"requests: 10\narrival: {rate: -5/s}\nprompt_tokens: 1\noutput_tokens: 1\n",
@@ -399,7 +410,8 @@ TEST(WorkloadValidation, EveryErrorNamesItsField) {
        "workload.arrival.rate", ""},  // bare number: the unit reader's message
       {"requests: 10\narrival: {process: gamma, rate: 1/s}\nprompt_tokens: 1\noutput_tokens: 1\n",
        "workload.arrival.cv", "missing"},
-      {"requests: 10\narrival: {process: gamma, rate: 1/s, cv: 0}\nprompt_tokens: 1\noutput_tokens: 1\n",
+      {"requests: 10\narrival: {process: gamma, rate: 1/s, cv: 0}\nprompt_tokens: "
+       "1\noutput_tokens: 1\n",
        "workload.arrival.cv", "cv must be > 0"},
       {"requests: 10\narrival: {rate: 1/s, cv: 2}\nprompt_tokens: 1\noutput_tokens: 1\n",
        "workload.arrival.cv", "applies to process: gamma"},
@@ -417,7 +429,8 @@ TEST(WorkloadValidation, EveryErrorNamesItsField) {
        "workload.requests", "requests must be >= 1"},
       {"duration: 0s\narrival: {rate: 1/s}\nprompt_tokens: 1\noutput_tokens: 1\n",
        "workload.duration", "duration must be > 0"},
-      {"requests: 10\narrival: {rate: 1/s}\noutput_tokens: 1\n", "workload.prompt_tokens", "missing"},
+      {"requests: 10\narrival: {rate: 1/s}\noutput_tokens: 1\n", "workload.prompt_tokens",
+       "missing"},
       {"requests: 10\nclients: {users: 0}\nprompt_tokens: 1\noutput_tokens: 1\n",
        "workload.clients.users", "users must be >= 1"},
       {"requests: 10\nclients: {users: 2, think_time: 2}\nprompt_tokens: 1\noutput_tokens: 1\n",
