@@ -15,11 +15,15 @@ build="${FLEETSIM_FUZZ_BUILD:-$root/build-fuzz}"
 jobs="$(nproc 2>/dev/null || echo 2)"
 targets=(fuzz_scenario fuzz_trace fuzz_calibration fuzz_checkpoint)
 
+# FLEETSIM_WERROR=1 (CI): warnings are errors here too (clang warns differently from GCC).
+common="$(fleetsim_common_cmake_args)"
 if [ ! -f "$build/CMakeCache.txt" ]; then
   # -O1 with line tables: sanitizer reports keep file:line, and the build is quicker than
   # at -O2 -g (every library source is compiled with ASan, UBSan and coverage).
   CC=clang CXX=clang++ cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Fuzz \
-    -DCMAKE_CXX_FLAGS_FUZZ="-O1 -gline-tables-only" -DFLEETSIM_FUZZ=ON >&2
+    -DCMAKE_CXX_FLAGS_FUZZ="-O1 -gline-tables-only" -DFLEETSIM_FUZZ=ON $common >&2
+elif [ -n "$common" ] && ! grep -q '^FLEETSIM_WERROR:BOOL=ON$' "$build/CMakeCache.txt"; then
+  cmake -S "$root" -B "$build" $common >&2
 fi
 cmake --build "$build" -j "$jobs" --target "${targets[@]}" >&2
 

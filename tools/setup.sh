@@ -32,14 +32,26 @@ fleetsim_install_packages() {
   fi
 }
 
-# fleetsim_build BUILD_DIR [cmake args...]: configure (once) and build everything.
+# CMake arguments every build gets: FLEETSIM_WERROR=1 (set by .ci/run) makes warnings
+# errors in fleetsim's own code (-DFLEETSIM_WERROR=ON).
+fleetsim_common_cmake_args() {
+  if [ "${FLEETSIM_WERROR:-0}" = "1" ]; then
+    echo "-DFLEETSIM_WERROR=ON"
+  fi
+}
+
+# fleetsim_build BUILD_DIR [cmake args...]: configure (once) and build everything. A build
+# folder configured without -DFLEETSIM_WERROR=ON is configured again when FLEETSIM_WERROR=1.
 fleetsim_build() {
   local dir="$1"
   shift
-  local jobs
+  local jobs common
   jobs="$(nproc 2>/dev/null || echo 2)"
+  common="$(fleetsim_common_cmake_args)"
   if [ ! -f "$dir/CMakeCache.txt" ]; then
-    cmake -S "$FLEETSIM_ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=Release "$@" >&2
+    cmake -S "$FLEETSIM_ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=Release "$@" $common >&2
+  elif [ -n "$common" ] && ! grep -q '^FLEETSIM_WERROR:BOOL=ON$' "$dir/CMakeCache.txt"; then
+    cmake -S "$FLEETSIM_ROOT" -B "$dir" $common >&2
   fi
   cmake --build "$dir" -j "$jobs" >&2
 }

@@ -37,9 +37,10 @@ class Cli : public ::testing::Test {
     const char* bin = std::getenv("FLEETSIM_BIN");
     if (!bin) GTEST_SKIP() << "FLEETSIM_BIN is not set (run through ctest)";
     bin_ = bin;
-    dir_ = fs::temp_directory_path() /
-           ("fleetsim-cli-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    // A parameterised test is named "Test/Param": one folder, not a folder inside another.
+    std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::replace(name.begin(), name.end(), '/', '_');
+    dir_ = fs::temp_directory_path() / ("fleetsim-cli-" + std::to_string(::getpid()) + "-" + name);
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -76,7 +77,8 @@ class Cli : public ::testing::Test {
     EXPECT_EQ(r.code, 1) << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
     EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;
-    for (const auto& n : needles) EXPECT_NE(r.err.find(n), std::string::npos) << "missing '" << n << "' in: " << r.err;
+    for (const auto& n : needles)
+      EXPECT_NE(r.err.find(n), std::string::npos) << "missing '" << n << "' in: " << r.err;
   }
 
   std::string bin_;
