@@ -380,29 +380,14 @@ void FleetSimulation::deliver(uint32_t slot, SimTime now) {
     arrive(slot, now);
     return;
   }
-  const size_t n = g.active.size();
   int32_t pick = -1;
   if (!routers_.empty()) {
     const size_t gi = static_cast<size_t>(s.region * n_models_ + model);
     pick = g.active[routers_[gi]->route(s.spec, serving::ReplicaSet(replicas_, g.active))];
   } else {
-    // Power of two choices by outstanding calls per batch slot.
-    pick = g.active[route_rng_.uniform_u64(n)];
+    pick = power_of_two(g);
   }
-  if (routers_.empty() && n > 1) {
-    const int32_t other = g.active[route_rng_.uniform_u64(n)];
-    const auto& a = info_[static_cast<size_t>(pick)];
-    const auto& b = info_[static_cast<size_t>(other)];
-    const int64_t sa = pools_[static_cast<size_t>(a.pool)].vllm.max_num_seqs;
-    const int64_t sb = pools_[static_cast<size_t>(b.pool)].vllm.max_num_seqs;
-    if (b.outstanding * sa < a.outstanding * sb) pick = other;
-  }
-  ReplicaInfo& ri = info_[static_cast<size_t>(pick)];
-  s.replica = pick;
-  ++ri.outstanding;
-  ++g.outstanding;
-  PoolState& p = pools_[static_cast<size_t>(ri.pool)];
-  ++p.outstanding;
+  assign(s, g, pick);
   auto& cur = current_[static_cast<size_t>(s.region)];
   cur.outstanding_peak = std::max(cur.outstanding_peak, g.outstanding);
   replicas_[static_cast<size_t>(pick)]->submit(s.spec);  // may reject at once (on_reject)
@@ -411,6 +396,30 @@ void FleetSimulation::deliver(uint32_t slot, SimTime now) {
 int FleetSimulation::target_model(const Slot& s) const {
   const int m = spec_.class_model[s.spec.cls];
   return m == 0 && spec_.cascade_model >= 0 && !s.escalated ? spec_.cascade_model : m;
+}
+
+int32_t FleetSimulation::power_of_two(const Group& g) {
+  // Two replicas at random (possibly the same), the one with fewer outstanding calls per
+  // batch slot: pools of different batch sizes are weighed fairly.
+  const size_t n = g.active.size();
+  int32_t pick = g.active[route_rng_.uniform_u64(n)];
+  if (n > 1) {
+    const int32_t other = g.active[route_rng_.uniform_u64(n)];
+    const auto& a = info_[static_cast<size_t>(pick)];
+    const auto& b = info_[static_cast<size_t>(other)];
+    const int64_t sa = pools_[static_cast<size_t>(a.pool)].vllm.max_num_seqs;
+    const int64_t sb = pools_[static_cast<size_t>(b.pool)].vllm.max_num_seqs;
+    if (b.outstanding * sa < a.outstanding * sb) pick = other;
+  }
+  return pick;
+}
+
+void FleetSimulation::assign(Slot& s, Group& g, int32_t replica) {
+  ReplicaInfo& ri = info_[static_cast<size_t>(replica)];
+  s.replica = replica;
+  ++ri.outstanding;
+  ++g.outstanding;
+  ++pools_[static_cast<size_t>(ri.pool)].outstanding;
 }
 
 void FleetSimulation::finish_call(uint32_t slot, SimTime now) {
@@ -596,22 +605,8 @@ void FleetSimulation::hand_over(uint32_t handoff, SimTime now) {
   serving::Handoff h = handoffs_[handoff];
   handoffs_.release(handoff);
   h.first_token_ns = now;
-  // Power of two choices by outstanding calls per batch slot among the decode replicas.
-  const size_t n = g.active.size();
-  int32_t pick = g.active[route_rng_.uniform_u64(n)];
-  if (n > 1) {
-    const int32_t other = g.active[route_rng_.uniform_u64(n)];
-    const auto& a = info_[static_cast<size_t>(pick)];
-    const auto& b = info_[static_cast<size_t>(other)];
-    const int64_t sa = pools_[static_cast<size_t>(a.pool)].vllm.max_num_seqs;
-    const int64_t sb = pools_[static_cast<size_t>(b.pool)].vllm.max_num_seqs;
-    if (b.outstanding * sa < a.outstanding * sb) pick = other;
-  }
-  ReplicaInfo& ri = info_[static_cast<size_t>(pick)];
-  s.replica = pick;
-  ++ri.outstanding;
-  ++g.outstanding;
-  ++pools_[static_cast<size_t>(ri.pool)].outstanding;
+  assign(s, g, power_of_two(g));  // among the region's decode replicas of the model
+  const int32_t pick = s.replica;
   replicas_[static_cast<size_t>(pick)]->submit_prefilled(h);
 }
 

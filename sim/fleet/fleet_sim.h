@@ -109,9 +109,11 @@ class FleetSimulation final : public core::EventTarget, private serving::Serving
   void arrive(uint32_t slot, SimTime now);   // at the users' region: pick the serving region
   void deliver(uint32_t slot, SimTime now);  // pick a replica in the serving region
   void finish_call(uint32_t slot, SimTime now);
-  void release_replica(Slot& s, SimTime now);  // the call leaves its replica
-  int target_model(const Slot& s) const;       // the model that serves the call next
-  void cache_hit(uint32_t slot, SimTime now);  // answered from the response cache
+  void release_replica(Slot& s, SimTime now);       // the call leaves its replica
+  int32_t power_of_two(const Group& g);             // the default choice among g's replicas
+  void assign(Slot& s, Group& g, int32_t replica);  // the call joins the replica's counts
+  int target_model(const Slot& s) const;            // the model that serves the call next
+  void cache_hit(uint32_t slot, SimTime now);       // answered from the response cache
   int pick_region(int home, int model) const;
   int start_replica(int pool, SimTime ready_at);
   void activate(int replica, SimTime now);

@@ -1,7 +1,8 @@
 // Serving techniques in fleet runs: prefix caching with each session's context and the
 // shared system prompt, speculative decoding in the pools of the scenario's model, the
 // response cache, a router of the registry inside a region, a cascade through the fleet's
-// small-model pools, prefill pools handing calls to decode pools, and the techniques a fleet still refuses (with the reason).
+// small-model pools, prefill pools handing calls to decode pools, and the techniques a
+// fleet still refuses (with the reason).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,32 +10,14 @@
 #include <vector>
 
 #include "hw_models/error.h"
+#include "scenario_text.h"
 #include "sim/fleet/fleet_sim.h"
 
 namespace fleetsim::fleet {
 namespace techniques_test {  // named: the tests build as one unit with fleet_test.cpp
 
-const hw::Catalog& catalog() {
-  static const hw::Catalog c = hw::Catalog::load(hw::Catalog::default_dir());
-  return c;
-}
-
-scenario::Scenario load(const std::string& text) {
-  auto src = std::make_shared<yaml::Source>();
-  src->file = "fleet.yaml";
-  return scenario::load_map(yaml::Map(YAML::Load(text), src, ""), "fleet.yaml", {}, std::nullopt,
-                            catalog());
-}
-
-std::string error_of(const std::string& text) {
-  try {
-    load(text);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no InputError";
-  return "";
-}
+scenario::Scenario load(const std::string& text) { return test::load_text(text, "fleet.yaml"); }
+std::string error_of(const std::string& text) { return test::load_error(text, "fleet.yaml"); }
 
 // Llama-3.1-8B on H100s, one region. Every session has exactly 3 turns of a 300-token
 // message and a 100-token answer after a 512-token system prompt, 1 s apart.

@@ -8,14 +8,10 @@
 #include <cmath>
 
 #include "hw_models/error.h"
+#include "scenario_text.h"
 
 namespace fleetsim::fleet {
 namespace {
-
-const hw::Catalog& catalog() {
-  static const hw::Catalog c = hw::Catalog::load(hw::Catalog::default_dir());
-  return c;
-}
 
 // Llama-3.1-8B on H100s; 1M weekly users sampled at 1 %; flat diurnal curve. `regions` is
 // the YAML list of regions, `extra` more fleet keys.
@@ -47,22 +43,8 @@ slo: {ttft: 2s, tpot: 100ms}
 )";
 }
 
-scenario::Scenario load(const std::string& text) {
-  auto src = std::make_shared<yaml::Source>();
-  src->file = "fleet.yaml";
-  return scenario::load_map(yaml::Map(YAML::Load(text), src, ""), "fleet.yaml", {}, std::nullopt,
-                            catalog());
-}
-
-std::string error_of(const std::string& text) {
-  try {
-    load(text);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no InputError";
-  return "";
-}
+scenario::Scenario load(const std::string& text) { return test::load_text(text, "fleet.yaml"); }
+std::string error_of(const std::string& text) { return test::load_error(text, "fleet.yaml"); }
 
 TEST(Fleet, RegionWithoutDatacenterSpillsEverythingAndPaysTheRoundTrip) {
   // Region "far" has users but no pools: all its calls go to "dc", and each one pays its

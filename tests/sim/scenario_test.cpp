@@ -5,25 +5,12 @@
 #include <gtest/gtest.h>
 
 #include "hw_models/error.h"
+#include "scenario_text.h"
 
 namespace fleetsim::scenario {
 namespace scenario_test {  // named: the tests build as one unit with other files
 
-const hw::Catalog& catalog() {
-  static const hw::Catalog c = hw::Catalog::load(hw::Catalog::default_dir());
-  return c;
-}
-
-std::string error_of(const std::string& text) {
-  auto src = std::make_shared<yaml::Source>();
-  src->file = "s.yaml";
-  try {
-    load_map(yaml::Map(YAML::Load(text), src, ""), "s.yaml", {}, std::nullopt, catalog());
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "no error";
-}
+std::string error_of(const std::string& text) { return test::load_error(text, "s.yaml"); }
 
 // Llama-3.1-70B in BF16 on one RTX 4090 in a desktop with 64 GB of host memory.
 std::string single(int layers_on_host) {
