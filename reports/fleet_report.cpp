@@ -91,8 +91,9 @@ FleetProse fleet_prose(const scenario::Scenario& sc, const fleet::FleetResult& r
       p.why_not_at_home.push_back(why.str());
       why.str("");
       std::snprintf(buf, sizeof buf, "%.1f", in_flight);
-      why << "Batching: a replica here had " << buf << " calls in flight on average (busy "
-          << pct(a.busy_fraction) << " of its time), so every GPU-hour is shared by many users";
+      why << "Batching: a replica here had " << buf
+          << " calls in flight on average (running a batch " << pct(a.busy_fraction)
+          << " of its time), so every GPU-hour is shared by many users";
       if (per_user_day > 0) {
         std::snprintf(buf, sizeof buf, "$%.3f", per_user_day);
         why << ": " << buf << " per daily user per day";
