@@ -124,6 +124,7 @@ GpuSpec load_gpu_file(const std::string& path) {
   g.fp8_flops_per_s = m.quantity_or("fp8_dense", Dim::kFlopRate, 0.0, 1.0);
   g.int8_ops_per_s = m.quantity_or("int8_dense", Dim::kFlopRate, 0.0, 1.0);
   g.fp4_flops_per_s = m.quantity_or("fp4_dense", Dim::kFlopRate, 0.0, 1.0);
+  g.fp16_acc16_flops_per_s = m.quantity_or("fp16_accumulate_dense", Dim::kFlopRate, 0.0, 1.0);
   g.scaleup = m.str_or("scaleup", "");
   if (!g.scaleup.empty())
     g.scaleup_bw_bytes_per_s = m.quantity("scaleup_bandwidth", Dim::kBandwidth, 1.0);
@@ -380,9 +381,12 @@ EngineSpec load_engine_file(const std::string& path) {
     e.moe_compute_efficiency = k->number_or("moe_compute", 0.1, 1.5, 1.0);
     e.moe_imbalance = k->number_or("moe_imbalance", 1.0, 4.0, 1.0);
     e.quant_bandwidth = k->number_or("quant_bandwidth", 0.1, 1.0, 1.0);
+    e.fp16_accumulate = k->boolean_or("fp16_accumulate", false);
+    e.dequant_gemm_min_tokens = k->integer_or("dequant_gemm_min_tokens", 0, 1 << 20, 0);
     k->finish();
   }
   e.rocm_variant = m.str_or("rocm_variant", "");
+  e.metal_variant = m.str_or("metal_variant", "");
   e.fit = m.str_list_or("fit", {});
   if (e.fit.size() > 4)
     m.fail("fit", "at most 4 fitted parameters per engine, got " + std::to_string(e.fit.size()),
@@ -517,10 +521,14 @@ Catalog Catalog::load(const std::string& dir) {
     EngineSpec e = load_engine_file(f);
     c.engines_.emplace(e.id, std::move(e));
   }
-  for (const auto& [id, e] : c.engines_)
+  for (const auto& [id, e] : c.engines_) {
+    const std::string file = (fs::path(dir) / "engines" / (id + ".yaml")).string();
+    const auto engine = [&](const std::string& v) { return c.engine(v); };
     if (!e.rocm_variant.empty())
-      check_ref((fs::path(dir) / "engines" / (id + ".yaml")).string(), "rocm_variant",
-                e.rocm_variant, "rocm_variant", [&](const std::string& v) { return c.engine(v); });
+      check_ref(file, "rocm_variant", e.rocm_variant, "rocm_variant", engine);
+    if (!e.metal_variant.empty())
+      check_ref(file, "metal_variant", e.metal_variant, "metal_variant", engine);
+  }
   for (const auto& f : yaml_files(fs::path(dir) / "nodes")) {
     NodeSpec n = load_node_file(f);
     check_ref(f, "gpu", n.gpu, "gpu", [&](const std::string& id) { return c.gpu(id); });

@@ -19,12 +19,15 @@ struct GpuSpec {
   std::string id;    ///< file stem, e.g. "h100-sxm"
   std::string name;  ///< display name, e.g. "NVIDIA H100 SXM5 80GB"
   std::string vendor;
-  double memory_bytes = 0;            ///< device memory capacity
-  double memory_bw_bytes_per_s = 0;   ///< peak device memory bandwidth
-  double bf16_flops_per_s = 0;        ///< dense BF16 tensor rate (Apple: FP16 GPU rate)
-  double fp8_flops_per_s = 0;         ///< dense FP8 tensor rate; 0 when the part has none
-  double int8_ops_per_s = 0;          ///< dense INT8 tensor rate; 0 when not published
-  double fp4_flops_per_s = 0;         ///< dense FP4 tensor rate; 0 when the part has none
+  double memory_bytes = 0;           ///< device memory capacity
+  double memory_bw_bytes_per_s = 0;  ///< peak device memory bandwidth
+  double bf16_flops_per_s = 0;       ///< dense BF16 tensor rate (Apple: FP16 GPU rate)
+  double fp8_flops_per_s = 0;        ///< dense FP8 tensor rate; 0 when the part has none
+  double int8_ops_per_s = 0;         ///< dense INT8 tensor rate; 0 when not published
+  double fp4_flops_per_s = 0;        ///< dense FP4 tensor rate; 0 when the part has none
+  /// Dense FP16 tensor rate with FP16 accumulation; 0 = bf16_dense. GeForce cards run it at
+  /// twice their FP32-accumulate rate; data-centre parts at the same rate.
+  double fp16_acc16_flops_per_s = 0;
   std::string scaleup;                ///< interconnect id of the GPU fabric ("" = none)
   double scaleup_bw_bytes_per_s = 0;  ///< per-GPU, per-direction NVLink/xGMI bandwidth
   double scaleup_latency_s = 0;       ///< α of one collective step: measured (empirical)
@@ -191,9 +194,18 @@ struct EngineSpec {
   double moe_imbalance = 1.0;     ///< busiest expert-parallel GPU's tokens / mean (floor)
   double ep_alltoall_call_s = 0;  ///< fixed cost of one EP dispatch or combine call
   double quant_bandwidth = 1.0;   ///< block-quantised (GGUF) mat-vec bandwidth / 16-bit's
+  /// 16-bit GEMMs accumulate in FP16 (cuBLAS CUBLAS_COMPUTE_16F): they run at the GPU's
+  /// fp16_accumulate_dense rate.
+  bool fp16_accumulate = false;
+  /// On NVIDIA GPUs, a matmul of a GGUF block format over at least this many tokens
+  /// dequantises the weights into an FP16 copy and runs an FP16 GEMM on it (0 = never: the
+  /// block format is multiplied in place).
+  int64_t dequant_gemm_min_tokens = 0;
   /// The profile this engine runs as on AMD GPUs (its ROCm build: other kernels, other
   /// efficiencies), "" = the same profile everywhere.
   std::string rocm_variant;
+  /// The profile this engine runs as on Apple GPUs (its Metal backend), "" = this one.
+  std::string metal_variant;
   std::vector<std::string> fit;  ///< parameters `calibrate fit` may change (at most 4)
   std::string fitted;            ///< provenance of the last fit ("" = never fitted)
   /// The values a fit started from (`fitted: {before: ...}`): a refit starts there again, so

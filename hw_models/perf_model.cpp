@@ -109,6 +109,7 @@ struct Unit {
   double eff_gemm_compute = 1;  // GEMMs' compute efficiency (eff_compute, or FP4's measured one)
   double kernel_eff = 1;        // the engine's kernels against the calibrated/catalog rates
   double compute_eff = 1;       // and their compute side
+  double dequant_min_rows = 0;  // GGUF matmuls of ≥ this many rows run on an FP16 copy (0: never)
   const std::vector<CalibrationRow>* const (*rows)[2] = nullptr;  // Deployment::calib_rows
 };
 
@@ -126,6 +127,15 @@ Unit gpu_unit(const Deployment& d) {
   u.kernel_eff = d.eff.kernel_efficiency;
   u.compute_eff = d.eff.compute_efficiency;
   u.rows = d.calib_rows;
+  // ggml's CUDA backend before its MMQ kernels became the default multiplied batched GGUF
+  // matmuls by dequantising the weights into an FP16 buffer and calling cuBLAS; Metal's
+  // kernels dequantise in place.
+  if (d.prec.block_quant && d.eff.dequant_gemm_min_tokens > 0 && d.gpu->vendor == "NVIDIA")
+    u.dequant_min_rows = static_cast<double>(d.eff.dequant_gemm_min_tokens);
+  // 16-bit GEMMs (and the FP16 copies) accumulating in FP16: the part's FP16-accumulate rate.
+  if (d.eff.fp16_accumulate && d.prec.math == DType::kBf16 && d.gpu->fp16_acc16_flops_per_s > 0 &&
+      (d.prec.weight_bytes == 2 || u.dequant_min_rows > 0))
+    u.gemm_peak = d.gpu->fp16_acc16_flops_per_s;
   return u;
 }
 
@@ -217,6 +227,15 @@ class Calc {
   void gemm(double* bucket, const char* cat, const char* name, double count, double rows, double in,
             double out, const Unit& u) {
     if (rows <= 0 || count <= 0) return;
+    if (u.dequant_min_rows > 0 && rows >= u.dequant_min_rows) {
+      // Read the block format, write the FP16 copy; the GEMM then reads 2 bytes a weight.
+      const double w = in * out;
+      op(bucket, cat, "dequantize weights to FP16", count, 0, w * (d_.prec.weight_bytes + 2.0),
+         Kind::kOther, u);
+      op(bucket, cat, name, count, 2.0 * rows * w, 2.0 * w + rows * (in + out) * d_.prec.act_bytes,
+         Kind::kGemm, u);
+      return;
+    }
     op(bucket, cat, name, count, 2.0 * rows * in * out, gemm_bytes(rows, in, out), Kind::kGemm, u);
   }
   void layer_ops(StepBreakdown& s, const BatchShape& b, double scale, const Unit& u, bool on_host);
@@ -581,6 +600,8 @@ void apply_engine(const EngineSpec& engine, Efficiency* eff) {
   eff->moe_compute_efficiency = engine.moe_compute_efficiency;
   eff->moe_imbalance = engine.moe_imbalance;
   eff->quant_bandwidth = engine.quant_bandwidth;
+  eff->fp16_accumulate = engine.fp16_accumulate;
+  eff->dequant_gemm_min_tokens = engine.dequant_gemm_min_tokens;
   eff->pipeline_sequential = engine.pipeline_sequential;
   eff->ep_alltoall_call_s = engine.ep_alltoall_call_s;
 }

@@ -145,6 +145,8 @@ struct Efficiency {
   double moe_efficiency = 1.0;          ///< routed-expert grouped GEMM / dense GEMM rate
   double moe_compute_efficiency = 1.0;  ///< and of its compute side
   double quant_bandwidth = 1.0;         ///< GGUF block-format weight streaming / 16-bit's
+  bool fp16_accumulate = false;         ///< 16-bit GEMMs at the FP16-accumulate rate
+  int64_t dequant_gemm_min_tokens = 0;  ///< GGUF matmuls of ≥ this many tokens: FP16 copy
   bool pipeline_sequential = false;     ///< pp stages one after another (llama.cpp layer split)
   double ep_alltoall_call_s = 0;        ///< fixed cost per EP dispatch/combine call
 };

@@ -231,9 +231,12 @@ void load_deployment(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
   // Efficiency: the GPU's measured figures and the serving engine's overhead and kernel
   // terms, unless the scenario overrides them.
   sc.eff = hw::catalog_efficiency(sc.gpu);
-  // On AMD GPUs an engine runs its ROCm build, a profile of its own.
+  // On AMD GPUs an engine runs its ROCm build, on Apple GPUs its Metal backend: other
+  // kernels, a profile of their own.
   if (sc.gpu.vendor == "AMD" && !sc.engine.rocm_variant.empty())
     sc.engine = catalog.engine(sc.engine.rocm_variant);
+  else if (sc.gpu.vendor == "Apple" && !sc.engine.metal_variant.empty())
+    sc.engine = catalog.engine(sc.engine.metal_variant);
   hw::apply_engine(sc.engine, &sc.eff);
   sc.efficiency_source = "catalog (" + sc.gpu.id + ", " + sc.gpu.efficiency_basis + ")";
   bool use_calibration = true;

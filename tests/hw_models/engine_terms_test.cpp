@@ -2,7 +2,8 @@
 // overhead, the CUDA-graph batch limit, kernel and compute efficiency, the MoE grouped-GEMM
 // occupancy curve and efficiency (whole and compute side), expert-parallel imbalance from the hottest expert, the
 // fixed all-to-all call cost, redundant experts (EPLB), two-batch overlap, GGUF
-// dequantisation bandwidth, sequential pipeline stages and the measured FP4 GEMM rate. Each test changes one term and checks the difference against
+// dequantisation bandwidth, the FP16 copy of batched GGUF matmuls, FP16 accumulation,
+// sequential pipeline stages and the measured FP4 GEMM rate. Each test changes one term and checks the difference against
 // the formula in perf_model.h, worked out in the comment.
 #include <gtest/gtest.h>
 
@@ -254,6 +255,61 @@ TEST(EngineTerms, GgufWeightsStreamAtQuantBandwidth) {
   d.prec = Precision::of(DType::kBf16, DType::kBf16, DType::kBf16);
   expect_rel(find_op(explain_step(d, decode(1, 100)), "QKV projection").bytes,
              4096.0 * 12288 * 2 + 32768.0);
+}
+
+TEST(EngineTerms, BatchedGgufMatmulsRunOnAnFp16CopyOfTheWeights) {
+  // dequant_gemm_min_tokens 9 (llama.cpp's CUDA backend before MMQ): a q4_0 matmul over
+  // ≥ 9 tokens first reads the blocks (18 B per 32 weights) and writes FP16 (2 B per
+  // weight), then the GEMM reads the FP16 copy. QKV of Llama-2-7B (4096 × 12288 =
+  // 50,331,648 weights) at 512 prompt tokens:
+  //   dequantise: 50,331,648 · (18/32 + 2) = 128,974,848 B, no FLOPs;
+  //   GEMM: 50,331,648 · 2 + 512 · (4096 + 12288) · 2 = 117,440,512 B.
+  Deployment d = llama7b();
+  d.prec = Precision::of(DType::kQ4_0, DType::kFp16, DType::kFp16);
+  d.eff.dequant_gemm_min_tokens = 9;
+  auto ops = explain_step(d, prefill(512));
+  const OpCost& dq = find_op(ops, "dequantize weights to FP16");  // the first: QKV's
+  expect_rel(dq.bytes, 128974848.0);
+  EXPECT_EQ(dq.flops, 0.0);
+  expect_rel(find_op(ops, "QKV projection").bytes, 117440512.0);
+  // 8 tokens (MMVQ's largest batch) multiply the blocks in place: 28,311,552 B of blocks
+  // plus 8 · 16384 · 2 = 262,144 B of activations, and no copy.
+  ops = explain_step(d, decode(8, 100));
+  expect_rel(find_op(ops, "QKV projection").bytes, 28311552.0 + 262144.0);
+  for (const auto& o : ops) EXPECT_NE(o.name, "dequantize weights to FP16");
+  // Metal dequantises inside its kernels: an Apple GPU never makes the copy.
+  const auto& m2 = catalog().gpu("m2-ultra");
+  Efficiency e = catalog_efficiency(m2);
+  e.dequant_gemm_min_tokens = 9;
+  const Deployment apple =
+      make_deployment(catalog().model("llama-2-7b"), {}, m2,
+                      Precision::of(DType::kQ4_0, DType::kFp16, DType::kFp16), e);
+  for (const auto& o : explain_step(apple, prefill(512)))
+    EXPECT_NE(o.name, "dequantize weights to FP16");
+}
+
+TEST(EngineTerms, Fp16AccumulationRunsAtTheGeForceFp16AccumulateRate) {
+  // RTX 4090 (no calibration tables, assumed compute efficiency 0.7): FP16 GEMMs that
+  // accumulate in FP16 run at fp16_accumulate_dense 330.3 TFLOP/s, twice bf16_dense 165.2.
+  // MLP up+gate of Llama-2-7B at 4096 tokens: 2 · 4096 · 4096 · 22016 FLOPs per layer,
+  // compute-bound, time = flops / (rate · 0.7) per layer.
+  const auto& g = catalog().gpu("rtx-4090");
+  ASSERT_DOUBLE_EQ(g.fp16_acc16_flops_per_s, 330.3e12);
+  Efficiency eff = catalog_efficiency(g);
+  apply_engine(catalog().engine("ideal"), &eff);
+  const Precision fp16 = Precision::of(DType::kFp16, DType::kFp16, DType::kFp16);
+  Deployment d = make_deployment(catalog().model("llama-2-7b"), {}, g, fp16, eff);
+  const OpCost fp32acc = find_op(explain_step(d, prefill(4096)), "MLP up+gate");
+  expect_rel(fp32acc.flops, 2.0 * 4096 * 4096 * 22016);
+  expect_rel(fp32acc.time_s, fp32acc.count * fp32acc.flops / (165.2e12 * 0.7), 1e-9);
+  d.eff.fp16_accumulate = true;
+  const OpCost fp16acc = find_op(explain_step(d, prefill(4096)), "MLP up+gate");
+  expect_rel(fp16acc.time_s, fp16acc.count * fp16acc.flops / (330.3e12 * 0.7), 1e-9);
+  // A data-centre part has no faster FP16-accumulate rate: nothing changes on an A100.
+  Deployment a = llama7b();
+  const double before = find_op(explain_step(a, prefill(4096)), "MLP up+gate").time_s;
+  a.eff.fp16_accumulate = true;
+  EXPECT_EQ(find_op(explain_step(a, prefill(4096)), "MLP up+gate").time_s, before);
 }
 
 TEST(EngineTerms, SequentialPipelineRunsTheWholeBatchThroughEachStage) {

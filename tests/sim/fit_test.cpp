@@ -226,6 +226,23 @@ TEST(ValidationCase, AmdGpuRunsTheRocmBuildsProfile) {
   EXPECT_EQ(run_case(f.string(), cat, nullptr).engine, "vllm-v1-rocm");
 }
 
+TEST(ValidationCase, AppleGpuRunsTheMetalBackendsProfile) {
+  // llamacpp.yaml names metal_variant: llamacpp-metal; an M2 Ultra case runs as that profile,
+  // an H100 case as llamacpp itself.
+  Fixture fx;
+  const hw::Catalog cat = hw::Catalog::load((fx.dir / "catalog").string());
+  for (const auto& [gpu, engine] :
+       {std::pair<std::string, std::string>{"m2-ultra", "llamacpp-metal"},
+        {"h100-sxm", "llamacpp"}}) {
+    const fs::path f = fx.dir / "cases" / (gpu + ".yaml");
+    std::ofstream(f) << "case: \"x\"\ncitation: \"y\"\nmetric: tpot\nmeasured: 0.01\n"
+                        "engine: llamacpp\nsetup: step\nstep:\n  model: llama-3.1-8b\n"
+                        "  hardware: {gpu: "
+                     << gpu << "}\n  mode: decode\n  batch: 1\n  context_tokens: 100\n";
+    EXPECT_EQ(run_case(f.string(), cat, nullptr).engine, engine) << gpu;
+  }
+}
+
 TEST(FitObjective, SymmetricInLogSpace) {
   // |ln 2| for a 2x over-prediction and |ln 1/2| for a 2x under-prediction: mean ln 2.
   Case a, b;
