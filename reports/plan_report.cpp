@@ -37,10 +37,42 @@ std::string pct_d(double x, int decimals) {
 
 std::string slo_text(const PlanResult& r) {
   std::string s;
-  if (r.slo_ttft_s) s += "TTFT ≤ " + duration(*r.slo_ttft_s);
-  if (r.slo_tpot_s)
-    s += std::string(s.empty() ? "" : " and ") + "TPOT ≤ " + duration(*r.slo_tpot_s);
-  return s + " for ≥ " + pct_d(r.spec.target, 1) + " of requests";
+  if (r.slo_plain) {
+    if (r.slo_ttft_s) s += "TTFT ≤ " + duration(*r.slo_ttft_s);
+    if (r.slo_tpot_s)
+      s += std::string(s.empty() ? "" : " and ") + "TPOT ≤ " + duration(*r.slo_tpot_s);
+    s += " for ≥ " + pct_d(r.spec.target, 1) + " of requests";
+  }
+  for (const auto& t : r.slo_targets) {
+    if (!s.empty()) s += ", ";
+    s += workload::slo_label(t.metric);
+    s += ' ';
+    s += workload::percentile_name(t.quantile) + " ≤ " + duration(t.bound_s);
+  }
+  return s;
+}
+
+// The smallest margin of `o`'s checks (nullptr without any).
+const metrics::SloCheck* tightest(const plan::Outcome& o) {
+  const metrics::SloCheck* t = nullptr;
+  for (const auto& c : o.slo_checks)
+    if (!t || c.margin() < t->margin()) t = &c;
+  return t;
+}
+
+// What keeps `o` from meeting the SLO: "84.0 % of requests meet the SLO (target 99 %);
+// TPOT p99 56 ms of 50 ms: missed by 12 %".
+std::string misses(const PlanResult& r, const plan::Outcome& o) {
+  std::string s;
+  if (r.slo_plain && o.attainment < r.spec.target)
+    s = pct_d(o.attainment, 1) + " of requests meet the SLO (target " + pct_d(r.spec.target, 1) +
+        ")";
+  for (const auto& c : o.slo_checks)
+    if (!c.met && (!c.target.plain || s.empty())) {
+      if (!s.empty()) s += "; ";
+      s += slo_check_text(c);
+    }
+  return s;
 }
 
 std::string replicas_text(const Candidate& c) {
@@ -77,6 +109,21 @@ std::string plan_why_lost(const PlanResult& r, const Candidate& c) {
   if (c.status != Status::kFeasible) return c.reason;
   if (r.chosen < 0 || c.index == r.chosen) return "";
   const Candidate& w = r.candidates[r.chosen];
+  if (std::find(r.answers.begin(), r.answers.end(), c.index) != r.answers.end()) {
+    const std::string same = "equally cheap, ";
+    if (c.best->itl_p99_s != w.best->itl_p99_s)
+      return same + "choppier streaming: ITL p99 " + duration(c.best->itl_p99_s) + " vs " +
+             duration(w.best->itl_p99_s);
+    if (c.best->tpot_p99_s != w.best->tpot_p99_s)
+      return same + "same ITL p99, TPOT p99 " + duration(c.best->tpot_p99_s) + " vs " +
+             duration(w.best->tpot_p99_s);
+    if (c.best->ttft_p99_s != w.best->ttft_p99_s)
+      return same + "same ITL and TPOT p99, TTFT p99 " + duration(c.best->ttft_p99_s) + " vs " +
+             duration(w.best->ttft_p99_s);
+    if (c.total_gpus != w.total_gpus)
+      return same + "same latencies, " + std::to_string(c.total_gpus - w.total_gpus) + " more GPUs";
+    return "tie (equally cheap, same latencies and GPUs; listed later in plan:)";
+  }
   if (c.usd_per_hour > w.usd_per_hour)
     return "+" + pct_d(c.usd_per_hour / w.usd_per_hour - 1, 0) + " cost (" +
            per(c.usd_per_hour, "h") + " vs " + per(w.usd_per_hour, "h") + ")";
@@ -160,6 +207,49 @@ std::string search_text(const PlanResult& r) {
   return o.str();
 }
 
+// One perturbation of an answer in words: "still meets (tightest: TPOT p99 49 ms of 50 ms:
+// 2 % margin)" or "misses at 12 replicas (...); needs 2 more replicas (14 + 1 spare = 15
+// GPUs, $47/h, +13 %)".
+std::string perturbed_text(const PlanResult& r, const Candidate& c,
+                           const plan::PerturbedAnswer& a) {
+  std::string s;
+  if (a.still_meets) {
+    s = "still meets";
+    if (const metrics::SloCheck* t = tightest(a.at_answer))
+      s += " (tightest: " + slo_check_text(*t) + ")";
+    return s;
+  }
+  s = "misses at " + std::to_string(c.best->replicas) + " replicas (" + misses(r, a.at_answer) +
+      ")";
+  if (a.replicas_needed == 0)
+    return s + "; no replica count up to " +
+           std::to_string(a.tried.empty() ? c.best->replicas : a.tried.back().replicas) +
+           " meets it (more replicas do not help, or replicas.max)";
+  const int more = a.replicas_needed - c.best->replicas;
+  return s + "; needs " + std::to_string(more) + (more == 1 ? " more replica" : " more replicas") +
+         " (" + std::to_string(a.replicas_needed) + " in all: " + std::to_string(a.gpus_needed) +
+         " GPUs, " + per(a.usd_per_hour_needed, "h") + ", +" +
+         pct_d(a.usd_per_hour_needed / c.usd_per_hour - 1, 0) + ")";
+}
+
+// A short verdict for tables: "still meets", "+2 replicas", "no count meets".
+std::string perturbed_short(const Candidate& c, const plan::PerturbedAnswer& a) {
+  if (a.still_meets) return "still meets";
+  if (a.replicas_needed == 0) return "no count meets";
+  const int more = a.replicas_needed - c.best->replicas;
+  return "needs " + std::to_string(more) + " more";
+}
+
+// The answer's margins to each SLO target, "; "-separated.
+std::string margins_text(const Candidate& c) {
+  std::string s;
+  for (const auto& k : c.best->slo_checks) {
+    if (!s.empty()) s += "; ";
+    s += slo_check_text(k);
+  }
+  return s;
+}
+
 Table robustness_table(const PlanResult& r, const std::vector<app::PlanRobustness>& robust) {
   Table tb{{"configuration", "replicas", "SLO met (mean ± 95 % CI)", "min", "TTFT p99 (mean)",
             "verdict"},
@@ -168,10 +258,12 @@ Table robustness_table(const PlanResult& r, const std::vector<app::PlanRobustnes
   for (const auto& rb : robust) {
     const Candidate& c = r.candidates[rb.candidate];
     const app::MetricSpread& m = rb.reps.metrics.at("slo_attainment");
-    const std::string verdict = m.min >= r.spec.target ? "meets the target with every seed"
-                                : m.mean - m.ci95 >= r.spec.target
-                                    ? "meets it on average, not with every seed"
-                                    : "NOT robust: the CI reaches below the target";
+    const app::MetricSpread& met = rb.reps.metrics.at("slo_met");
+    const std::string verdict =
+        met.min >= 1 ? "meets the SLO with every seed"
+        : r.slo_plain && m.mean - m.ci95 >= r.spec.target
+            ? "meets it on average, not with every seed"
+            : "NOT robust: " + pct_d(1 - met.mean, 0) + " of the seeds miss the SLO";
     tb.rows.push_back({c.label, std::to_string(c.best->replicas),
                        pct_d(m.mean, 2) + " ± " + pct_d(m.ci95, 2), pct_d(m.min, 2),
                        duration(rb.reps.metrics.at("ttft_p99_s").mean), verdict});
@@ -181,14 +273,46 @@ Table robustness_table(const PlanResult& r, const std::vector<app::PlanRobustnes
 
 std::string robustness_verdict(const PlanResult& r,
                                const std::vector<app::PlanRobustness>& robust) {
-  const app::MetricSpread& m = robust.front().reps.metrics.at("slo_attainment");
-  if (m.min >= r.spec.target) return "The choice holds across the seeds.";
+  if (robust.front().reps.metrics.at("slo_met").min >= 1)
+    return "The choice holds across the seeds.";
   return "The choice is sensitive to the random draws: give it one more replica (" +
          std::to_string(r.candidates[r.chosen].best->replicas + 1) +
          ") or a higher plan.target for a margin.";
 }
 
 }  // namespace
+
+Table plan_answers_table(const PlanResult& r) {
+  std::vector<std::string> head = {
+      "answer (smoothest first)", "replicas", "GPUs", "$/h", "ITL p99", "TPOT p99", "TTFT p99",
+      "tightest margin"};
+  const Candidate* any = r.answers.empty() ? nullptr : &r.candidates[r.answers.front()];
+  if (any)
+    for (const auto& a : any->perturbed) head.push_back(a.perturbation.short_name());
+  Table tb{head, {}, true};
+  for (const int i : r.answers) {
+    const Candidate& x = r.candidates[i];
+    const metrics::SloCheck* t = tightest(*x.best);
+    std::vector<std::string> row = {x.label,
+                                    replicas_text(x),
+                                    std::to_string(x.total_gpus),
+                                    per(x.usd_per_hour, "h"),
+                                    duration(x.best->itl_p99_s),
+                                    duration(x.best->tpot_p99_s),
+                                    duration(x.best->ttft_p99_s),
+                                    t ? slo_check_text(*t) : std::string("-")};
+    for (const auto& a : x.perturbed) row.push_back(perturbed_short(x, a));
+    tb.rows.push_back(row);
+  }
+  return tb;
+}
+
+std::string plan_robust_text(const PlanResult& r, const Candidate& c) {
+  std::string s = "[" + c.label + "] margins: " + margins_text(c) + ".";
+  for (const auto& a : c.perturbed)
+    s += " With " + a.perturbation.describe() + ": " + perturbed_text(r, c, a) + ".";
+  return s;
+}
 
 std::string plan_answer(const PlanResult& r) {
   std::ostringstream o;
@@ -207,14 +331,14 @@ std::string plan_answer(const PlanResult& r) {
     << per(24 * c.usd_per_hour, "day") << ", " << per(24 * 30.44 * c.usd_per_hour, "month")
     << " at " << per(c.usd_per_gpu_hour, "GPU-hour") << "). SLO met by "
     << pct_d(c.best->attainment, 2) << " of requests; TTFT p99 " << duration(c.best->ttft_p99_s)
-    << ", TPOT p99 " << duration(c.best->tpot_p99_s) << ", replicas busy " << pct_d(c.best->busy, 0)
-    << ", " << human(c.best->output_tok_per_s) << " output tokens/s ($"
-    << human(usd_per_mtok_output(c)) << " per million output tokens at the peak hour). The "
+    << ", TPOT p99 " << duration(c.best->tpot_p99_s) << ", ITL p99 " << duration(c.best->itl_p99_s)
+    << ", replicas busy " << pct_d(c.best->busy, 0) << ", " << human(c.best->output_tok_per_s)
+    << " output tokens/s ($" << human(usd_per_mtok_output(c))
+    << " per million output tokens at the peak hour). The "
     << "analytic estimate was " << c.analytic_replicas << " replicas (decode batch "
     << c.decode_batch << ", " << units::format(c.capacity_per_s, Dim::kRate)
     << " per replica); replica counts simulated:";
-  for (const auto& tr : c.tried)
-    o << " " << tr.replicas << (tr.attainment >= r.spec.target ? " met" : " missed") << ",";
+  for (const auto& tr : c.tried) o << " " << tr.replicas << (tr.met ? " met" : " missed") << ",";
   std::string s = o.str();
   s.back() = '.';
   if (c.error_band) {
@@ -230,7 +354,7 @@ std::string plan_answer(const PlanResult& r) {
 
 Table plan_ranking_table(const PlanResult& r, int runners_up) {
   Table tb{{"configuration (cheapest first)", "replicas", "GPUs", "$/h", "$/M out tok", "SLO met",
-            "TTFT p99", "TPOT p99", "why it lost"},
+            "TTFT p99", "TPOT p99", "ITL p99", "why it lost"},
            {},
            true};
   const int shown = std::min<int>(static_cast<int>(r.ranking.size()), runners_up + 1);
@@ -239,7 +363,8 @@ Table plan_ranking_table(const PlanResult& r, int runners_up) {
     tb.rows.push_back({x.label, replicas_text(x), std::to_string(x.total_gpus),
                        per(x.usd_per_hour, "h"), dollars(usd_per_mtok_output(x)),
                        pct_d(x.best->attainment, 2), duration(x.best->ttft_p99_s),
-                       duration(x.best->tpot_p99_s), k == 0 ? "(chosen)" : plan_why_lost(r, x)});
+                       duration(x.best->tpot_p99_s), duration(x.best->itl_p99_s),
+                       k == 0 ? "(chosen)" : plan_why_lost(r, x)});
   }
   return tb;
 }
@@ -267,6 +392,13 @@ std::string plan_report(const PlanResult& r, const std::vector<app::PlanRobustne
   o << "PLAN  " << r.scenario_name << ": the cheapest deployment meeting " << slo_text(r) << "\n";
   o << wrap(search_text(r)) << "\n";
   o << "ANSWER\n" << wrap(plan_answer(r));
+  if (r.chosen >= 0) {
+    o << "\nEQUALLY CHEAP ANSWERS (" << r.answers.size() << ": cost within "
+      << pct_d(r.spec.tie_tolerance, 1) << " of the cheapest; smoothest streaming first)\n"
+      << table_text(plan_answers_table(r));
+    o << "\nMARGINS AND PERTURBATIONS (each answer re-simulated at its replica count)\n";
+    for (const int i : r.answers) o << wrap(plan_robust_text(r, r.candidates[i]));
+  }
   if (r.chosen >= 0) {
     o << "\nRANKING (simulated configurations that meet the SLO, cheapest first)\n"
       << table_text(plan_ranking_table(r, runners_up));
@@ -322,6 +454,20 @@ std::vector<std::string> write_plan_report(const PlanResult& r,
   d.heading("The answer");
   d.paragraph(plan_answer(r));
   if (r.chosen >= 0) {
+    d.heading("Equally cheap answers");
+    d.paragraph("Every configuration whose cost is within " + pct_d(r.spec.tie_tolerance, 1) +
+                " of the cheapest (plan.tie_tolerance), smoothest streaming first: lower ITL "
+                "p99, then TPOT p99, then TTFT p99. The first is the answer above.");
+    d.table(plan_answers_table(r));
+    d.heading("Margins and perturbations");
+    d.paragraph(
+        "Each answer's margin to each SLO target (1 − measured ÷ target; plain targets at the "
+        "plan's target share), and the answer re-simulated at its replica count under the "
+        "perturbations of plan.perturb: whether it still meets the SLO, or how many more "
+        "replicas it needs (found by search).");
+    for (const int i : r.answers) d.paragraph(plan_robust_text(r, r.candidates[i]));
+  }
+  if (r.chosen >= 0) {
     d.heading("Ranking");
     d.paragraph(
         "Simulated configurations that meet the SLO, cheapest first (every configuration is in "
@@ -354,7 +500,7 @@ std::vector<std::string> write_plan_report(const PlanResult& r,
         const double gpus =
             static_cast<double>((tr.replicas + tr.prefill_replicas) * c.gpus_per_replica);
         tl.push_back({c.label + " ×" + std::to_string(tr.replicas), tr.output_tok_per_s / gpus,
-                      tr.tpot_p99_s, tr.attainment >= r.spec.target,
+                      tr.tpot_p99_s, tr.met,
                       c.index == r.chosen && c.best && tr.replicas == c.best->replicas});
       }
     files::write_file_atomically((std::filesystem::path(dir) / "throughput_latency.csv").string(),
@@ -388,6 +534,13 @@ nlohmann::json plan_json(const PlanResult& r, const std::vector<app::PlanRobustn
   j["scenario"] = r.scenario_name;
   j["file"] = r.scenario_file;
   j["target_slo_attainment"] = r.spec.target;
+  j["slo_plain"] = r.slo_plain;
+  j["slo_percentiles"] = nlohmann::json::array();
+  for (const auto& t : r.slo_targets)
+    j["slo_percentiles"].push_back({{"metric", workload::slo_key(t.metric)},
+                                    {"percentile", workload::percentile_name(t.quantile)},
+                                    {"bound_s", t.bound_s}});
+  j["tie_tolerance"] = r.spec.tie_tolerance;
   if (r.slo_ttft_s) j["slo_ttft_s"] = *r.slo_ttft_s;
   if (r.slo_tpot_s) j["slo_tpot_s"] = *r.slo_tpot_s;
   j["workload"] = {{"rate_per_s", r.workload.rate_per_s},
@@ -413,11 +566,43 @@ nlohmann::json plan_json(const PlanResult& r, const std::vector<app::PlanRobustn
       x["slo_attainment"] = c.best->attainment;
       x["ttft_p99_s"] = c.best->ttft_p99_s;
       x["tpot_p99_s"] = c.best->tpot_p99_s;
+      x["itl_p99_s"] = c.best->itl_p99_s;
       x["busy"] = c.best->busy;
+      x["slo_checks"] = nlohmann::json::array();
+      for (const auto& k : c.best->slo_checks) x["slo_checks"].push_back(slo_check_json(k));
+    }
+    if (!c.perturbed.empty()) {
+      x["perturbations"] = nlohmann::json::array();
+      for (const auto& a : c.perturbed) {
+        nlohmann::json p = {
+            {"description", a.perturbation.describe()},
+            {"traffic_scale", a.perturbation.traffic_scale},
+            {"extra_iteration_overhead_s", a.perturbation.extra_iteration_overhead_s},
+            {"still_meets", a.still_meets},
+            {"slo_attainment", a.at_answer.attainment},
+            {"ttft_p99_s", a.at_answer.ttft_p99_s},
+            {"tpot_p99_s", a.at_answer.tpot_p99_s},
+            {"itl_p99_s", a.at_answer.itl_p99_s},
+            {"simulations", a.tried.size()}};
+        p["slo_checks"] = nlohmann::json::array();
+        for (const auto& k : a.at_answer.slo_checks) p["slo_checks"].push_back(slo_check_json(k));
+        if (a.replicas_needed > 0) {
+          p["replicas_needed"] = a.replicas_needed;
+          p["more_replicas"] = a.replicas_needed - c.best->replicas;
+          p["gpus_needed"] = a.gpus_needed;
+          p["usd_per_hour_needed"] = a.usd_per_hour_needed;
+        } else {
+          p["replicas_needed"] = nullptr;
+        }
+        p["text"] = perturbed_text(r, c, a);
+        x["perturbations"].push_back(p);
+      }
     }
     return x;
   };
   if (r.chosen >= 0) j["chosen"] = cand(r.candidates[r.chosen]);
+  j["answers"] = nlohmann::json::array();
+  for (int i : r.answers) j["answers"].push_back(cand(r.candidates[i]));
   j["ranking"] = nlohmann::json::array();
   for (int i : r.ranking) j["ranking"].push_back(cand(r.candidates[i]));
   j["pareto"] = plan_pareto(r);
@@ -449,7 +634,7 @@ void write_plan_csv(const PlanResult& r, const std::string& path) {
        "s,"
        "analytic_replicas,analytic_usd_per_hour,replicas,prefill_replicas,spare_replicas,gpus,usd_"
        "per_hour,"
-       "slo_attainment,ttft_p99_s,tpot_p99_s,replica_busy,simulations,reason\n";
+       "slo_attainment,ttft_p99_s,tpot_p99_s,itl_p99_s,replica_busy,simulations,reason\n";
   for (const auto& c : r.candidates) {
     f << c.index << ',' << csv_field(c.label);
     for (const auto& [p, v] : c.values) f << ',' << csv_field(v);
@@ -459,9 +644,10 @@ void write_plan_csv(const PlanResult& r, const std::string& path) {
     if (c.best)
       f << ',' << c.best->replicas << ',' << c.best->prefill_replicas << ',' << c.spare_replicas
         << ',' << c.total_gpus << ',' << c.usd_per_hour << ',' << c.best->attainment << ','
-        << c.best->ttft_p99_s << ',' << c.best->tpot_p99_s << ',' << c.best->busy;
+        << c.best->ttft_p99_s << ',' << c.best->tpot_p99_s << ',' << c.best->itl_p99_s << ','
+        << c.best->busy;
     else
-      f << ",,,,,,,,,";
+      f << ",,,,,,,,,,";
     f << ',' << c.tried.size() << ',' << csv_field(c.reason) << "\n";
   }
   file.commit();

@@ -23,6 +23,13 @@ std::vector<int> plan_pareto(const plan::PlanResult& r);
 
 /// The answer in one paragraph (or why there is none).
 std::string plan_answer(const plan::PlanResult& r);
+/// Every equally cheap answer (cost within plan.tie_tolerance of the cheapest), smoothest
+/// first: latencies, tightest margin and a verdict per perturbation.
+Table plan_answers_table(const plan::PlanResult& r);
+/// One answer's margin to each SLO target and its re-simulations under the perturbations,
+/// as a paragraph: "[label] margins: TPOT p99 47.0 ms of 50.0 ms: 6 % margin; ... With
+/// traffic +20 %: still meets (...). With engine overhead +3 ms per iteration: ...".
+std::string plan_robust_text(const plan::PlanResult& r, const plan::Candidate& c);
 /// The chosen configuration and the next `runners_up`, cheapest first, with why each lost.
 Table plan_ranking_table(const plan::PlanResult& r, int runners_up);
 /// The configurations that were dropped, by outcome, with the first example of each.

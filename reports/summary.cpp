@@ -100,7 +100,54 @@ json resolved_scenario(const scenario::Scenario& sc) {
   json slo = json::object();
   if (sc.slo_ttft_s) slo["ttft_s"] = *sc.slo_ttft_s;
   if (sc.slo_tpot_s) slo["tpot_s"] = *sc.slo_tpot_s;
+  for (const auto& t : sc.slo_targets)
+    slo["percentiles"].push_back({{"metric", workload::slo_key(t.metric)},
+                                  {"percentile", workload::percentile_name(t.quantile)},
+                                  {"bound_s", t.bound_s}});
   j["slo"] = slo;
+  return j;
+}
+
+std::string slo_check_text(const metrics::SloCheck& c) {
+  std::string s = workload::slo_label(c.target.metric);
+  s += ' ';
+  s += workload::percentile_name(c.target.quantile);
+  if (!c.target.cls.empty()) s += " (class " + c.target.cls + ")";
+  if (c.beyond) {
+    char b[96];
+    std::snprintf(b, sizeof b, "%.3g", 100 * (1 - c.target.quantile));
+    return s += std::string(": missed, more than ") + b + " % of the requests were rejected";
+  }
+  s += ' ';
+  s += duration(c.value_s);
+  s += " of ";
+  s += duration(c.target.bound_s);
+  const double m = c.margin();
+  char b[64];
+  const double a = std::fabs(100 * m);
+  std::snprintf(b, sizeof b, a >= 10 || a == 0 ? "%.0f %%" : "%.1f %%", a);
+  if (c.met)
+    s += std::string(": ") + b + " margin";
+  else
+    s += std::string(": missed by ") + b;
+  return s;
+}
+
+nlohmann::json slo_check_json(const metrics::SloCheck& c) {
+  json j = {{"metric", workload::slo_key(c.target.metric)},
+            {"percentile", workload::percentile_name(c.target.quantile)},
+            {"quantile", c.target.quantile},
+            {"bound_s", c.target.bound_s},
+            {"met", c.met}};
+  if (!c.target.cls.empty()) j["class"] = c.target.cls;
+  if (c.target.plain) j["plain"] = true;
+  if (c.beyond) {
+    j["value_s"] = nullptr;
+    j["margin"] = nullptr;
+  } else {
+    j["value_s"] = c.value_s;
+    j["margin"] = c.margin();
+  }
   return j;
 }
 
@@ -131,6 +178,11 @@ void put_common_metrics(json& j, const metrics::Summary& s) {
   j["goodput_req_per_s"] = s.goodput_req_per_s;
   j["slo_attainment"] = s.slo_attainment;
   j["sim_duration_s"] = s.sim_duration_s;
+  if (!s.slo_checks.empty()) {
+    json checks = json::array();
+    for (const auto& c : s.slo_checks) checks.push_back(slo_check_json(c));
+    j["slo_checks"] = checks;
+  }
 }
 
 json summary_json(const scenario::Scenario& sc, const RunResult& run) {
@@ -268,6 +320,7 @@ std::string summary_notes(const scenario::Scenario& sc, const RunResult& run) {
     o << "goodput     " << units::format_count(s.goodput_req_per_s) << " req/s meeting the SLO ("
       << pct(s.slo_attainment) << " of completed)\n";
   }
+  for (const auto& c : s.slo_checks) o << "SLO         " << slo_check_text(c) << "\n";
   // "Busy" alone reads as saturated: a replica running a batch of 2 is busy. The mean
   // decode batch against max_num_seqs says how full the batches are.
   o << "replicas    running a batch " << pct(s.replica_busy_fraction)

@@ -23,6 +23,13 @@ nlohmann::json resolved_scenario(const scenario::Scenario& sc);
 /// simulated (a sampled fleet scales them in its "answer" section).
 void put_common_metrics(nlohmann::json& j, const metrics::Summary& s);
 
+/// One percentile target against a run: "TPOT p99 47.0 ms of 50.0 ms: 6 % margin",
+/// "ITL p99 318 ms of 200 ms: missed by 59 %", "TTFT p99 (class chat) ...".
+std::string slo_check_text(const metrics::SloCheck& c);
+/// The same as JSON: metric, percentile, class, bound_s, value_s (null when rejected
+/// requests alone exceed the allowance), met, margin.
+nlohmann::json slo_check_json(const metrics::SloCheck& c);
+
 /// summary.json: flat metric keys with units in their names (ttft_p99_s, ...), run facts
 /// (seed, events, wall_s, version) and "scenario": resolved_scenario(sc).
 nlohmann::json summary_json(const scenario::Scenario& sc, const RunResult& run);

@@ -14,6 +14,7 @@ Simulation::Simulation(const scenario::Scenario& sc, RunOptions options)
   const RngStreams rng(sc.seed);
   workload_ = sc.make_workload(sc.seed);
   collector_.set_classes(workload_->classes());
+  collector_.set_slo_targets(sc.slo_targets);
   collector_.set_warmup_requests(workload_->warmup_requests());
   steps_ = std::make_unique<serving::StepModel>(
       serving::StepModelConfig{sc.dep, sc.spec,

@@ -43,7 +43,8 @@ struct Fd {
 // Close-on-exec on both ends: a helper spawned by another thread must not hold them.
 void make_pipe(Fd& r, Fd& w) {
   int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  if (::pipe2(fds, O_CLOEXEC) != 0)
+    throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
   r.fd = fds[0];
   w.fd = fds[1];
 }
@@ -55,9 +56,13 @@ RunResult run_in_own_process(const scenario::Scenario& sc) {
     Simulation sim(sc, {});
     return sim.run();
   }
-  const nlohmann::json request = {{"document", sc.document},       {"file", sc.file},
-                                  {"overrides", sc.overrides},     {"seed", sc.seed},
-                                  {"catalog", sc.catalog_dir},     {"calibration", sc.calibration_dir}};
+  const nlohmann::json request = {{"document", sc.document},
+                                  {"file", sc.file},
+                                  {"overrides", sc.overrides},
+                                  {"seed", sc.seed},
+                                  {"catalog", sc.catalog_dir},
+                                  {"calibration", sc.calibration_dir},
+                                  {"slo_targets", metrics::encode_slo_targets(sc.slo_targets)}};
   const std::string helper = net::simgrid_helper_path();
   Fd in_r, in_w, out_r, out_w;
   make_pipe(in_r, in_w);
@@ -93,19 +98,21 @@ RunResult run_in_own_process(const scenario::Scenario& sc) {
     text.append(buf, static_cast<size_t>(n));
   }
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
   nlohmann::json j;
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) j = nlohmann::json::parse(text, nullptr, false);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+    j = nlohmann::json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object())
     throw std::runtime_error(
         "the simulation of '" + sc.name + "' in " + helper + " " +
-        (WIFSIGNALED(status) ? "was killed by signal " + std::to_string(WTERMSIG(status))
-                             : "ended without a result (exit status " +
-                                   std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + ")"));
+        (WIFSIGNALED(status)
+             ? "was killed by signal " + std::to_string(WTERMSIG(status))
+             : "ended without a result (exit status " +
+                   std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + ")"));
   if (j.contains("input_error"))
     throw InputError(j["input_error"].get<std::string>(), j["hint"].get<std::string>(),
-                     j["file"].get<std::string>(), j["line"].get<int>(), j["field"].get<std::string>());
+                     j["file"].get<std::string>(), j["line"].get<int>(),
+                     j["field"].get<std::string>());
   if (j.contains("error")) throw std::runtime_error(j["error"].get<std::string>());
   RunResult r;
   r.events = j["events"].get<uint64_t>();

@@ -455,6 +455,12 @@ int cmd_plan(const std::vector<std::string>& args) {
                                  found[k]);
   res.threads = threads * dist::size();
   planner.finish(res, t0);
+  // How fragile each answer is: re-simulated under plan.perturb's perturbations.
+  if (!res.answers.empty() && !p->vm.count("quiet"))
+    std::fprintf(stderr, "  plan: re-simulating %zu answer%s under %zu perturbation%s\n",
+                 res.answers.size(), res.answers.size() == 1 ? "" : "s",
+                 planner.perturbations().size(), planner.perturbations().size() == 1 ? "" : "s");
+  planner.perturb_answers(res, threads);
 
   const std::vector<app::PlanRobustness> robust =
       app::plan_robustness(planner, res, replications, threads);

@@ -50,29 +50,36 @@ int tables(const std::string& spec_file, const std::string& out_file) {
 }
 
 int run() {
-  const std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+  const std::string text((std::istreambuf_iterator<char>(std::cin)),
+                         std::istreambuf_iterator<char>());
   nlohmann::json out;
   try {
     const nlohmann::json in = nlohmann::json::parse(text);
     const hw::Catalog catalog = hw::Catalog::load(in["catalog"].get<std::string>());
     const std::string cal = in["calibration"].get<std::string>();
-    const auto calibration =
-        cal.empty() ? nullptr
-                    : std::make_shared<const hw::CalibrationSet>(hw::CalibrationSet::load_dir(cal, catalog));
+    const auto calibration = cal.empty() ? nullptr
+                                         : std::make_shared<const hw::CalibrationSet>(
+                                               hw::CalibrationSet::load_dir(cal, catalog));
     const std::string file = in["file"].get<std::string>();
     const yaml::Map root(YAML::Load(in["document"].get<std::string>()),
                          std::make_shared<yaml::Source>(yaml::Source{file, {}}), "");
-    const scenario::Scenario sc =
+    scenario::Scenario sc =
         scenario::load_map(root, file, in["overrides"].get<std::vector<std::string>>(),
                            in["seed"].get<uint64_t>(), catalog, calibration);
+    // The caller's targets: the scenario's, and any the caller added (the planner's margins).
+    if (in.contains("slo_targets"))
+      sc.slo_targets = metrics::decode_slo_targets(in["slo_targets"].get<std::string>());
     Simulation sim(sc, {});
     const RunResult r = sim.run();
     out["events"] = r.events;
     out["wall_s"] = r.wall_s;
     out["summary"] = nlohmann::json::parse(metrics::encode_summary(r.summary));
   } catch (const InputError& e) {
-    out = {{"input_error", e.message()}, {"hint", e.hint()}, {"file", e.file()},
-           {"line", e.line()}, {"field", e.field()}};
+    out = {{"input_error", e.message()},
+           {"hint", e.hint()},
+           {"file", e.file()},
+           {"line", e.line()},
+           {"field", e.field()}};
   } catch (const std::exception& e) {
     out = {{"error", e.what()}};
   }
@@ -92,6 +99,7 @@ int main(int argc, char** argv) {
     std::cerr << "fleetsim-simgrid " << mode << ": " << e.what() << "\n";
     return 1;
   }
-  std::cerr << "usage: fleetsim-simgrid tables SPEC OUT | fleetsim-simgrid run (a scenario as JSON on stdin)\n";
+  std::cerr << "usage: fleetsim-simgrid tables SPEC OUT | fleetsim-simgrid run (a scenario as JSON "
+               "on stdin)\n";
   return 2;
 }

@@ -18,7 +18,8 @@ std::vector<PlanRobustness> plan_robustness(const plan::Planner& planner, const 
       const plan::Outcome o = planner.evaluate(c, c.best->replicas, s);
       return std::vector<std::pair<std::string, double>>{{"slo_attainment", o.attainment},
                                                          {"ttft_p99_s", o.ttft_p99_s},
-                                                         {"tpot_p99_s", o.tpot_p99_s}};
+                                                         {"tpot_p99_s", o.tpot_p99_s},
+                                                         {"slo_met", o.met ? 1.0 : 0.0}};
     });
     out.push_back(std::move(rb));
   }

@@ -10,7 +10,8 @@
 namespace fleetsim::app {
 
 /// Robustness of one simulated configuration at its chosen replica count: the SLO
-/// attainment (and TTFT and TPOT p99) over independent seeds.
+/// attainment, TTFT and TPOT p99, and whether the whole SLO was met (slo_met: 1 or 0) over
+/// independent seeds.
 struct PlanRobustness {
   int candidate = -1;
   Replications reps;

@@ -48,6 +48,7 @@ FleetSimulation::FleetSimulation(const scenario::Scenario& sc, RunOptions option
       route_rng_(RngStreams(sc.seed).stream("fleet-routing")),
       fail_rng_(RngStreams(sc.seed).stream("failures")) {
   collector_.set_classes(pop_->request_classes());
+  collector_.set_slo_targets(sc.slo_targets);
   end_ns_ = pop_->duration_ns();
   n_models_ = static_cast<int>(spec_.models.size());
   if (models.empty())

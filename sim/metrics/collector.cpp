@@ -17,6 +17,32 @@ LatencyStats stats_of(const Histogram& h) {
   return s;
 }
 
+namespace {
+
+// Quantile `q` of all `completed + rejected` requests, rejected ones beyond every bound:
+// q·(n + r) requests must be within the bound, all of them among the n in `h`, so the
+// quantile of `h` at q' = q·(n + r)/n; past 1 the rejected alone exceed the allowance.
+SloCheck check_requests(const workload::SloTarget& t, const Histogram& h, uint64_t rejected) {
+  SloCheck c;
+  c.target = t;
+  const double n = static_cast<double>(h.count());
+  const double all = n + static_cast<double>(rejected);
+  if (all == 0) {
+    c.met = true;
+    return c;
+  }
+  const double q = n > 0 ? t.quantile * all / n : 2.0;
+  if (q > 1.0 + 1e-12) {
+    c.beyond = true;
+    return c;
+  }
+  c.value_s = h.quantile(std::min(q, 1.0));
+  c.met = c.value_s <= t.bound_s;
+  return c;
+}
+
+}  // namespace
+
 Collector::Collector(int replicas, std::optional<double> slo_ttft_s,
                      std::optional<double> slo_tpot_s)
     : replicas_(replicas), slo_ttft_s_(slo_ttft_s), slo_tpot_s_(slo_tpot_s) {}
@@ -193,6 +219,22 @@ Summary Collector::summarize(SimTime sim_end_ns) const {
         c.completed > 0 ? static_cast<double>(c.good) / static_cast<double>(c.completed) : 0.0;
     s.classes.push_back(cs);
   }
+  for (const auto& t : slo_targets_) {
+    if (t.metric == workload::SloMetric::kItl) {
+      SloCheck c;
+      c.target = t;
+      c.value_s = itl_.count() ? itl_.quantile(t.quantile) : 0.0;
+      c.met = c.value_s <= t.bound_s;
+      s.slo_checks.push_back(c);
+    } else {
+      s.slo_checks.push_back(check_requests(
+          t, t.metric == workload::SloMetric::kTtft ? ttft_ : tpot_, s.requests_rejected));
+    }
+  }
+  for (const auto& c : classes_)
+    for (const auto& t : c.info.slo_targets)
+      s.slo_checks.push_back(
+          check_requests(t, t.metric == workload::SloMetric::kTtft ? c.ttft : c.tpot, c.rejected));
   s.escalations = escalations_;
   s.kv_transfer_bytes = kv_transfer_bytes_;
   s.kv_transfer_mean_s =

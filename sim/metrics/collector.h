@@ -19,6 +19,19 @@ struct LatencyStats {
 };
 LatencyStats stats_of(const Histogram& h);
 
+/// One percentile target checked against the run (sim/workload/slo.h).
+struct SloCheck {
+  workload::SloTarget target;
+  /// The measured quantile: over completed requests (TTFT, TPOT) at the share that makes
+  /// `quantile` of all requests, rejected ones counted as beyond the bound; over all token
+  /// gaps (ITL).
+  double value_s = 0;
+  bool beyond = false;  ///< rejected requests alone exceed the share allowed past the bound
+  bool met = false;     ///< !beyond and value_s ≤ bound
+  /// 1 − value/bound: the share of the bound left (negative: missed by that share).
+  double margin() const { return beyond ? -1.0 : 1.0 - value_s / target.bound_s; }
+};
+
 /// Per request class (workload `classes:`).
 struct ClassSummary {
   std::string name;
@@ -62,8 +75,10 @@ struct Summary {
   double alltoall_bytes = 0, alltoall_delay_mean_s = 0, alltoall_delay_max_s = 0;
   uint64_t alltoall_delayed = 0;      ///< iterations with a delay of at least 1 ns
   std::vector<ClassSummary> classes;  ///< empty without request classes
-  uint64_t response_cache_hits = 0;   ///< requests answered from the response cache
-  uint64_t escalations = 0;           ///< cascade: requests the large model answered again
+  /// The scenario's percentile targets, then each class's, checked (empty without any).
+  std::vector<SloCheck> slo_checks;
+  uint64_t response_cache_hits = 0;  ///< requests answered from the response cache
+  uint64_t escalations = 0;          ///< cascade: requests the large model answered again
 };
 
 class Collector final : public serving::ServingObserver {
@@ -104,8 +119,11 @@ class Collector final : public serving::ServingObserver {
   void merge(const Collector& other);
   /// Requests with id < n count towards throughput only, not latency (Workload::warmup_requests).
   void set_warmup_requests(uint64_t n) { warmup_ = n; }
-  /// Per-class metrics for these classes (call before the run).
+  /// Per-class metrics for these classes (call before the run); their percentile targets
+  /// are checked too.
   void set_classes(const std::vector<workload::RequestClass>& classes);
+  /// Percentile targets over all requests (cls ""), checked by summarize().
+  void set_slo_targets(const std::vector<workload::SloTarget>& targets) { slo_targets_ = targets; }
   /// Summary over [0, sim_end_ns].
   Summary summarize(SimTime sim_end_ns) const;
   uint64_t completed() const { return completed_; }
@@ -115,6 +133,7 @@ class Collector final : public serving::ServingObserver {
  private:
   int replicas_;
   std::optional<double> slo_ttft_s_, slo_tpot_s_;
+  std::vector<workload::SloTarget> slo_targets_;
   uint64_t warmup_ = 0;
   Histogram ttft_, tpot_, itl_, e2e_, queue_;
   struct PerClass {

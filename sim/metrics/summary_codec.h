@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "sim/metrics/collector.h"
 
@@ -11,5 +12,12 @@ namespace fleetsim::metrics {
 std::string encode_summary(const Summary& s);
 /// Throws std::runtime_error on text that encode_summary did not write.
 Summary decode_summary(const std::string& text);
+
+/// Percentile targets and their checks as JSON text and back (the same exactness; throws
+/// std::runtime_error on text that the encoder did not write).
+std::string encode_slo_targets(const std::vector<workload::SloTarget>& t);
+std::vector<workload::SloTarget> decode_slo_targets(const std::string& text);
+std::string encode_slo_checks(const std::vector<SloCheck>& c);
+std::vector<SloCheck> decode_slo_checks(const std::string& text);
 
 }  // namespace fleetsim::metrics

@@ -17,6 +17,7 @@
 #include "hw_models/perf_model.h"
 #include "hw_models/units.h"
 #include "hw_models/yaml_reader.h"
+#include "sim/metrics/summary_codec.h"
 #include "sim/simulation.h"
 
 #include <nlohmann/json.hpp>
@@ -181,6 +182,16 @@ Planner::Planner(const std::string& file, const std::vector<std::string>& overri
   }
   spec_.simulate = static_cast<int>(pm->integer_or("simulate", 1, 100000, 32));
   spec_.slack = pm->number_or("slack", 0.0, 100.0, 0.5);
+  spec_.tie_tolerance = pm->number_or("tie_tolerance", 0.0, 1.0, 0.01);
+  if (auto pt = pm->map_opt("perturb")) {
+    spec_.perturb_traffic = pt->number_or("traffic", 0.0, 10.0, spec_.perturb_traffic);
+    spec_.perturb_overhead_s =
+        pt->quantity_or("iteration_overhead", units::Dim::kTime, spec_.perturb_overhead_s);
+    if (spec_.perturb_overhead_s > 10)
+      pt->fail("iteration_overhead", "more than 10 s per iteration is not a perturbation",
+               "e.g. iteration_overhead: 3ms (0 skips it)");
+    pt->finish();
+  }
   if (auto pr = pm->map_opt("usd_per_gpu_hour")) {
     for (const auto& kv : pr->node()) {
       const std::string id = kv.first.as<std::string>();
@@ -220,9 +231,10 @@ Planner::Planner(const std::string& file, const std::vector<std::string>& overri
     }
     if (!base_) throw;
   }
-  if (!base_->slo_ttft_s && !base_->slo_tpot_s)
+  if (!base_->slo_ttft_s && !base_->slo_tpot_s && base_->slo_targets.empty())
     root.fail("slo", "the plan needs a service-level objective to meet",
-              "add slo: {ttft: 2s, tpot: 50ms}");
+              "add slo: {ttft: 2s, tpot: 50ms}, or percentiles: slo: {ttft: {p99: 1s}, "
+              "itl: {p99: 200ms}}");
 
   // What the analytic model needs from the workload: a sample of its requests.
   auto w = base_->make_workload(base_->seed);
@@ -249,8 +261,8 @@ Planner::Planner(const std::string& file, const std::vector<std::string>& overri
   stats_.mean_output = output / static_cast<double>(n);
 }
 
-scenario::Scenario Planner::resolve(const Candidate& c, int replicas,
-                                    std::optional<uint64_t> seed) const {
+scenario::Scenario Planner::resolve(const Candidate& c, int replicas, std::optional<uint64_t> seed,
+                                    const Perturbation& p) const {
   YAML::Node doc = YAML::Clone(root_of(root_));
   for (const auto& [path, value] : c.values) {
     if (path == "plan.prefill_share") continue;
@@ -264,8 +276,22 @@ scenario::Scenario Planner::resolve(const Candidate& c, int replicas,
   if (c.prefill_share > 0)
     set_path(doc, "serving.disaggregation.prefill_replicas",
              YAML::Node(prefill_replicas_for(c.prefill_share, replicas)));
-  yaml::Map m(doc, std::make_shared<yaml::Source>(yaml::Source{file_, {}}), "");
-  return scenario::load_map(m, file_, overrides_, seed ? seed : seed_, *catalog_, calibration_);
+  if (p.traffic_scale != 1.0) {
+    const YAML::Node w = doc["workload"];
+    const double s = w && w["traffic_scale"] ? w["traffic_scale"].as<double>() : 1.0;
+    set_path(doc, "workload.traffic_scale", YAML::Node(s * p.traffic_scale));
+  }
+  auto load = [&](const YAML::Node& d) {
+    yaml::Map m(d, std::make_shared<yaml::Source>(yaml::Source{file_, {}}), "");
+    return scenario::load_map(m, file_, overrides_, seed ? seed : seed_, *catalog_, calibration_);
+  };
+  if (p.extra_iteration_overhead_s == 0) return load(doc);
+  // The engine's own overhead (its profile, or the scenario's efficiency:) plus the extra.
+  const double own = load(YAML::Clone(doc)).eff.iteration_overhead_s;
+  char v[48];
+  std::snprintf(v, sizeof v, "%.17gs", own + p.extra_iteration_overhead_s);
+  set_path(doc, "efficiency.iteration_overhead", YAML::Node(std::string(v)));
+  return load(doc);
 }
 
 void Planner::price(Candidate& c) const {
@@ -309,6 +335,18 @@ void Planner::estimate(Candidate& c, const scenario::Scenario& sc) const {
                ", above the SLO of " + units::format(*sc.slo_tpot_s, units::Dim::kTime);
     return;
   }
+  // Every token gap is at least one decode step, and a step of one sequence is the shortest
+  // (speculative decoding aside: its accepted tokens come with no gap).
+  if (!sc.spec)
+    for (const auto& t : sc.slo_targets)
+      if (t.metric == workload::SloMetric::kItl && c.tpot_batch1_s > t.bound_s) {
+        c.status = Status::kInfeasible;
+        c.reason = "a decode step at batch 1 takes " +
+                   units::format(c.tpot_batch1_s, units::Dim::kTime) + ", above the ITL " +
+                   workload::percentile_name(t.quantile) + " target of " +
+                   units::format(t.bound_s, units::Dim::kTime);
+        return;
+      }
   if (sc.slo_ttft_s && c.prefill_mean_s > *sc.slo_ttft_s) {
     c.status = Status::kInfeasible;
     c.reason = "the mean prompt alone takes " + units::format(c.prefill_mean_s, units::Dim::kTime) +
@@ -431,8 +469,18 @@ std::vector<Candidate> Planner::enumerate() const {
   return out;
 }
 
-Outcome Planner::evaluate(const Candidate& c, int replicas, std::optional<uint64_t> seed) const {
-  const scenario::Scenario sc = resolve(c, replicas, seed);
+Outcome Planner::evaluate(const Candidate& c, int replicas, std::optional<uint64_t> seed,
+                          const Perturbation& p) const {
+  scenario::Scenario sc = resolve(c, replicas, seed, p);
+  // The plain targets at the plan's target share, for their margins.
+  if (sc.slo_plain) {
+    if (sc.slo_ttft_s)
+      sc.slo_targets.push_back(
+          {workload::SloMetric::kTtft, spec_.target, *sc.slo_ttft_s, "", true});
+    if (sc.slo_tpot_s)
+      sc.slo_targets.push_back(
+          {workload::SloMetric::kTpot, spec_.target, *sc.slo_tpot_s, "", true});
+  }
   const RunResult r = run_in_own_process(sc);  // SimGrid scenarios in their own process
   const metrics::Summary& s = r.summary;
   Outcome o;
@@ -445,12 +493,59 @@ Outcome Planner::evaluate(const Candidate& c, int replicas, std::optional<uint64
   o.ttft_p99_s = s.ttft.p99_s;
   o.tpot_p99_s = s.tpot.p99_s;
   o.e2e_p50_s = s.e2e.p50_s;
+  o.itl_p99_s = s.itl.p99_s;
   o.busy = s.replica_busy_fraction;
   o.output_tok_per_s = s.output_tok_per_s;
   o.events = r.events;
   o.wall_s = r.wall_s;
+  o.slo_checks = s.slo_checks;
+  o.met = meets(o);
   return o;
 }
+
+bool Planner::meets(const Outcome& o) const {
+  if (base_->slo_plain && o.attainment < spec_.target) return false;
+  for (const auto& c : o.slo_checks)
+    if (!c.target.plain && !c.met) return false;
+  return true;
+}
+
+namespace {
+
+// What keeps `o` from meeting the SLO, in a few words: "98.2 % of requests meet the SLO",
+// "ITL p99 318 ms > 200 ms".
+std::string misses_text(const Outcome& o, bool plain, double target) {
+  std::string s;
+  if (plain && o.attainment < target)
+    s = sig3(percent(o.attainment)) + " % of requests meet the SLO";
+  for (const auto& c : o.slo_checks) {
+    if (c.target.plain || c.met) continue;
+    if (!s.empty()) s += ", ";
+    s += workload::slo_label(c.target.metric);
+    s += ' ';
+    s += workload::percentile_name(c.target.quantile);
+    if (!c.target.cls.empty()) s += " of " + c.target.cls;
+    s += c.beyond ? std::string(" beyond its bound (too many rejected)")
+                  : " " + units::format(c.value_s, units::Dim::kTime) + " > " +
+                        units::format(c.target.bound_s, units::Dim::kTime);
+  }
+  return s.empty() ? "meets the SLO" : s;
+}
+
+// Whether going from `a` to `b` (more replicas) moved anything the SLO looks at: the
+// attainment by 0.1 point, or a percentile target's value by 1 % of its bound.
+bool improved(const Outcome& a, const Outcome& b) {
+  if (b.attainment - a.attainment >= 0.001) return true;
+  for (std::size_t i = 0; i < a.slo_checks.size() && i < b.slo_checks.size(); ++i) {
+    const metrics::SloCheck &x = a.slo_checks[i], &y = b.slo_checks[i];
+    if (x.target.plain) continue;
+    if (x.beyond != y.beyond) return true;
+    if (x.value_s - y.value_s >= 0.01 * x.target.bound_s) return true;
+  }
+  return false;
+}
+
+}  // namespace
 
 // Fewest replicas in [min, max] whose attainment reaches the target, assuming attainment
 // grows with replicas: start at the analytic estimate, double up until it meets the
@@ -459,9 +554,9 @@ Outcome Planner::evaluate(const Candidate& c, int replicas, std::optional<uint64
 void Planner::search_replicas(Candidate& c) const {
   auto meets = [&](int n) {
     for (const auto& o : c.tried)
-      if (o.replicas == n) return o.attainment >= spec_.target;
+      if (o.replicas == n) return o.met;
     c.tried.push_back(evaluate(c, n));
-    return c.tried.back().attainment >= spec_.target;
+    return c.tried.back().met;
   };
   int ok = std::clamp(c.analytic_replicas, spec_.min_replicas, spec_.max_replicas);
   int miss = spec_.min_replicas - 1;
@@ -469,12 +564,13 @@ void Planner::search_replicas(Candidate& c) const {
     // Doubling the replicas did not move the attainment: the misses are not from load
     // (e.g. requests too long for the batch limits), so more replicas will not help.
     if (c.tried.size() >= 2 && miss >= spec_.min_replicas) {
-      const double before = c.tried[c.tried.size() - 2].attainment, now = c.tried.back().attainment;
-      if (now - before < 0.001) {
+      const Outcome &before = c.tried[c.tried.size() - 2], &now = c.tried.back();
+      if (!improved(before, now)) {
         c.status = Status::kSloMissed;
-        c.reason = "more replicas do not help: " + sig3(percent(before)) +
-                   " % of requests meet the SLO at " + std::to_string(miss) + " replicas and " +
-                   sig3(percent(now)) + " % at " + std::to_string(ok);
+        c.reason =
+            "more replicas do not help: " + misses_text(before, base_->slo_plain, spec_.target) +
+            " at " + std::to_string(miss) + " replicas and " +
+            misses_text(now, base_->slo_plain, spec_.target) + " at " + std::to_string(ok);
         return;
       }
     }
@@ -486,7 +582,7 @@ void Planner::search_replicas(Candidate& c) const {
     const Outcome& last = c.tried.back();
     c.status = Status::kSloMissed;
     c.reason = "misses the SLO even at replicas.max = " + std::to_string(spec_.max_replicas) +
-               " (" + sig3(percent(last.attainment)) + " % of requests met it)";
+               " (" + misses_text(last, base_->slo_plain, spec_.target) + ")";
     return;
   }
   while (ok - miss > 1) {
@@ -510,6 +606,8 @@ PlanResult Planner::prepare(int threads) const {
   res.workload = stats_;
   res.slo_ttft_s = base_->slo_ttft_s;
   res.slo_tpot_s = base_->slo_tpot_s;
+  res.slo_plain = base_->slo_plain;
+  res.slo_targets = base_->slo_targets;
   res.threads = std::max(1, threads);
   res.candidates = enumerate();
 
@@ -546,13 +644,31 @@ void Planner::finish(PlanResult& res, double started_wall_s) const {
   res.ranking.clear();
   for (const auto& c : res.candidates)
     if (c.status == Status::kFeasible) res.ranking.push_back(c.index);
+  // The equally cheap (within the tolerance of the cheapest) first, smoothest streaming
+  // first; then the rest, cheapest first.
+  double cheapest = std::numeric_limits<double>::infinity();
+  for (const int i : res.ranking) cheapest = std::min(cheapest, res.candidates[i].usd_per_hour);
+  auto tied = [&](const Candidate& x) {
+    return x.usd_per_hour <= cheapest * (1 + spec_.tie_tolerance) + 1e-9;
+  };
   std::stable_sort(res.ranking.begin(), res.ranking.end(), [&](int a, int b) {
     const Candidate &x = res.candidates[a], &y = res.candidates[b];
-    if (x.usd_per_hour != y.usd_per_hour) return x.usd_per_hour < y.usd_per_hour;
-    if (x.total_gpus != y.total_gpus) return x.total_gpus < y.total_gpus;
+    const bool tx = tied(x), ty = tied(y);
+    if (tx != ty) return tx;
+    if (tx) {
+      if (x.best->itl_p99_s != y.best->itl_p99_s) return x.best->itl_p99_s < y.best->itl_p99_s;
+      if (x.best->tpot_p99_s != y.best->tpot_p99_s) return x.best->tpot_p99_s < y.best->tpot_p99_s;
+    } else if (x.usd_per_hour != y.usd_per_hour) {
+      return x.usd_per_hour < y.usd_per_hour;
+    }
+    if (!tx && x.total_gpus != y.total_gpus) return x.total_gpus < y.total_gpus;
     if (x.best->ttft_p99_s != y.best->ttft_p99_s) return x.best->ttft_p99_s < y.best->ttft_p99_s;
+    if (x.total_gpus != y.total_gpus) return x.total_gpus < y.total_gpus;
     return a < b;
   });
+  res.answers.clear();
+  for (const int i : res.ranking)
+    if (tied(res.candidates[i])) res.answers.push_back(i);
   res.chosen = res.ranking.empty() ? -1 : res.ranking.front();
   res.wall_s = wall_seconds() - started_wall_s;
 }
@@ -581,7 +697,103 @@ PlanResult Planner::run(int threads, const std::function<void(int, int)>& progre
   worker();
   for (auto& t : pool) t.join();
   finish(res, t0);
+  perturb_answers(res, threads);
+  res.wall_s = wall_seconds() - t0;
   return res;
+}
+
+std::string Perturbation::describe() const {
+  std::string s;
+  if (traffic_scale != 1.0) {
+    s += "traffic ";
+    s += traffic_scale > 1 ? "+" : "";
+    s += sig3(percent(traffic_scale - 1));
+    s += " %";
+  }
+  if (extra_iteration_overhead_s != 0) {
+    if (!s.empty()) s += ", ";
+    s += "engine overhead +" + units::format(extra_iteration_overhead_s, units::Dim::kTime) +
+         " per iteration";
+  }
+  return s.empty() ? "as planned" : s;
+}
+
+std::string Perturbation::short_name() const {
+  if (extra_iteration_overhead_s == 0) return describe();
+  std::string s = "overhead +" + units::format(extra_iteration_overhead_s, units::Dim::kTime);
+  return traffic_scale != 1.0 ? describe() : s;
+}
+
+std::vector<Perturbation> Planner::perturbations() const {
+  std::vector<Perturbation> out;
+  if (spec_.perturb_traffic > 0) out.push_back({1.0 + spec_.perturb_traffic, 0.0});
+  if (spec_.perturb_overhead_s > 0) out.push_back({1.0, spec_.perturb_overhead_s});
+  return out;
+}
+
+PerturbedAnswer Planner::perturb(const Candidate& c, const Perturbation& p) const {
+  PerturbedAnswer a;
+  a.perturbation = p;
+  const int base = c.best->replicas;
+  auto meets_at = [&](int n) {
+    for (const auto& o : a.tried)
+      if (o.replicas == n) return o.met;
+    a.tried.push_back(evaluate(c, n, {}, p));
+    return a.tried.back().met;
+  };
+  a.still_meets = meets_at(base);
+  a.at_answer = a.tried.front();
+  int ok = base, miss = base;
+  if (!a.still_meets) {
+    // base + 1, + 2, + 4, ... until it meets (or replicas.max misses), then bisect.
+    ok = -1;
+    for (int step = 1; miss < spec_.max_replicas; step *= 2) {
+      const int n = std::min(spec_.max_replicas, base + step);
+      if (meets_at(n)) {
+        ok = n;
+        break;
+      }
+      // As in the search: when twice the replicas moved nothing, more will not help.
+      if (n >= 2 * base && !improved(a.tried.front(), a.tried.back())) {
+        miss = n;
+        break;
+      }
+      miss = n;
+    }
+    if (ok > 0)
+      while (ok - miss > 1) {
+        const int mid = miss + (ok - miss) / 2;
+        (meets_at(mid) ? ok : miss) = mid;
+      }
+  }
+  if (ok > 0) {
+    a.replicas_needed = ok;
+    a.gpus_needed =
+        (ok + prefill_replicas_for(c.prefill_share, ok) + spares_for(ok)) * c.gpus_per_replica;
+    a.usd_per_hour_needed = a.gpus_needed * c.usd_per_gpu_hour;
+  }
+  return a;
+}
+
+void Planner::perturb_answers(PlanResult& res, int threads) const {
+  const std::vector<Perturbation> ps = perturbations();
+  std::vector<std::pair<int, std::size_t>> tasks;  // (candidate, perturbation)
+  for (const int i : res.answers) {
+    res.candidates[i].perturbed.assign(ps.size(), {});
+    for (std::size_t k = 0; k < ps.size(); ++k) tasks.push_back({i, k});
+  }
+  std::atomic<std::size_t> next{0};
+  auto worker = [&] {
+    for (std::size_t t; (t = next.fetch_add(1)) < tasks.size();) {
+      Candidate& c = res.candidates[tasks[t].first];
+      c.perturbed[tasks[t].second] = perturb(c, ps[tasks[t].second]);
+    }
+  };
+  const int n = std::min(std::max(1, threads), std::max(1, static_cast<int>(tasks.size())));
+  std::vector<std::thread> pool;
+  for (int t = 1; t < n; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
 }
 
 std::string Planner::encode_search(const Candidate& c) {
@@ -593,9 +805,13 @@ std::string Planner::encode_search(const Candidate& c) {
   j["usd_per_hour"] = c.usd_per_hour;
   j["best"] = c.best ? c.best->replicas : -1;
   j["tried"] = nlohmann::json::array();
-  for (const auto& o : c.tried)
+  j["checks"] = nlohmann::json::array();
+  for (const auto& o : c.tried) {
     j["tried"].push_back({o.replicas, o.prefill_replicas, o.attainment, o.ttft_p99_s, o.tpot_p99_s,
-                          o.e2e_p50_s, o.busy, o.output_tok_per_s, o.arrived, o.events, o.wall_s});
+                          o.e2e_p50_s, o.busy, o.output_tok_per_s, o.arrived, o.events, o.wall_s,
+                          o.itl_p99_s, o.met ? 1 : 0});
+    j["checks"].push_back(nlohmann::json::parse(metrics::encode_slo_checks(o.slo_checks)));
+  }
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
@@ -642,9 +858,12 @@ void Planner::decode_search(Candidate& c, const std::string& text) {
   const int best = whole<int>(j.at("best"));
   c.tried.clear();
   c.best.reset();
+  const nlohmann::json& checks = j.at("checks");
+  if (!checks.is_array() || checks.size() != j.at("tried").size())
+    throw std::out_of_range("the SLO checks do not match the tried outcomes");
   for (const auto& t : j.at("tried")) {
-    if (!t.is_array() || t.size() != 11)
-      throw std::out_of_range("a tried outcome is not an array of 11 numbers");
+    if (!t.is_array() || t.size() != 13)
+      throw std::out_of_range("a tried outcome is not an array of 13 numbers");
     Outcome o;
     o.replicas = whole<int>(t.at(0));
     o.prefill_replicas = whole<int>(t.at(1));
@@ -657,6 +876,15 @@ void Planner::decode_search(Candidate& c, const std::string& text) {
     o.arrived = whole<uint64_t>(t.at(8));
     o.events = whole<uint64_t>(t.at(9));
     o.wall_s = real(t.at(10));
+    o.itl_p99_s = real(t.at(11));
+    const int met = whole<int>(t.at(12));
+    if (met != 0 && met != 1) throw std::out_of_range("met is not 0 or 1");
+    o.met = met == 1;
+    try {
+      o.slo_checks = metrics::decode_slo_checks(checks.at(c.tried.size()).dump());
+    } catch (const std::runtime_error& e) {
+      throw std::out_of_range(e.what());
+    }
     c.tried.push_back(o);
     if (o.replicas == best) c.best = o;
   }

@@ -23,6 +23,10 @@
 //     simulate: 32                        # at most this many configurations are simulated,
 //     slack: 0.5                          #   those within +50 % of the best analytic cost
 //     usd_per_gpu_hour: {h200-sxm: 4.0}   # prices (default: the catalog's cloud price)
+//     tie_tolerance: 0.01                 # costs within 1 % of the cheapest are equally cheap
+//     perturb: {traffic: 0.2, iteration_overhead: 3ms}   # each answer re-simulated with +20 %
+//                                         #   traffic and +3 ms engine overhead per iteration
+//                                         #   (0 skips one)
 //
 // An axis that is absent keeps the scenario's own value. The search:
 //  1. enumerates the cartesian product; each configuration is resolved by the scenario
@@ -35,11 +39,16 @@
 //     batch 1 are dropped with the reason;
 //  3. simulates, in order of analytic cost, the configurations within `slack` of the best
 //     estimate (at most `simulate`), each with a search over the replica count for the
-//     fewest replicas whose simulated SLO attainment (requests meeting TTFT and TPOT ÷
-//     requests arrived) reaches `target`; these run in parallel, one configuration per
-//     thread, and the result does not depend on the thread count;
-//  4. adds the failure headroom and picks the cheapest (ties: fewer GPUs, then lower TTFT p99,
-//     then enumeration order). Every other configuration keeps the reason it lost.
+//     fewest replicas that meet the SLO: every percentile target of slo: holds and, when
+//     the SLO has plain targets (ttft: 2s), the simulated SLO attainment (requests meeting
+//     every per-request target ÷ requests arrived) reaches `target`; these run in parallel,
+//     one configuration per thread, and the result does not depend on the thread count;
+//  4. adds the failure headroom; the answers are the configurations whose cost is within
+//     `tie_tolerance` of the cheapest, smoothest streaming first (lower ITL p99, then TPOT
+//     p99, then TTFT p99, then fewer GPUs, then enumeration order); the first is chosen.
+//     Every other configuration keeps the reason it lost;
+//  5. re-simulates every answer under the `perturb:` perturbations at its replica count:
+//     "still meets", or the fewest replicas that meet the SLO again (found by search).
 #pragma once
 
 #include <cstdint>
@@ -52,6 +61,7 @@
 
 #include "hw_models/calibration.h"
 #include "hw_models/catalog.h"
+#include "sim/metrics/collector.h"
 #include "sim/scenario/scenario.h"
 
 namespace fleetsim::plan {
@@ -65,6 +75,9 @@ struct PlanSpec {
   int simulate = 32;
   double slack = 0.5;
   std::map<std::string, double> usd_per_gpu_hour;  ///< overrides of the catalog price
+  double tie_tolerance = 0.01;        ///< costs ≤ cheapest × (1 + this) are equally cheap
+  double perturb_traffic = 0.2;       ///< robustness: traffic × (1 + this); 0 = not run
+  double perturb_overhead_s = 0.003;  ///< robustness: + this per engine iteration; 0 = not run
   std::size_t configurations() const;
 };
 
@@ -82,10 +95,39 @@ struct Outcome {
   int prefill_replicas = 0;  ///< disaggregated prefill pool (0 when colocated)
   double attainment = 0;     ///< requests meeting every SLO ÷ requests arrived
   double ttft_p99_s = 0, tpot_p99_s = 0, e2e_p50_s = 0;
-  double busy = 0;  ///< mean replica busy fraction
+  double itl_p99_s = 0;  ///< inter-token gaps (stalls included)
+  double busy = 0;       ///< mean replica busy fraction
   double output_tok_per_s = 0;
   uint64_t arrived = 0, events = 0;
   double wall_s = 0;
+  bool met = false;  ///< meets the SLO (Planner::meets)
+  /// The SLO's percentile targets, and each plain target at the plan's target share
+  /// (target.plain), against this run: the margins.
+  std::vector<metrics::SloCheck> slo_checks;
+};
+
+/// A stated change to the workload or the engine, to see how fragile an answer is.
+struct Perturbation {
+  double traffic_scale = 1.0;             ///< every arrival rate × this
+  double extra_iteration_overhead_s = 0;  ///< added to the engine's overhead per iteration
+  /// "traffic +20 %", "engine overhead +3.00 ms per iteration".
+  std::string describe() const;
+  /// For table headings: "traffic +20 %", "overhead +3.00 ms".
+  std::string short_name() const;
+};
+
+/// An answer re-simulated under a perturbation.
+struct PerturbedAnswer {
+  Perturbation perturbation;
+  Outcome at_answer;  ///< at the answer's replica count
+  bool still_meets = false;
+  /// The fewest serving replicas that meet the SLO under the perturbation (the answer's own
+  /// count when it still meets; 0 when none up to replicas.max does), and that deployment's
+  /// GPUs and cost with its prefill replicas and spares.
+  int replicas_needed = 0;
+  int gpus_needed = 0;
+  double usd_per_hour_needed = 0;
+  std::vector<Outcome> tried;  ///< the runs of the search, in order
 };
 
 enum class Status {
@@ -127,6 +169,9 @@ struct Candidate {
   int spare_replicas = 0;
   int total_gpus = 0;       ///< (replicas + prefill replicas + spares) × GPUs per replica
   double usd_per_hour = 0;  ///< total_gpus × price
+
+  // Robustness (answers only): the answer under each perturbation of plan.perturb.
+  std::vector<PerturbedAnswer> perturbed;
 };
 
 struct PlanResult {
@@ -134,10 +179,15 @@ struct PlanResult {
   PlanSpec spec;
   WorkloadStats workload;
   std::optional<double> slo_ttft_s, slo_tpot_s;
-  std::vector<Candidate> candidates;  ///< enumeration order
+  bool slo_plain = false;  ///< the SLO has plain targets (plan.target applies)
+  std::vector<workload::SloTarget> slo_targets;  ///< its percentile targets
+  std::vector<Candidate> candidates;             ///< enumeration order
   std::vector<int> to_simulate;  ///< candidates picked for simulation, analytically cheapest first
   int chosen = -1;               ///< index into candidates, -1 when none meets the SLO
   std::vector<int> ranking;      ///< feasible candidates, cheapest first (chosen first)
+  /// The answers: the feasible candidates whose cost is within spec.tie_tolerance of the
+  /// cheapest, smoothest first (a prefix of `ranking`; the chosen one first).
+  std::vector<int> answers;
   int simulations = 0;
   double wall_s = 0;
   int threads = 1;
@@ -158,19 +208,31 @@ class Planner {
 
   /// Steps 1–2: every configuration, resolved and estimated (no simulation).
   std::vector<Candidate> enumerate() const;
-  /// The scenario of `c` with `replicas` serving replicas (and its prefill pool).
-  scenario::Scenario resolve(const Candidate& c, int replicas,
-                             std::optional<uint64_t> seed = {}) const;
-  /// One simulation of `c` at `replicas` (seed: the scenario's unless given).
-  Outcome evaluate(const Candidate& c, int replicas, std::optional<uint64_t> seed = {}) const;
+  /// The scenario of `c` with `replicas` serving replicas (and its prefill pool), under
+  /// perturbation `p` (none by default).
+  scenario::Scenario resolve(const Candidate& c, int replicas, std::optional<uint64_t> seed = {},
+                             const Perturbation& p = {}) const;
+  /// One simulation of `c` at `replicas` (seed: the scenario's unless given), under `p`.
+  Outcome evaluate(const Candidate& c, int replicas, std::optional<uint64_t> seed = {},
+                   const Perturbation& p = {}) const;
+  /// Whether `o` meets the SLO: every percentile target holds and, when the SLO has plain
+  /// targets, o.attainment ≥ spec.target.
+  bool meets(const Outcome& o) const;
+  /// The perturbations of plan.perturb, in order (traffic, then engine overhead).
+  std::vector<Perturbation> perturbations() const;
+  /// Step 5 for one answer: `c` (feasible) under `p` at its replica count, then, if it
+  /// misses, the fewest replicas above that meet the SLO (double the increment, then bisect).
+  PerturbedAnswer perturb(const Candidate& c, const Perturbation& p) const;
+  /// Step 5 for every answer of `res`, on `threads` threads (results independent of it).
+  void perturb_answers(PlanResult& res, int threads) const;
   /// Step 3 for one candidate: the replica search; sets status, tried, best, cost.
   void search_replicas(Candidate& c) const;
-  /// Steps 1–4 with `threads` threads. `progress` (may be empty) is called after each
+  /// Steps 1–5 with `threads` threads. `progress` (may be empty) is called after each
   /// simulated configuration with (done, total).
   PlanResult run(int threads, const std::function<void(int, int)>& progress = {}) const;
-  /// The same in three parts, for running step 3 elsewhere (MPI ranks): steps 1–2 and the
+  /// The same in parts, for running step 3 elsewhere (MPI ranks): steps 1–2 and the
   /// choice of `to_simulate`; then search_replicas on each of those (any process: the
-  /// enumeration is deterministic); then finish() ranks and chooses.
+  /// enumeration is deterministic); then finish() ranks and chooses; then perturb_answers.
   PlanResult prepare(int threads) const;
   void finish(PlanResult& res, double started_wall_s) const;
   /// A searched candidate's outcome as one line of JSON, and back.

@@ -851,9 +851,11 @@ Scenario load_map(yaml::Map root, const std::string& file,
   }
 
   if (auto slo = root.map_opt("slo")) {
-    if (slo->has("ttft")) sc.slo_ttft_s = slo->quantity("ttft", units::Dim::kTime);
-    if (slo->has("tpot")) sc.slo_tpot_s = slo->quantity("tpot", units::Dim::kTime);
-    slo->finish();
+    const workload::SloSection s = workload::read_slo(*slo, "");
+    sc.slo_ttft_s = s.ttft_s;
+    sc.slo_tpot_s = s.tpot_s;
+    sc.slo_plain = s.plain;
+    sc.slo_targets = s.targets;
   }
 
   if (root.has("fleet")) {

@@ -25,7 +25,8 @@
 //     runtime_reserve: 1GiB
 //     fast_forward: true
 //   workload: ...                   # see sim/workload/workload.h
-//   slo: {ttft: 2s, tpot: 100ms}     # optional; goodput counts requests meeting both
+//   slo: {ttft: 2s, tpot: 100ms}     # optional; goodput counts requests meeting both; or at
+//                                    # percentiles: {ttft: {p99: 1s}, itl: {p99.9: 500ms}}
 //   network: {model: analytic, oversubscription: 1, nodes_per_leaf: 32}   # optional
 #pragma once
 
@@ -119,7 +120,11 @@ struct Scenario {
   std::optional<serving::Speculative> spec;  ///< speculative decoding (draft deployment)
   std::string draft_model;                   ///< catalog id, or "mtp"
 
+  /// slo: the per-request bounds (goodput: plain, or the highest percentile's), whether
+  /// ttft or tpot was written plainly, and the percentile targets (sim/workload/slo.h).
   std::optional<double> slo_ttft_s, slo_tpot_s;
+  bool slo_plain = false;
+  std::vector<workload::SloTarget> slo_targets;
 
   /// A fleet (`users:` and `fleet:` sections) instead of `workload:` and serving.replicas.
   std::optional<fleet::FleetSpec> fleet;

@@ -3,8 +3,10 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "sim/core/time.h"
+#include "sim/workload/slo.h"
 
 namespace fleetsim::workload {
 
@@ -39,7 +41,8 @@ struct RequestClass {
   std::string name;
   double share = 1;
   int priority = 0;
-  double slo_ttft_s = 0, slo_tpot_s = 0;  ///< 0 = none
+  double slo_ttft_s = 0, slo_tpot_s = 0;  ///< per-request bounds; 0 = none
+  std::vector<SloTarget> slo_targets;     ///< percentile targets (cls = name)
 };
 
 }  // namespace fleetsim::workload

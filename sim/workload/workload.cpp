@@ -426,16 +426,17 @@ RequestClass read_request_class(yaml::Map& c) {
   k.share = c.number("share", 1e-9, 1e9);
   k.priority = static_cast<int>(c.integer_or("priority", 0, 7, 0));
   if (auto slo = c.map_opt("slo")) {
-    k.slo_ttft_s = slo->quantity_or("ttft", units::Dim::kTime, 0.0);
-    k.slo_tpot_s = slo->quantity_or("tpot", units::Dim::kTime, 0.0);
-    slo->finish();
+    const SloSection s = read_slo(*slo, k.name);
+    k.slo_ttft_s = s.ttft_s.value_or(0.0);
+    k.slo_tpot_s = s.tpot_s.value_or(0.0);
+    k.slo_targets = s.targets;
   }
   return k;
 }
 
 namespace {
 std::unique_ptr<Workload> from_yaml_source(yaml::Map& section, const RngStreams& rng,
-                                           const std::string& base_dir);
+                                           const std::string& base_dir, double traffic);
 }  // namespace
 
 std::unique_ptr<Workload> Workload::from_yaml(yaml::Map& section, const RngStreams& rng,
@@ -443,14 +444,17 @@ std::unique_ptr<Workload> Workload::from_yaml(yaml::Map& section, const RngStrea
   // Read before the source's parser finishes the section (it rejects keys nobody read).
   const uint64_t warmup =
       static_cast<uint64_t>(section.integer_or("warmup_requests", 0, 1LL << 40, 0));
-  std::unique_ptr<Workload> w = from_yaml_source(section, rng, base_dir);
+  // traffic_scale: every arrival rate × s (a trace replayed s times as fast), for "what if
+  // traffic grows 20 %" without rewriting the rates.
+  const double traffic = section.number_or("traffic_scale", 1e-6, 1e6, 1.0);
+  std::unique_ptr<Workload> w = from_yaml_source(section, rng, base_dir, traffic);
   w->set_warmup_requests(warmup);
   return w;
 }
 
 namespace {
 std::unique_ptr<Workload> from_yaml_source(yaml::Map& section, const RngStreams& rng,
-                                           const std::string& base_dir) {
+                                           const std::string& base_dir, double traffic) {
   // Exactly one source of requests.
   std::vector<std::string> given;
   for (const char* k : {"arrival", "clients", "trace", "conversations"})
@@ -516,7 +520,7 @@ std::unique_ptr<Workload> from_yaml_source(yaml::Map& section, const RngStreams&
     }
     Trace t = load_trace(path, format);
     section.finish();
-    return std::make_unique<TraceReplay>(std::move(t), scale, limits);
+    return std::make_unique<TraceReplay>(std::move(t), scale / traffic, limits);
   }
 
   Lengths lengths{parse_distribution(section, "prompt_tokens", Quantity::kTokens, base_dir),
@@ -567,7 +571,7 @@ std::unique_ptr<Workload> from_yaml_source(yaml::Map& section, const RngStreams&
 
   if (kind == "conversations") {
     yaml::Map cv = section.map("conversations");
-    const double rate = cv.quantity("rate", units::Dim::kRate, -kInf);
+    const double rate = traffic * cv.quantity("rate", units::Dim::kRate, -kInf);
     if (rate <= 0) cv.fail("rate", "rate must be > 0", "new conversations per second, e.g. '2/s'");
     check_rate_span(cv, rate);
     std::unique_ptr<Distribution> turns =
@@ -617,7 +621,7 @@ std::unique_ptr<Workload> from_yaml_source(yaml::Map& section, const RngStreams&
                   "sort them by at; two points at one time make a step");
         if (at > kMaxSimSeconds) pt.fail("at", "beyond the simulated time fleetsim represents", "");
         pt.finish();
-        shape.push_back({at, r});
+        shape.push_back({at, traffic * r});
       }
       double peak = 0;
       for (const auto& [t, r] : shape) peak = std::max(peak, r);
@@ -631,7 +635,7 @@ std::unique_ptr<Workload> from_yaml_source(yaml::Map& section, const RngStreams&
       w->set_classes(std::move(classes));
       return w;
     }
-    const double rate = a.quantity("rate", units::Dim::kRate, -kInf);
+    const double rate = traffic * a.quantity("rate", units::Dim::kRate, -kInf);
     if (rate <= 0)
       a.fail("rate", "rate must be > 0, got " + a.node()["rate"].Scalar(), "e.g. '20/s'");
     check_rate_span(a, rate);
@@ -653,6 +657,9 @@ std::unique_ptr<Workload> from_yaml_source(yaml::Map& section, const RngStreams&
   }
 
   // clients
+  if (traffic != 1.0)
+    section.fail("traffic_scale", "a closed loop's traffic comes from its users, not a rate",
+                 "change clients.users or the think time instead");
   yaml::Map c = section.map("clients");
   const int64_t users =
       c.integer("users", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());

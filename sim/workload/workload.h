@@ -20,6 +20,8 @@
 //       - {name: chat, share: 0.7, priority: 1, slo: {ttft: 1s, tpot: 50ms}}
 //       - {name: batch, share: 0.3, priority: 0, prompt_tokens: ..., output_tokens: ...}
 //     adapters: {count: 100, popularity_zipf: 1.0}   # optional: LoRA adapter per request
+//     traffic_scale: 1.0              # optional: every arrival rate × this (a trace replayed
+//                                     #   this many times as fast); not with clients
 // With conversations, prompt_tokens is the new user message of each turn.
 // Exactly one of arrival / clients / conversations / trace. At least one of requests / duration unless a
 // trace bounds the run.

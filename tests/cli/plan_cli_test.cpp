@@ -42,4 +42,57 @@ TEST_F(Cli, PlanGivesDollarsPerMillionTokensAndWhyConfigurationsAreInvalid) {
   EXPECT_NE(out.find("per million output tokens at the peak hour"), std::string::npos) << out;
 }
 
+TEST_F(Cli, PlanShowsEveryEquallyCheapAnswerWithMarginsAndPerturbations) {
+  // Percentile targets set on the command line: TTFT p99 ≤ 2 s, TPOT p99 ≤ 50 ms and ITL
+  // p99 ≤ 250 ms; the plain targets of the file are replaced (the slo: mapping is rewritten).
+  // Two policies on one GPU type, so two configurations of the same kind compete.
+  const Result r =
+      run("plan scenarios/plan-llama70b-chat.yaml --set workload.duration=5min "
+          "--set 'slo={ttft: {p99: 2s}, tpot: {p99: 50ms}, itl: {p99: 250ms}}' "
+          "--set plan.gpu=[h200-sxm] --set plan.tp=[2] --set plan.pp=[1] --set plan.weights=[fp8] "
+          "--set plan.kv=[fp8] --set plan.policy=[vllm,sarathi] --set plan.max_num_seqs=[256] "
+          "--set plan.max_batched_tokens=[16384] --out " +
+          (dir_ / "q").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string out = unwrapped(r.out);
+  EXPECT_NE(out.find("TTFT p99 ≤ 2.00 s, TPOT p99 ≤ 50.0 ms, ITL p99 ≤ 250 ms"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("EQUALLY CHEAP ANSWERS"), std::string::npos) << out;
+  EXPECT_NE(out.find("MARGINS AND PERTURBATIONS"), std::string::npos) << out;
+  EXPECT_NE(out.find("With traffic +20 %:"), std::string::npos) << out;
+  EXPECT_NE(out.find("With engine overhead +3.00 ms per iteration:"), std::string::npos) << out;
+  const json j = json::parse(slurp(dir_ / "q" / "plan.json"));
+  const json& c = j["chosen"];
+  ASSERT_TRUE(c.is_object());
+  // The chosen is the first answer, and every answer is within the tolerance of its cost.
+  ASSERT_GE(j["answers"].size(), 1u);
+  EXPECT_EQ(j["answers"][0]["index"], c["index"]);
+  for (const auto& a : j["answers"])
+    EXPECT_LE(a["usd_per_hour"].get<double>(), c["usd_per_hour"].get<double>() * 1.01 + 1e-9);
+  // Margins: one check per percentile target, each margin = 1 − value ÷ bound.
+  ASSERT_EQ(c["slo_checks"].size(), 3u);
+  for (const auto& k : c["slo_checks"]) {
+    EXPECT_TRUE(k["met"].get<bool>());
+    EXPECT_NEAR(k["margin"].get<double>(),
+                1 - k["value_s"].get<double>() / k["bound_s"].get<double>(), 1e-12);
+  }
+  EXPECT_EQ(c["slo_checks"][2]["metric"], "itl");
+  EXPECT_EQ(c["slo_checks"][2]["percentile"], "p99");
+  // Both perturbations, each "still meets" or with the replicas it needs.
+  ASSERT_EQ(c["perturbations"].size(), 2u);
+  EXPECT_DOUBLE_EQ(c["perturbations"][0]["traffic_scale"].get<double>(), 1.2);
+  EXPECT_DOUBLE_EQ(c["perturbations"][1]["extra_iteration_overhead_s"].get<double>(), 0.003);
+  for (const auto& pt : c["perturbations"]) {
+    if (pt["still_meets"].get<bool>()) {
+      EXPECT_EQ(pt["replicas_needed"], c["replicas"]);
+    } else if (!pt["replicas_needed"].is_null()) {
+      EXPECT_GT(pt["more_replicas"].get<int>(), 0);
+    }
+  }
+  const std::string md = slurp(dir_ / "q" / "report.md");
+  EXPECT_NE(md.find("## Equally cheap answers"), std::string::npos);
+  EXPECT_NE(md.find("## Margins and perturbations"), std::string::npos);
+  EXPECT_NE(slurp(dir_ / "q" / "plan.csv").find(",itl_p99_s,"), std::string::npos);
+}
+
 }  // namespace

@@ -93,7 +93,8 @@ TEST(FuzzRegression, CheckpointNumberOutOfRangeIsRefusedAtItsLine) {
   // numbers are now range-checked, and the checkpoint reader names the line.
   const std::string result =
       "{\"status\":4,\"reason\":\"\",\"spares\":1,\"gpus\":6,\"usd_per_hour\":24.5,"
-      "\"best\":2,\"tried\":[[2.7e114,0,0.996,0.4,0.03,2.1,0,1500.0,1000,90000,0.2]]}";
+      "\"best\":2,\"tried\":[[2.7e114,0,0.996,0.4,0.03,2.1,0,1500.0,1000,90000,0.2,0.1,1]],"
+      "\"checks\":[[]]}";
   plan::Candidate c;
   EXPECT_THROW(plan::Planner::decode_search(c, result), std::out_of_range);
   const InputError e = input_error_of([&] {

@@ -236,6 +236,165 @@ TEST(Planner, InputErrorsNameTheField) {
   // replicas.max below min.
   EXPECT_NE(error_of("minmax", scenario_text("  replicas: {min: 8, max: 4}\n")).find("below min"),
             std::string::npos);
+  // Perturbations: a bare number where a duration goes, an unknown key.
+  EXPECT_NE(error_of("pt", scenario_text("  perturb: {iteration_overhead: 3}\n"))
+                .find("plan.perturb.iteration_overhead"),
+            std::string::npos);
+  EXPECT_NE(error_of("pt2", scenario_text("  perturb: {trafic: 0.2}\n")).find("did you mean"),
+            std::string::npos);
+  EXPECT_NE(error_of("tt", scenario_text("  tie_tolerance: 2\n")).find("tie_tolerance"),
+            std::string::npos);
+}
+
+// A feasible candidate for the ranking tests: cost, GPUs and p99 latencies given.
+Candidate feasible(int index, double usd, int gpus, double itl, double tpot, double ttft) {
+  Candidate c;
+  c.index = index;
+  c.label = "c" + std::to_string(index);
+  c.status = Status::kFeasible;
+  c.usd_per_hour = usd;
+  c.total_gpus = gpus;
+  Outcome o;
+  o.replicas = gpus;
+  o.itl_p99_s = itl;
+  o.tpot_p99_s = tpot;
+  o.ttft_p99_s = ttft;
+  o.met = true;
+  c.best = o;
+  c.tried = {o};
+  return c;
+}
+
+TEST(Planner, EquallyCheapAnswersGoToSmootherStreamingAndAreAllListed) {
+  const Planner p = make("ties", scenario_text("  tp: [1]\n  tie_tolerance: 0.01\n"));
+  PlanResult r;
+  // 0: $10.00, ITL p99 318 ms (prefill-first stalls), TTFT p99 0.5 s (the old rule's pick);
+  // 1: $10.00, ITL p99 166 ms (chunked prefill), TTFT p99 0.8 s;
+  // 2: $10.05 (+0.5 %, within 1 %), ITL p99 166 ms, TPOT p99 40 ms < 1's 45 ms;
+  // 3: $10.20 (+2 %), ITL p99 50 ms: smoothest, but not equally cheap;
+  // 4: $10.00, same ITL and TPOT as 1, TTFT p99 0.7 s.
+  r.candidates = {
+      feasible(0, 10.00, 4, 0.318, 0.045, 0.5), feasible(1, 10.00, 4, 0.166, 0.045, 0.8),
+      feasible(2, 10.05, 4, 0.166, 0.040, 0.9), feasible(3, 10.20, 4, 0.050, 0.030, 0.4),
+      feasible(4, 10.00, 4, 0.166, 0.045, 0.7)};
+  p.finish(r, 0);
+  // Answers: within $10 × 1.01 = $10.10: 0, 1, 2, 4. Order: ITL p99 (166 ms before 318 ms),
+  // then TPOT p99 (2's 40 ms first), then TTFT p99 (4's 0.7 s before 1's 0.8 s).
+  EXPECT_EQ(r.answers, (std::vector<int>{2, 4, 1, 0}));
+  EXPECT_EQ(r.chosen, 2);
+  // The rest after the answers, cheapest first.
+  EXPECT_EQ(r.ranking, (std::vector<int>{2, 4, 1, 0, 3}));
+  // With no tolerance only the exact $10.00 ones tie: 4, 1, 0 (ITL, then TTFT).
+  const Planner exact = make("ties0", scenario_text("  tp: [1]\n  tie_tolerance: 0\n"));
+  exact.finish(r, 0);
+  EXPECT_EQ(r.answers, (std::vector<int>{4, 1, 0}));
+  EXPECT_EQ(r.ranking, (std::vector<int>{4, 1, 0, 2, 3}));
+}
+
+TEST(Planner, PercentileTargetsAloneDecideAndPlainOnesNeedTheTargetShare) {
+  // Percentiles only: plan.target (0.99) does not apply; every percentile target must hold.
+  std::string text = scenario_text("  tp: [1]\n");
+  text.replace(text.find("slo: {ttft: 1s, tpot: 60ms}"), 27,
+               "slo: {ttft: {p90: 1s}, itl: {p99: 100ms}}");
+  const Planner pct = make("pct", text);
+  Outcome o;
+  o.attainment = 0.5;  // far below 0.99: irrelevant here
+  metrics::SloCheck ok, bad;
+  ok.target = {workload::SloMetric::kTtft, 0.9, 1.0, "", false};
+  ok.value_s = 0.8;
+  ok.met = true;
+  bad.target = {workload::SloMetric::kItl, 0.99, 0.1, "", false};
+  bad.value_s = 0.3;
+  o.slo_checks = {ok};
+  EXPECT_TRUE(pct.meets(o));
+  o.slo_checks = {ok, bad};
+  EXPECT_FALSE(pct.meets(o));
+  // A plain target's check is a margin to show, not a condition: the share decides.
+  bad.target.plain = true;
+  o.slo_checks = {ok, bad};
+  EXPECT_TRUE(pct.meets(o));
+  // Plain SLO (the scenario's ttft: 1s, tpot: 60ms): at least plan.target = 0.99 must meet it.
+  const Planner plain = make("plain", scenario_text("  tp: [1]\n"));
+  o.slo_checks = {};
+  o.attainment = 0.989;
+  EXPECT_FALSE(plain.meets(o));
+  o.attainment = 0.99;
+  EXPECT_TRUE(plain.meets(o));
+}
+
+TEST(Planner, AnInterTokenTargetBelowOneDecodeStepIsInfeasible) {
+  std::string text = scenario_text("  tp: [1]\n");
+  text.replace(text.find("slo: {ttft: 1s, tpot: 60ms}"), 27, "slo: {ttft: 1s, itl: {p99: 1ms}}");
+  const std::vector<Candidate> cs = make("itl", text).enumerate();
+  ASSERT_EQ(cs.size(), 1u);
+  // Every gap is at least one decode step; Llama-3.1-8B's step at batch 1 on an H100 reads
+  // 16 GB of weights at 3.35 TB/s: about 5 ms, above 1 ms.
+  EXPECT_GT(cs[0].tpot_batch1_s, 0.004);
+  EXPECT_EQ(cs[0].status, Status::kInfeasible);
+  EXPECT_NE(cs[0].reason.find("above the ITL p99 target of 1"), std::string::npos) << cs[0].reason;
+}
+
+TEST(Planner, PerturbationsRaiseTheRateAndTheEngineOverhead) {
+  const Planner p = make("perturb-resolve", scenario_text("  tp: [1]\n"));
+  const std::vector<Candidate> cs = p.enumerate();
+  const scenario::Scenario base = p.resolve(cs[0], 1);
+  // +20 % traffic: 8/s × 1.2 = 9.6/s.
+  const scenario::Scenario more = p.resolve(cs[0], 1, {}, {1.2, 0.0});
+  EXPECT_NEAR(more.make_workload(1)->nominal_rate_per_s(), 9.6, 1e-12);
+  // +3 ms per iteration on top of the engine's own overhead (vllm-v1's fitted value).
+  const scenario::Scenario slow = p.resolve(cs[0], 1, {}, {1.0, 0.003});
+  EXPECT_NEAR(slow.eff.iteration_overhead_s, base.eff.iteration_overhead_s + 0.003, 1e-15);
+  EXPECT_NEAR(slow.dep.eff.iteration_overhead_s, base.dep.eff.iteration_overhead_s + 0.003, 1e-15);
+  EXPECT_EQ(Perturbation({1.2, 0.0}).describe(), "traffic +20 %");
+  EXPECT_EQ(Perturbation({1.0, 0.003}).describe(), "engine overhead +3.00 ms per iteration");
+  EXPECT_EQ(p.perturbations().size(), 2u);  // the defaults: +20 % traffic, +3 ms
+}
+
+TEST(Planner, AnAnswerThatMissesUnderAPerturbationGetsTheFewestMoreReplicas) {
+  // Ten times the traffic (80 requests/s of 500 + 100 tokens) cannot fit on the replicas
+  // sized for 8/s; the search finds the fewest that meet the SLO again.
+  const Planner p =
+      make("perturb-search", scenario_text("  tp: [1]\n  target: 0.95\n  spares: 1\n"
+                                           "  perturb: {traffic: 9, iteration_overhead: 0ms}\n"));
+  const PlanResult r = p.run(2);
+  ASSERT_GE(r.chosen, 0);
+  const Candidate& c = r.candidates[r.chosen];
+  ASSERT_EQ(c.perturbed.size(), 1u);  // iteration_overhead: 0ms skips that perturbation
+  const PerturbedAnswer& a = c.perturbed[0];
+  const int R = c.best->replicas;
+  // Ten times the arrivals (Poisson: 960 ± 31 → 9,600 ± 98).
+  const double ratio =
+      static_cast<double>(a.at_answer.arrived) / static_cast<double>(c.best->arrived);
+  EXPECT_GT(ratio, 9.0);
+  EXPECT_LT(ratio, 11.0);
+  ASSERT_FALSE(a.still_meets);
+  ASSERT_GT(a.replicas_needed, R);
+  // Minimal: the count found meets the SLO under the perturbation and one fewer does not.
+  EXPECT_TRUE(p.evaluate(c, a.replicas_needed, {}, a.perturbation).met);
+  EXPECT_FALSE(p.evaluate(c, a.replicas_needed - 1, {}, a.perturbation).met);
+  // Cost of the larger deployment: (replicas + 1 spare) × 1 GPU × $3.24.
+  EXPECT_EQ(a.gpus_needed, a.replicas_needed + 1);
+  EXPECT_DOUBLE_EQ(a.usd_per_hour_needed, a.gpus_needed * 3.24);
+}
+
+TEST(Planner, SearchResultsRoundTripWithTheirSloChecks) {
+  Candidate c = feasible(0, 6.48, 2, 0.166, 0.045, 0.8);
+  metrics::SloCheck k;
+  k.target = {workload::SloMetric::kItl, 0.999, 0.5, "", false};
+  k.value_s = 0.25;
+  k.met = true;
+  c.tried[0].slo_checks = {k};
+  c.tried[0].attainment = 0.995;
+  c.best = c.tried[0];
+  Candidate back;
+  Planner::decode_search(back, Planner::encode_search(c));
+  ASSERT_TRUE(back.best.has_value());
+  EXPECT_EQ(back.best->itl_p99_s, 0.166);
+  EXPECT_TRUE(back.best->met);
+  ASSERT_EQ(back.best->slo_checks.size(), 1u);
+  EXPECT_EQ(back.best->slo_checks[0].target.quantile, 0.999);
+  EXPECT_EQ(back.best->slo_checks[0].value_s, 0.25);
+  EXPECT_EQ(back.best->slo_checks[0].target.metric, workload::SloMetric::kItl);
 }
 
 }  // namespace

@@ -323,6 +323,39 @@ TEST(WorkloadClosedLoop, FewerRequestsThanUsers) {
   EXPECT_FALSE(w->on_completion(first[0], 100));
 }
 
+TEST(WorkloadTrafficScale, ScalesEveryRate) {
+  // Poisson 20/s × 1.2 = 24/s; the shaped rate's points × 0.5; a trace 2× as fast halves every
+  // arrival (time_scale 1 ÷ 2).
+  auto w = make(
+      "requests: 10\ntraffic_scale: 1.2\narrival: {process: poisson, rate: 20/s}\n"
+      "prompt_tokens: 5\noutput_tokens: 5\n");
+  EXPECT_DOUBLE_EQ(w->nominal_rate_per_s(), 24.0);
+  auto conv = make(
+      "requests: 10\ntraffic_scale: 3\nconversations: {rate: 2/s, turns: 2}\n"
+      "prompt_tokens: 5\noutput_tokens: 5\n");
+  auto conv1 = make(
+      "requests: 10\nconversations: {rate: 2/s, turns: 2}\nprompt_tokens: 5\noutput_tokens: 5\n");
+  EXPECT_NEAR(conv->nominal_rate_per_s(), 3 * conv1->nominal_rate_per_s(), 1e-9);
+  const auto normal = drain(*make("trace: {file: data/azure_conv_head.csv}\n"));
+  const auto fast = drain(*make("traffic_scale: 2\ntrace: {file: data/azure_conv_head.csv}\n"));
+  ASSERT_EQ(fast.size(), normal.size());
+  for (size_t i = 0; i < normal.size(); ++i)
+    EXPECT_NEAR(static_cast<double>(fast[i].arrival_ns),
+                0.5 * static_cast<double>(normal[i].arrival_ns), 1.0);
+  // A closed loop has no rate to scale.
+  const InputError e = make_error(
+      "requests: 10\ntraffic_scale: 1.2\nclients: {users: 4}\nprompt_tokens: 5\n"
+      "output_tokens: 5\n");
+  EXPECT_EQ(e.field(), "workload.traffic_scale");
+  EXPECT_NE(std::string(e.what()).find("closed loop"), std::string::npos) << e.what();
+  EXPECT_NE(std::string(make_error("requests: 10\ntraffic_scale: 0\n"
+                                   "arrival: {process: poisson, rate: 20/s}\n"
+                                   "prompt_tokens: 5\noutput_tokens: 5\n")
+                            .what())
+                .find("traffic_scale"),
+            std::string::npos);
+}
+
 // ---- trace replay ---------------------------------------------------------------------
 
 TEST(WorkloadTrace, ReplaysRecordsWithTimeScale) {
