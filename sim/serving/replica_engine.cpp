@@ -372,6 +372,8 @@ void ReplicaEngine::release_adapter(uint32_t adapter) {
 
 bool ReplicaEngine::can_admit(const Seq& s, int64_t free_blocks, int64_t batch_tokens) const {
   if (running() >= cfg_.max_num_seqs) return false;
+  // Reservations: no prefix cache, adapters or token budget (reservation_config).
+  if (rules_.reserve_whole_life) return life_blocks(s.spec) <= free_blocks;
   if (!adapter_ready(s.spec.adapter)) return false;
   const Lookup l = lookup(s);
   if (l.need_blocks + l.load_blocks > free_blocks + l.evictable_blocks) return false;
@@ -669,10 +671,14 @@ void ReplicaEngine::finish_mixed(SimTime now) {
 // ---- decode set ----------------------------------------------------------------------
 
 void ReplicaEngine::remove_prefilling(uint32_t slot) {
-  // prefilling_ is sorted by id: O(log n) to find, then a short move.
-  const uint64_t id = seqs_[slot].spec.id;
-  auto it = std::lower_bound(prefilling_.begin(), prefilling_.end(), id,
-                             [&](uint32_t other, uint64_t v) { return seqs_[other].spec.id < v; });
+  // prefilling_ is sorted by id: a short scan, or O(log n) to find in a long one (a static
+  // batch's prompts), then a short move.
+  auto it = prefilling_.begin();
+  if (prefilling_.size() > 16) {
+    const uint64_t id = seqs_[slot].spec.id;
+    it = std::lower_bound(prefilling_.begin(), prefilling_.end(), id,
+                          [&](uint32_t other, uint64_t v) { return seqs_[other].spec.id < v; });
+  }
   while (*it != slot) ++it;
   prefilling_.erase(it);
 }

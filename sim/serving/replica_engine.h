@@ -30,6 +30,7 @@
 // (constants, so the hot loop only branches on them).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <deque>
@@ -150,14 +151,17 @@ class WaitQueue {
   void pop_front() {
     q_[static_cast<size_t>(top())].pop_front();
     --size_;
+    settle();
   }
   void push_back(uint32_t slot, int priority) {
     q_[static_cast<size_t>(priority)].push_back(slot);
     ++size_;
+    top_ = std::max(top_, priority);
   }
   void push_front(uint32_t slot, int priority) {
     q_[static_cast<size_t>(priority)].push_front(slot);
     ++size_;
+    top_ = std::max(top_, priority);
   }
   /// Removes and returns (in *slot) the most recently queued entry of the lowest level
   /// below `below` for which ok(slot) holds; false if none.
@@ -170,6 +174,7 @@ class WaitQueue {
         *slot = *it;
         d.erase(std::next(it).base());
         --size_;
+        settle();
         return true;
       }
     }
@@ -187,6 +192,7 @@ class WaitQueue {
         *slot = *it;
         d.erase(it);
         --size_;
+        settle();
         return true;
       }
     }
@@ -199,13 +205,14 @@ class WaitQueue {
   }
 
  private:
-  int top() const {
-    for (int l = kLevels - 1; l > 0; --l)
-      if (!q_[static_cast<size_t>(l)].empty()) return l;
-    return 0;
+  // The highest non-empty level (0 when empty).
+  int top() const { return top_; }
+  void settle() {
+    while (top_ > 0 && q_[static_cast<size_t>(top_)].empty()) --top_;
   }
   std::array<std::deque<uint32_t>, kLevels> q_;
   size_t size_ = 0;
+  int top_ = 0;
 };
 
 class ReplicaEngine : public Replica {
