@@ -316,8 +316,9 @@ json fleet_techniques_json(const scenario::Scenario& sc, const fleet::FleetResul
                       {"draft", pool.spec->draft.model->id},
                       {"k", pool.vllm.spec_k},
                       {"acceptance", pool.vllm.spec_acceptance}});
-    if (pool.vllm.role != serving::VllmConfig::Role::kBoth)
-      roles[p.name] = pool.vllm.role == serving::VllmConfig::Role::kPrefill ? "prefill" : "decode";
+    if (pool.vllm.role != serving::ServingConfig::Role::kBoth)
+      roles[p.name] =
+          pool.vllm.role == serving::ServingConfig::Role::kPrefill ? "prefill" : "decode";
   }
   j["speculative_pools"] = spec;
   j["cascade"] = {{"small_model", sc.cascade_small_model},
@@ -350,8 +351,8 @@ std::string fleet_techniques_notes(const scenario::Scenario& sc, const fleet::Fl
       ++spec_pools;
       draft = pool.spec->draft.model->id + ", k " + std::to_string(pool.vllm.spec_k);
     }
-    prefill += pool.vllm.role == serving::VllmConfig::Role::kPrefill;
-    decode += pool.vllm.role == serving::VllmConfig::Role::kDecode;
+    prefill += pool.vllm.role == serving::ServingConfig::Role::kPrefill;
+    decode += pool.vllm.role == serving::ServingConfig::Role::kDecode;
   }
   if (spec_pools > 0)
     parts.push_back("speculative decoding in " + std::to_string(spec_pools) + " pool" +

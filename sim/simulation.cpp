@@ -3,7 +3,7 @@
 #include <chrono>
 
 #include "sim/network/live_transfers.h"
-#include "sim/serving/vllm.h"
+#include "sim/serving/registry.h"
 
 namespace fleetsim {
 
@@ -23,7 +23,7 @@ Simulation::Simulation(const scenario::Scenario& sc, RunOptions options)
                                                 : std::nullopt},
       sc.vllm.max_num_seqs);
   router_ = serving::make_router(sc.router, rng, sc.router_params);
-  serving::VllmConfig vcfg = sc.vllm;
+  serving::ServingConfig vcfg = sc.vllm;
   // A live all-to-all runs one iteration per event (its flows start with each iteration).
   if (sc.live_alltoall) vcfg.fast_forward = false;
   if (vcfg.prefix_caching) {
@@ -44,7 +44,7 @@ Simulation::Simulation(const scenario::Scenario& sc, RunOptions options)
                                                         sc.lora_rank, sc.vllm.lora_slots})
                                                   : std::nullopt},
         sc.prefill_pool->vllm.max_num_seqs);
-    serving::VllmConfig pcfg = sc.prefill_pool->vllm;
+    serving::ServingConfig pcfg = sc.prefill_pool->vllm;
     if (sc.live_alltoall) pcfg.fast_forward = false;
     for (int i = 0; i < sc.prefill_pool->replicas; ++i)
       prefill_replicas_.push_back(

@@ -524,7 +524,7 @@ void FleetSimulation::on_completion(const serving::RequestRecord& rec) {
   }
   ++pool.result.completed;
   // A decode pool's calls were prefilled (and counted) by a prefill pool.
-  if (pool.vllm.role != serving::VllmConfig::Role::kDecode)
+  if (pool.vllm.role != serving::EngineConfig::Role::kDecode)
     pool.result.input_tokens += static_cast<uint64_t>(rec.spec->prompt_tokens);
   pool.result.output_tokens += static_cast<uint64_t>(rec.spec->output_tokens);
   if (rec.spec->output_tokens > 1)
@@ -590,7 +590,7 @@ void FleetSimulation::hand_over(uint32_t handoff, SimTime now) {
     bool coming = false;
     for (const auto& p : pools_)
       coming = coming || (p.region == s.region && p.model == model &&
-                          p.vllm.role == serving::VllmConfig::Role::kDecode &&
+                          p.vllm.role == serving::EngineConfig::Role::kDecode &&
                           (p.starting > 0 || p.repairs > 0));
     if (!coming) {
       collector_.on_reject(s.spec, -1, serving::RejectReason::kQueueFull, now);

@@ -80,7 +80,7 @@ class FleetSimulation final : public core::EventTarget, private serving::Serving
   struct PoolState {
     int region = 0, model = 0;
     std::unique_ptr<serving::StepModel> steps;
-    serving::VllmConfig vllm;
+    serving::ServingConfig vllm;
     int held = 0;  // starting + active + draining + failed (counted as held)
     int active = 0, starting = 0, draining = 0, failed = 0;
     int repairs = 0;  // failed replicas whose repair falls within the run
@@ -132,7 +132,7 @@ class FleetSimulation final : public core::EventTarget, private serving::Serving
   /// The group a pool's active replicas are in: its region's arrivals for the model, or the
   /// region's decode replicas of the model (role decode).
   Group& group_of(const PoolState& p) {
-    return p.vllm.role == serving::VllmConfig::Role::kDecode
+    return p.vllm.role == serving::EngineConfig::Role::kDecode
                ? decode_groups_[static_cast<size_t>(p.region * n_models_ + p.model)]
                : group(p.region, p.model);
   }

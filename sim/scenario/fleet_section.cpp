@@ -110,8 +110,8 @@ void load_fleet(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
         if (sc.vllm.prefix_caching)
           pm.fail("role", "prefix caching with disaggregation is not modelled yet",
                   "set serving.prefix_caching: false, or role: both");
-        fp.pool.vllm.role = role == "prefill" ? serving::VllmConfig::Role::kPrefill
-                                              : serving::VllmConfig::Role::kDecode;
+        fp.pool.vllm.role = role == "prefill" ? serving::EngineConfig::Role::kPrefill
+                                              : serving::EngineConfig::Role::kDecode;
       }
       fp.spares = static_cast<int>(pm.integer_or("spares", 0, 1'000'000, 0));
       fp.min_replicas = static_cast<int>(pm.integer_or("min_replicas", 0, 10'000'000, 0));
@@ -139,12 +139,12 @@ void load_fleet(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
     // A prefill pool needs a decode pool of its model in its region, and the other way
     // round; the KV cache moves between them in one format.
     for (const auto& a : reg.pools) {
-      if (a.pool.vllm.role == serving::VllmConfig::Role::kBoth) continue;
-      const bool prefill = a.pool.vllm.role == serving::VllmConfig::Role::kPrefill;
+      if (a.pool.vllm.role == serving::EngineConfig::Role::kBoth) continue;
+      const bool prefill = a.pool.vllm.role == serving::EngineConfig::Role::kPrefill;
       bool partner = false;
       for (const auto& b : reg.pools) {
         if (b.pool.model.id != a.pool.model.id || b.pool.vllm.role == a.pool.vllm.role ||
-            b.pool.vllm.role == serving::VllmConfig::Role::kBoth)
+            b.pool.vllm.role == serving::EngineConfig::Role::kBoth)
           continue;
         partner = true;
         if (b.pool.dep.prec.kv_bytes != a.pool.dep.prec.kv_bytes)

@@ -6,8 +6,8 @@
 
 #include "hw_models/catalog.h"
 #include "hw_models/perf_model.h"
+#include "sim/serving/serving_config.h"
 #include "sim/serving/step_model.h"
-#include "sim/serving/vllm.h"
 
 namespace fleetsim::scenario {
 
@@ -22,7 +22,7 @@ struct Pool {
   hw::Parallelism par;
   hw::Deployment dep;
   hw::MemoryFit memory;
-  serving::VllmConfig vllm;
+  serving::ServingConfig vllm;
   std::string efficiency_source;
   /// Speculative decoding in this pool (fleet pools of the scenario's model when the
   /// scenario has serving.speculative); the draft's memory is in dep and the fit.

@@ -416,8 +416,8 @@ void load_disaggregation(const yaml::Map& root, yaml::Map& dg, Scenario& sc,
   pool.replicas = replicas;
   if (pool.dep.prec.kv_bytes != sc.prec.kv_bytes)
     dg.fail("prefill_hardware", "the pools must keep KV in the same format", "");
-  pool.vllm.role = serving::VllmConfig::Role::kPrefill;
-  sc.vllm.role = serving::VllmConfig::Role::kDecode;
+  pool.vllm.role = serving::EngineConfig::Role::kPrefill;
+  sc.vllm.role = serving::EngineConfig::Role::kDecode;
   dg.finish();
   sc.prefill_pool = pool;
 }

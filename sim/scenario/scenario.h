@@ -43,7 +43,7 @@
 #include "sim/fleet/spec.h"
 #include "sim/scenario/pool.h"
 #include "sim/serving/registry.h"
-#include "sim/serving/vllm.h"
+#include "sim/serving/serving_config.h"
 #include "sim/validation/error_band.h"
 #include "sim/workload/workload.h"
 
@@ -96,7 +96,7 @@ struct Scenario {
   std::string router = "round-robin";
   serving::RouterParams router_params;
   std::string policy = "vllm";
-  serving::VllmConfig vllm;  ///< kv_blocks filled from the memory fit
+  serving::ServingConfig vllm;  ///< kv_blocks filled from the memory fit
   double gpu_memory_utilization = 0.9;
   double runtime_reserve_bytes = 0;
   hw::MemoryFit memory;

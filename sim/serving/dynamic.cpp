@@ -5,9 +5,9 @@
 
 namespace fleetsim::serving {
 
-Dynamic::Dynamic(int index, core::Engine& engine, ServingObserver& observer,
-                 const StepModel& steps, VllmConfig cfg)
-    : Static(index, engine, observer, steps, cfg), timeout_ns_(cfg.batch_timeout_ns) {
+Dynamic::Dynamic(int index, core::Engine& engine, ServingObserver& observer, const StepModel& steps,
+                 const EngineConfig& cfg, DynamicConfig own)
+    : Static(index, engine, observer, steps, cfg), timeout_ns_(own.batch_timeout_ns) {
   if (timeout_ns_ < 0) throw std::logic_error("Dynamic: negative batch timeout");
 }
 

@@ -22,11 +22,16 @@
 
 namespace fleetsim::serving {
 
+struct DynamicConfig {
+  /// Launch a partial batch once the oldest waiting request has waited this long (>= 0).
+  SimTime batch_timeout_ns = 10'000'000;
+};
+
 class Dynamic final : public Static {
  public:
-  /// As Static, plus cfg.batch_timeout_ns (>= 0).
+  /// As Static, plus own.batch_timeout_ns (>= 0).
   Dynamic(int index, core::Engine& engine, ServingObserver& observer, const StepModel& steps,
-          VllmConfig cfg);
+          const EngineConfig& cfg, DynamicConfig own);
 
  protected:
   SimTime launch_time(SimTime now) const override;

@@ -4,7 +4,9 @@
 
 #include "sim/serving/dynamic.h"
 #include "sim/serving/orca.h"
+#include "sim/serving/sarathi.h"
 #include "sim/serving/static.h"
+#include "sim/serving/vllm.h"
 
 namespace fleetsim::serving {
 
@@ -27,8 +29,11 @@ const std::vector<PolicyInfo>& policies() {
          "keep prompt prefix blocks by content hash, evict least recently used (needs a trace "
          "with prefix hashes)"},
         {"fast_forward", "bool", "true", "", "advance unchanging decode batches in closed form"}},
-       [](int i, core::Engine& e, ServingObserver& o, const StepModel& s, const VllmConfig& c) {
-         return std::make_unique<Vllm>(i, e, o, s, c);
+       [](int i, core::Engine& e, ServingObserver& o, const StepModel& s, const ServingConfig& c) {
+         if (c.chunked_prefill)
+           return std::unique_ptr<Replica>(
+               std::make_unique<Sarathi>(i, e, o, s, c, SarathiConfig{c.split_prompts}));
+         return std::unique_ptr<Replica>(std::make_unique<Vllm>(i, e, o, s, c));
        }},
       {"sarathi",
        "Sarathi-Serve: the vllm replica with chunked prefill always on — every iteration runs "
@@ -38,10 +43,8 @@ const std::vector<PolicyInfo>& policies() {
        "OSDI 2024",
        {{"max_batched_tokens", "integer", "8192", "tokens", "the token budget of one iteration"},
         {"max_num_seqs", "integer", "256", "", "running sequences at most"}},
-       [](int i, core::Engine& e, ServingObserver& o, const StepModel& s, const VllmConfig& c) {
-         VllmConfig cc = c;
-         cc.chunked_prefill = true;
-         return std::make_unique<Vllm>(i, e, o, s, cc);
+       [](int i, core::Engine& e, ServingObserver& o, const StepModel& s, const ServingConfig& c) {
+         return std::make_unique<Sarathi>(i, e, o, s, c, SarathiConfig{c.split_prompts});
        }},
       {"static",
        "static batching, run to completion: an idle replica takes up to max_num_seqs waiting "
@@ -52,7 +55,7 @@ const std::vector<PolicyInfo>& policies() {
        {{"max_num_seqs", "integer", "256", "", "requests per batch at most"},
         {"block_tokens", "integer", "16", "tokens", "granularity of the KV reservation"},
         {"fast_forward", "bool", "true", "", "advance decode iterations in closed form"}},
-       [](int i, core::Engine& e, ServingObserver& o, const StepModel& s, const VllmConfig& c) {
+       [](int i, core::Engine& e, ServingObserver& o, const StepModel& s, const ServingConfig& c) {
          return std::make_unique<Static>(i, e, o, s, c);
        }},
       {"dynamic",
@@ -65,8 +68,8 @@ const std::vector<PolicyInfo>& policies() {
          "longest wait of the oldest queued request before a partial batch launches"},
         {"block_tokens", "integer", "16", "tokens", "granularity of the KV reservation"},
         {"fast_forward", "bool", "true", "", "advance decode iterations in closed form"}},
-       [](int i, core::Engine& e, ServingObserver& o, const StepModel& s, const VllmConfig& c) {
-         return std::make_unique<Dynamic>(i, e, o, s, c);
+       [](int i, core::Engine& e, ServingObserver& o, const StepModel& s, const ServingConfig& c) {
+         return std::make_unique<Dynamic>(i, e, o, s, c, DynamicConfig{c.batch_timeout_ns});
        }},
       {"orca",
        "iteration-level scheduling with selective batching: new requests join every iteration "
@@ -77,7 +80,7 @@ const std::vector<PolicyInfo>& policies() {
        {{"max_num_seqs", "integer", "256", "", "running requests at most (Orca max_bs)"},
         {"block_tokens", "integer", "16", "tokens", "granularity of the KV reservation"},
         {"fast_forward", "bool", "true", "", "advance unchanging decode batches in closed form"}},
-       [](int i, core::Engine& e, ServingObserver& o, const StepModel& s, const VllmConfig& c) {
+       [](int i, core::Engine& e, ServingObserver& o, const StepModel& s, const ServingConfig& c) {
          return std::make_unique<Orca>(i, e, o, s, c);
        }},
   };

@@ -10,8 +10,8 @@
 #include "sim/core/engine.h"
 #include "sim/serving/observer.h"
 #include "sim/serving/router.h"
+#include "sim/serving/serving_config.h"
 #include "sim/serving/step_model.h"
-#include "sim/serving/vllm.h"
 
 namespace fleetsim::serving {
 
@@ -24,11 +24,11 @@ struct ParamInfo {
   std::string help;
 };
 
-/// Builds one replica of a policy. Every policy reads the shared serving configuration
-/// (VllmConfig: KV blocks, block size, limits, and its own fields).
+/// Builds one replica of a policy from the scenario's serving settings: the engine's part
+/// (EngineConfig) and the policy's own fields.
 using ReplicaFactory = std::function<std::unique_ptr<Replica>(
     int index, core::Engine& engine, ServingObserver& observer, const StepModel& steps,
-    const VllmConfig& cfg)>;
+    const ServingConfig& cfg)>;
 
 struct PolicyInfo {
   std::string name;

@@ -1,9 +1,8 @@
 // A replica: one model instance on `tp` GPUs, running one batching policy.
 //
-// Every batching policy is a Replica implementation in its own header/source pair named
-// after its published system (vllm.h → Vllm). A policy owns its batch state because only
-// the policy knows when its batch stays unchanged long enough to be advanced in closed
-// form (see vllm.h); the engine, the router and the observers see only this interface.
+// Every batching policy is a small subclass of the shared replica engine
+// (replica_engine.h) in its own header/source pair named after its published system
+// (vllm.h → Vllm); the event loop, the router and the observers see only this interface.
 #pragma once
 
 #include <stdexcept>
@@ -89,8 +88,9 @@ class Replica : public core::EventTarget {
   /// A run of k > 1 iterations in one segment cannot carry live communication.
   void check_one_iteration(int64_t k) const {
     if (k > 1 && comm_ != nullptr)
-      throw std::logic_error("replica " + std::to_string(index_) +
-                             ": live communication needs one iteration per segment (fast_forward: false)");
+      throw std::logic_error(
+          "replica " + std::to_string(index_) +
+          ": live communication needs one iteration per segment (fast_forward: false)");
   }
   bool is_current(const core::Event& e) const { return e.data == segment_gen_; }
 

@@ -1,7 +1,8 @@
 // The batching policies before paged KV: static batching (static.h), dynamic batching
 // (dynamic.h) and Orca (orca.h). Each policy's defining behaviour on a tiny hand-checked
-// case, then random small scenarios with the replica's invariants checked before every
-// event, closed-form runs against one iteration per event, and conservation.
+// case, then random small scenarios — for every policy, vllm and sarathi included — with
+// the replica's invariants checked before every event, closed-form runs against one
+// iteration per event, and conservation.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include "sim/scenario/scenario.h"
 #include "sim/serving/dynamic.h"
 #include "sim/serving/orca.h"
+#include "sim/serving/registry.h"
 #include "sim/serving/static.h"
 #include "sim/serving/vllm.h"
 #include "sim/simulation.h"
@@ -26,7 +28,6 @@ using workload::RequestSpec;
 using namespace fleetsim::serving::testing;
 
 namespace {
-
 
 struct Outcome {
   SimTime scheduled = -1, first = -1, done = -1;
@@ -63,7 +64,7 @@ struct Log final : ServingObserver {
   }
 };
 
-enum class Kind { kStatic, kDynamic, kOrca, kVllm };
+enum class Kind { kStatic, kDynamic, kOrca, kVllm, kSarathi };
 
 const char* name_of(Kind k) {
   switch (k) {
@@ -71,30 +72,26 @@ const char* name_of(Kind k) {
     case Kind::kDynamic: return "dynamic";
     case Kind::kOrca: return "orca";
     case Kind::kVllm: return "vllm";
+    case Kind::kSarathi: return "sarathi";
   }
   return "?";
 }
 
-std::unique_ptr<Replica> make(Kind k, core::Engine& eng, ServingObserver& obs, const StepModel& steps,
-                              const VllmConfig& cfg) {
-  switch (k) {
-    case Kind::kStatic: return std::make_unique<Static>(0, eng, obs, steps, cfg);
-    case Kind::kDynamic: return std::make_unique<Dynamic>(0, eng, obs, steps, cfg);
-    case Kind::kOrca: return std::make_unique<Orca>(0, eng, obs, steps, cfg);
-    case Kind::kVllm: return std::make_unique<Vllm>(0, eng, obs, steps, cfg);
-  }
-  return nullptr;
+std::unique_ptr<Replica> make(Kind k, core::Engine& eng, ServingObserver& obs,
+                              const StepModel& steps, const ServingConfig& cfg) {
+  return policy(name_of(k)).make(0, eng, obs, steps, cfg);
 }
 
 struct RunLog {
   Log log;
-  int64_t iterations = 0;   // from the segment records
-  int64_t peak_running = 0; // Orca only
-  int64_t batches = 0;      // Static / Dynamic only
+  int64_t iterations = 0;    // from the segment records
+  int64_t peak_running = 0;  // Orca only
+  int64_t batches = 0;       // Static / Dynamic only
   uint64_t events = 0;
 };
 
-RunLog simulate(Kind kind, const StepModel& steps, const VllmConfig& cfg, std::vector<RequestSpec> reqs) {
+RunLog simulate(Kind kind, const StepModel& steps, const ServingConfig& cfg,
+                std::vector<RequestSpec> reqs) {
   core::Engine eng;
   RunLog run;
   std::unique_ptr<Replica> rep = make(kind, eng, run.log, steps, cfg);
@@ -119,8 +116,8 @@ RunLog simulate(Kind kind, const StepModel& steps, const VllmConfig& cfg, std::v
   return run;
 }
 
-VllmConfig config(int64_t max_seqs, int64_t kv_blocks, int block_tokens = 16) {
-  VllmConfig c;
+ServingConfig config(int64_t max_seqs, int64_t kv_blocks, int block_tokens = 16) {
+  ServingConfig c;
   c.block_tokens = block_tokens;
   c.kv_blocks = kv_blocks;
   c.max_num_seqs = max_seqs;
@@ -143,9 +140,10 @@ TEST(Static, ShortRequestWaitsForTheLongestInItsBatch) {
   // Gaps: A 4 × 10 ms (30→40→50→60→70), B 1 × 10 ms (30→40).
   for (bool ff : {true, false}) {
     SCOPED_TRACE(ff ? "fast" : "step");
-    VllmConfig cfg = config(2, 1000);
+    ServingConfig cfg = config(2, 1000);
     cfg.fast_forward = ff;
-    RunLog r = simulate(Kind::kStatic, steps, cfg, {req(0, 0, 10, 5), req(1, 0, 20, 2), req(2, 5 * kMs, 10, 1)});
+    RunLog r = simulate(Kind::kStatic, steps, cfg,
+                        {req(0, 0, 10, 5), req(1, 0, 20, 2), req(2, 5 * kMs, 10, 1)});
     EXPECT_EQ(r.log.out[0], (Outcome{0, 30 * kMs, 70 * kMs}));
     EXPECT_EQ(r.log.out[1], (Outcome{0, 30 * kMs, 70 * kMs}));
     EXPECT_EQ(r.log.out[2], (Outcome{70 * kMs, 80 * kMs, 80 * kMs}));
@@ -161,7 +159,8 @@ TEST(Static, ShortRequestWaitsForTheLongestInItsBatch) {
   // The same requests under continuous batching (vllm, prefill-first, max_num_seqs 2): B
   // leaves at 40 and C takes its slot at once: prefill 40..50, done at 50; A's remaining 3
   // decodes run 50..80.
-  RunLog v = simulate(Kind::kVllm, steps, config(2, 1000), {req(0, 0, 10, 5), req(1, 0, 20, 2), req(2, 5 * kMs, 10, 1)});
+  RunLog v = simulate(Kind::kVllm, steps, config(2, 1000),
+                      {req(0, 0, 10, 5), req(1, 0, 20, 2), req(2, 5 * kMs, 10, 1)});
   EXPECT_EQ(v.log.out[0], (Outcome{0, 30 * kMs, 80 * kMs}));
   EXPECT_EQ(v.log.out[1], (Outcome{0, 30 * kMs, 40 * kMs}));
   EXPECT_EQ(v.log.out[2], (Outcome{40 * kMs, 50 * kMs, 50 * kMs}));
@@ -174,9 +173,10 @@ TEST(BatchingPolicies, RejectRequestsThatCanNeverRun) {
   // rejected. 300 + 1 → 76 blocks: rejected. 8 + 8 = 16 tokens = 4 blocks: runs.
   for (Kind k : {Kind::kStatic, Kind::kDynamic, Kind::kOrca}) {
     SCOPED_TRACE(name_of(k));
-    VllmConfig cfg = config(8, 4, 4);
+    ServingConfig cfg = config(8, 4, 4);
     cfg.max_context_tokens = 1000;
-    RunLog r = simulate(k, steps, cfg, {req(0, 0, 10, 8), req(1, 0, 900, 200), req(2, 0, 8, 8), req(3, 0, 300, 1)});
+    RunLog r = simulate(
+        k, steps, cfg, {req(0, 0, 10, 8), req(1, 0, 900, 200), req(2, 0, 8, 8), req(3, 0, 300, 1)});
     EXPECT_EQ(r.log.arrived, 4);
     EXPECT_EQ(r.log.rejected, 3);
     ASSERT_EQ(r.log.out.size(), 1u);
@@ -201,16 +201,18 @@ TEST(Dynamic, LaunchesAtTheTimeoutPartialOrAtMaxNumSeqsFull) {
   // H (t=300, 5/1) alone: launches at its timeout, 350; prefill 350..355.
   for (bool ff : {true, false}) {
     SCOPED_TRACE(ff ? "fast" : "step");
-    VllmConfig cfg = config(3, 1000);
+    ServingConfig cfg = config(3, 1000);
     cfg.fast_forward = ff;
     cfg.batch_timeout_ns = 50 * kMs;
-    RunLog r = simulate(Kind::kDynamic, steps, cfg,
-                        {req(0, 0, 10, 2), req(1, 20 * kMs, 10, 2), req(2, 100 * kMs, 10, 4),
-                         req(3, 110 * kMs, 10, 4), req(4, 120 * kMs, 10, 4), req(5, 125 * kMs, 5, 1),
-                         req(6, 140 * kMs, 5, 1), req(7, 300 * kMs, 5, 1)});
+    RunLog r =
+        simulate(Kind::kDynamic, steps, cfg,
+                 {req(0, 0, 10, 2), req(1, 20 * kMs, 10, 2), req(2, 100 * kMs, 10, 4),
+                  req(3, 110 * kMs, 10, 4), req(4, 120 * kMs, 10, 4), req(5, 125 * kMs, 5, 1),
+                  req(6, 140 * kMs, 5, 1), req(7, 300 * kMs, 5, 1)});
     EXPECT_EQ(r.log.out[0], (Outcome{50 * kMs, 70 * kMs, 80 * kMs}));
     EXPECT_EQ(r.log.out[1], (Outcome{50 * kMs, 70 * kMs, 80 * kMs}));
-    for (uint64_t id : {2, 3, 4}) EXPECT_EQ(r.log.out[id], (Outcome{120 * kMs, 150 * kMs, 180 * kMs})) << id;
+    for (uint64_t id : {2, 3, 4})
+      EXPECT_EQ(r.log.out[id], (Outcome{120 * kMs, 150 * kMs, 180 * kMs})) << id;
     EXPECT_EQ(r.log.out[5], (Outcome{180 * kMs, 190 * kMs, 190 * kMs}));
     EXPECT_EQ(r.log.out[6], (Outcome{180 * kMs, 190 * kMs, 190 * kMs}));
     EXPECT_EQ(r.log.out[7], (Outcome{350 * kMs, 355 * kMs, 355 * kMs}));
@@ -219,7 +221,7 @@ TEST(Dynamic, LaunchesAtTheTimeoutPartialOrAtMaxNumSeqsFull) {
   }
   // Static batching launches each request as soon as the replica is idle: A alone at 0
   // (prefill 0..10, decode 10..20), B alone at 20 (20..30, 30..40).
-  VllmConfig cfg = config(3, 1000);
+  ServingConfig cfg = config(3, 1000);
   RunLog s = simulate(Kind::kStatic, steps, cfg, {req(0, 0, 10, 2), req(1, 20 * kMs, 10, 2)});
   EXPECT_EQ(s.log.out[0], (Outcome{0, 10 * kMs, 20 * kMs}));
   EXPECT_EQ(s.log.out[1], (Outcome{20 * kMs, 30 * kMs, 40 * kMs}));
@@ -235,7 +237,7 @@ TEST(Dynamic, LaunchesAtOnceWhenTheNextRequestCannotFitTheKvCache) {
   //   9 decodes 145..235.
   for (bool ff : {true, false}) {
     SCOPED_TRACE(ff ? "fast" : "step");
-    VllmConfig cfg = config(8, 4);
+    ServingConfig cfg = config(8, 4);
     cfg.fast_forward = ff;
     cfg.batch_timeout_ns = 50 * kMs;
     RunLog r = simulate(Kind::kDynamic, steps, cfg, {req(0, 0, 30, 10), req(1, 5 * kMs, 20, 10)});
@@ -258,9 +260,10 @@ TEST(Orca, ReservesMaxContextSoFewerRequestsRunThanWithPagedKv) {
   //   78..82, one decode 82..92. At most 2 requests run at once.
   for (bool ff : {true, false}) {
     SCOPED_TRACE(ff ? "fast" : "step");
-    VllmConfig cfg = config(8, 6, 4);
+    ServingConfig cfg = config(8, 6, 4);
     cfg.fast_forward = ff;
-    RunLog r = simulate(Kind::kOrca, steps, cfg, {req(0, 0, 4, 8), req(1, 0, 4, 8), req(2, 0, 4, 2)});
+    RunLog r =
+        simulate(Kind::kOrca, steps, cfg, {req(0, 0, 4, 8), req(1, 0, 4, 8), req(2, 0, 4, 2)});
     EXPECT_EQ(r.log.out[0], (Outcome{0, 8 * kMs, 78 * kMs}));
     EXPECT_EQ(r.log.out[1], (Outcome{0, 8 * kMs, 78 * kMs}));
     EXPECT_EQ(r.log.out[2], (Outcome{78 * kMs, 82 * kMs, 92 * kMs}));
@@ -271,7 +274,8 @@ TEST(Orca, ReservesMaxContextSoFewerRequestsRunThanWithPagedKv) {
   // block each (prefill 12 tokens 0..12). The first decode (12..22) gives each its 2nd block
   // (6 in use); C completes at 22 and frees 2. A and B take their 3rd block when they write
   // position 8 (4 in use + 2 = 6, no preemption) and finish their 7 decodes at 82.
-  RunLog v = simulate(Kind::kVllm, steps, config(8, 6, 4), {req(0, 0, 4, 8), req(1, 0, 4, 8), req(2, 0, 4, 2)});
+  RunLog v = simulate(Kind::kVllm, steps, config(8, 6, 4),
+                      {req(0, 0, 4, 8), req(1, 0, 4, 8), req(2, 0, 4, 2)});
   EXPECT_EQ(v.log.out[0], (Outcome{0, 12 * kMs, 82 * kMs}));
   EXPECT_EQ(v.log.out[1], (Outcome{0, 12 * kMs, 82 * kMs}));
   EXPECT_EQ(v.log.out[2], (Outcome{0, 12 * kMs, 22 * kMs}));
@@ -289,13 +293,14 @@ TEST(Orca, NewRequestJoinsMidBatchUnlikeStatic) {
   //   prefills 50..55 and decodes 55..65 (TTFT 40 ms).
   for (bool ff : {true, false}) {
     SCOPED_TRACE(ff ? "fast" : "step");
-    VllmConfig cfg = config(8, 1000);
+    ServingConfig cfg = config(8, 1000);
     cfg.fast_forward = ff;
     const std::vector<RequestSpec> reqs = {req(0, 0, 10, 5), req(1, 15 * kMs, 5, 2)};
     RunLog o = simulate(Kind::kOrca, steps, cfg, reqs);
     EXPECT_EQ(o.log.out[0], (Outcome{0, 10 * kMs, 55 * kMs}));
     EXPECT_EQ(o.log.out[1], (Outcome{20 * kMs, 35 * kMs, 45 * kMs}));
-    EXPECT_EQ(o.log.sorted_gaps(), (std::vector<SimTime>{10 * kMs, 10 * kMs, 10 * kMs, 10 * kMs, 15 * kMs}));
+    EXPECT_EQ(o.log.sorted_gaps(),
+              (std::vector<SimTime>{10 * kMs, 10 * kMs, 10 * kMs, 10 * kMs, 15 * kMs}));
     EXPECT_EQ(o.iterations, 5);
     RunLog s = simulate(Kind::kStatic, steps, cfg, reqs);
     EXPECT_EQ(s.log.out[0], (Outcome{0, 10 * kMs, 50 * kMs}));
@@ -307,7 +312,7 @@ TEST(Orca, NewRequestJoinsMidBatchUnlikeStatic) {
 
 struct Trial {
   StepModel steps;
-  VllmConfig cfg;
+  ServingConfig cfg;
   std::vector<RequestSpec> reqs;
 };
 
@@ -331,7 +336,7 @@ Trial random_trial(Rng& rng) {
     reqs.push_back(req(id, t, 1 + static_cast<int32_t>(rng.uniform_u64(150)),
                        1 + static_cast<int32_t>(rng.uniform_u64(60))));
   }
-  VllmConfig cfg = config(max_seqs, kv_blocks, bs);
+  ServingConfig cfg = config(max_seqs, kv_blocks, bs);
   cfg.batch_timeout_ns = static_cast<SimTime>(rng.uniform_u64(100)) * kMs;
   return {std::move(steps), cfg, std::move(reqs)};
 }
@@ -391,9 +396,21 @@ void random_policy_test(Kind kind, uint64_t seed) {
   EXPECT_LT(fast_events * 2, slow_events);
 }
 
-TEST(Static, RandomScenariosConserveRequestsAndKeepInvariants) { random_policy_test(Kind::kStatic, 11); }
-TEST(Dynamic, RandomScenariosConserveRequestsAndKeepInvariants) { random_policy_test(Kind::kDynamic, 12); }
-TEST(Orca, RandomScenariosConserveRequestsAndKeepInvariants) { random_policy_test(Kind::kOrca, 13); }
+TEST(Static, RandomScenariosConserveRequestsAndKeepInvariants) {
+  random_policy_test(Kind::kStatic, 11);
+}
+TEST(Dynamic, RandomScenariosConserveRequestsAndKeepInvariants) {
+  random_policy_test(Kind::kDynamic, 12);
+}
+TEST(Orca, RandomScenariosConserveRequestsAndKeepInvariants) {
+  random_policy_test(Kind::kOrca, 13);
+}
+TEST(Vllm, RandomScenariosConserveRequestsAndKeepInvariants) {
+  random_policy_test(Kind::kVllm, 14);
+}
+TEST(Sarathi, RandomScenariosConserveRequestsAndKeepInvariants) {
+  random_policy_test(Kind::kSarathi, 15);
+}
 
 // ---- the whole simulation ------------------------------------------------------------------
 
@@ -404,10 +421,9 @@ TEST(BatchingPolicies, RunTheDefaultScenarioEndToEnd) {
   std::map<std::string, metrics::Summary> by_policy;
   for (const char* policy : {"vllm", "static", "dynamic", "orca"}) {
     SCOPED_TRACE(policy);
-    const scenario::Scenario sc =
-        scenario::load(std::string(FLEETSIM_SOURCE_DIR) + "/scenarios/chat-service.yaml",
-                       {std::string("serving.policy=") + policy, "workload.requests=400"},
-                       std::nullopt, catalog);
+    const scenario::Scenario sc = scenario::load(
+        std::string(FLEETSIM_SOURCE_DIR) + "/scenarios/chat-service.yaml",
+        {std::string("serving.policy=") + policy, "workload.requests=400"}, std::nullopt, catalog);
     RunOptions opt;
     opt.check_invariants = true;
     Simulation sim(sc, opt);

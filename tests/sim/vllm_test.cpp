@@ -6,9 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <memory>
 #include <vector>
 
 #include "sim/core/rng.h"
+#include "sim/serving/registry.h"
 #include "tests/sim/serving_test_util.h"
 
 using namespace fleetsim;
@@ -54,10 +56,12 @@ struct RunLog {
   int64_t cache_entries = 0, evictions = 0;
 };
 
-RunLog simulate(const StepModel& steps, VllmConfig cfg, std::vector<RequestSpec> reqs) {
+RunLog simulate(const StepModel& steps, ServingConfig cfg, std::vector<RequestSpec> reqs) {
   core::Engine eng;
   RunLog run;
-  Vllm rep(0, eng, run.log, steps, cfg);
+  // The vllm policy: prefill-first (Vllm), or chunked prefill (Sarathi) with chunked_prefill.
+  const std::unique_ptr<Replica> made = policy("vllm").make(0, eng, run.log, steps, cfg);
+  ReplicaEngine& rep = static_cast<ReplicaEngine&>(*made);
   Checker check;
   check.rep = &rep;
   eng.add_observer(&check);
@@ -78,8 +82,8 @@ RunLog simulate(const StepModel& steps, VllmConfig cfg, std::vector<RequestSpec>
   return run;
 }
 
-VllmConfig config(bool chunked, int64_t budget, int64_t kv_blocks, int block_tokens = 16) {
-  VllmConfig c;
+ServingConfig config(bool chunked, int64_t budget, int64_t kv_blocks, int block_tokens = 16) {
+  ServingConfig c;
   c.block_tokens = block_tokens;
   c.kv_blocks = kv_blocks;
   c.max_num_seqs = 8;
@@ -97,7 +101,7 @@ TEST(Vllm, PrefillFirstTwoRequests) {
   // 310..320: decode A → A done at 320 (TTFT 100, e2e 320, TPOT (320-100)/2 = 110 ms).
   // Gaps: A 100→310 = 210 ms, 310→320 = 10 ms; B 300→310 = 10 ms.
   for (bool ff : {true, false}) {
-    VllmConfig cfg = config(false, 4096, 1000);
+    ServingConfig cfg = config(false, 4096, 1000);
     cfg.fast_forward = ff;
     RunLog r = simulate(steps, cfg, {req(0, 0, 100, 3), req(1, 50 * kMs, 200, 2)});
     EXPECT_EQ(r.log.out[0], (Outcome{0, 100 * kMs, 320 * kMs, 0}));
@@ -116,7 +120,7 @@ TEST(Vllm, ChunkedPrefillSharesIterationsWithDecodes) {
   //   holds A's decode (1 token) and B's whole prompt (30 ≤ 64 - 1): 30 ms + 10 ms = 40 ms.
   // At 140: A's 2nd token (A done, e2e 140) and B's first and only token (B done, TTFT 70).
   for (bool ff : {true, false}) {
-    VllmConfig cfg = config(true, 64, 1000);
+    ServingConfig cfg = config(true, 64, 1000);
     cfg.fast_forward = ff;
     RunLog r = simulate(steps, cfg, {req(0, 0, 100, 2), req(1, 70 * kMs, 30, 1)});
     EXPECT_EQ(r.log.out[0], (Outcome{0, 100 * kMs, 140 * kMs, 0}));
@@ -136,7 +140,7 @@ TEST(Vllm, WholePromptsJoinTheDecodesWithoutSplitting) {
   //   30 ms + 10 ms = 40 ms, 100..140. A done at 140 (2nd token), B done at 140 (TTFT 130).
   // At 140 only C is left: its whole prompt, 140..180 → C done at 180 (TTFT 160).
   for (bool ff : {true, false}) {
-    VllmConfig cfg = config(true, 64, 1000);
+    ServingConfig cfg = config(true, 64, 1000);
     cfg.split_prompts = false;
     cfg.fast_forward = ff;
     RunLog r =
@@ -159,7 +163,7 @@ TEST(Vllm, PreemptionByRecompute) {
   //   only fit once A is gone.
   // 48..53: B recomputes 5 tokens (5 ms) and samples its 2nd token; 53..83: 3 decodes.
   for (bool ff : {true, false}) {
-    VllmConfig cfg = config(false, 4096, 3, 4);
+    ServingConfig cfg = config(false, 4096, 3, 4);
     cfg.fast_forward = ff;
     RunLog r = simulate(steps, cfg, {req(0, 0, 4, 5), req(1, 0, 4, 5)});
     EXPECT_EQ(r.log.out[0], (Outcome{0, 8 * kMs, 48 * kMs, 0}));
@@ -169,7 +173,7 @@ TEST(Vllm, PreemptionByRecompute) {
 
 TEST(Vllm, RejectsRequestsThatCanNeverRun) {
   const StepModel steps = simple_steps(8, 10);
-  VllmConfig cfg = config(false, 256, 4, 4);  // 16 KV tokens, 256-token batches
+  ServingConfig cfg = config(false, 256, 4, 4);  // 16 KV tokens, 256-token batches
   cfg.max_context_tokens = 1000;
   // 10 + 8 - 1 = 17 KV tokens > 16: never fits the cache.
   // 300-token prompt > 256 batched tokens without chunked prefill.
@@ -193,7 +197,7 @@ TEST(Vllm, PrefixHitSkipsCachedPrefillAndEvictsLeastRecentlyUsed) {
   const std::vector<uint64_t> hashes = {11, 12, 21, 22, 23, 11, 99};
   for (bool chunked : {false, true}) {
     for (bool ff : {true, false}) {
-      VllmConfig cfg = config(chunked, 64, 8, 4);
+      ServingConfig cfg = config(chunked, 64, 8, 4);
       cfg.fast_forward = ff;
       cfg.prefix_caching = true;
       cfg.prefix_block_tokens = 8;
@@ -279,10 +283,10 @@ TEST(Vllm, DisaggregatedPrefillHandsOverAndTtftIncludesTheTransfer) {
     core::Engine eng;
     DisaggLog log;
     log.eng = &eng;
-    VllmConfig pc = config(false, 4096, 1000), dc = config(false, 4096, 1000);
+    ServingConfig pc = config(false, 4096, 1000), dc = config(false, 4096, 1000);
     pc.fast_forward = dc.fast_forward = ff;
-    pc.role = VllmConfig::Role::kPrefill;
-    dc.role = VllmConfig::Role::kDecode;
+    pc.role = EngineConfig::Role::kPrefill;
+    dc.role = EngineConfig::Role::kDecode;
     Vllm prefill(0, eng, log, steps, pc), decode(1, eng, log, steps, dc);
     log.decode = &decode;
     Driver d;
@@ -311,7 +315,7 @@ TEST(Vllm, DisaggregatedPrefillHandsOverAndTtftIncludesTheTransfer) {
 }
 
 TEST(Speculative, TokensPerIterationHasTheExpectedMean) {
-  VllmConfig cfg;
+  ServingConfig cfg;
   EXPECT_EQ(tokens_per_iteration(cfg, 7), 1);  // off
   cfg.spec_k = 4;
   cfg.spec_acceptance = 0.7;
@@ -337,7 +341,7 @@ TEST(Speculative, TokensPerIterationHasTheExpectedMean) {
 
 TEST(Speculative, AcceptedTokensShortenTheDecode) {
   const StepModel steps = simple_steps(8, 10);
-  VllmConfig cfg = config(false, 4096, 1000);
+  ServingConfig cfg = config(false, 4096, 1000);
   cfg.spec_k = 3;
   cfg.spec_acceptance = 0.999;  // E = (1 − 0.999^4)/0.001 = 3.994: almost always τ = 4
   uint64_t id = 0;
@@ -364,7 +368,7 @@ TEST(Vllm, PreemptionBySwapPaysTheHostLink) {
   // 50: B is swapped in (2 ms stall) and decodes 50..62 (token 2), then 62..92 (3..5).
   //   No recompute: B's first token stays at 8; done at 92 with one preemption.
   for (bool ff : {true, false}) {
-    VllmConfig cfg = config(false, 4096, 3, 4);
+    ServingConfig cfg = config(false, 4096, 3, 4);
     cfg.fast_forward = ff;
     cfg.swap = true;
     cfg.host_blocks = 10;
@@ -379,7 +383,7 @@ TEST(Vllm, LoadSheddingRejectsPastTheQueueLimit) {
   const StepModel steps = simple_steps(8, 10);
   // max_queue 1. A (t=0) is admitted at once; B (t=1 ms) waits behind A's 100 ms prefill;
   // C (t=2 ms) finds one request waiting: rejected (queue full). B runs after A's prefill.
-  VllmConfig cfg = config(false, 100, 1000);
+  ServingConfig cfg = config(false, 100, 1000);
   cfg.max_queue = 1;
   RunLog r =
       simulate(steps, cfg, {req(0, 0, 100, 1), req(1, 1 * kMs, 100, 1), req(2, 2 * kMs, 100, 1)});
@@ -390,7 +394,7 @@ TEST(Vllm, LoadSheddingRejectsPastTheQueueLimit) {
 
 TEST(Vllm, ForcedTokensNeedNoDecodeStep) {
   const StepModel steps = simple_steps(8, 10);
-  VllmConfig cfg = config(false, 4096, 1000);
+  ServingConfig cfg = config(false, 4096, 1000);
   cfg.forced_token_share = 0.5;  // τ = 1 / (1 − 0.5) = 2 tokens per decode iteration, exactly
   EXPECT_EQ(tokens_per_iteration(cfg, 12345), 2);
   EXPECT_EQ(max_tokens_per_iteration(cfg), 2);
@@ -416,7 +420,7 @@ TEST(Vllm, PrefixHostTierLoadsEvictedBlocksBackOverTheHostLink) {
   //   (8 blocks in use), then 4 and 3 are evicted to the host to make room. The load stalls
   //   the GPU 2 ms; C computes its 1 remaining token: 200..203 ms (TTFT 3 ms, not 17).
   for (bool ff : {true, false}) {
-    VllmConfig cfg = config(false, 64, 6, 4);
+    ServingConfig cfg = config(false, 64, 6, 4);
     cfg.fast_forward = ff;
     cfg.prefix_caching = true;
     cfg.prefix_block_tokens = 8;
@@ -466,7 +470,7 @@ TEST(Vllm, HigherPriorityIsAdmittedFirstAndShedsLowerPriority) {
   // A (t=0, priority 0) is admitted at once: 0..100 ms. B (t=1 ms, priority 0) and C (t=2 ms,
   // priority 1) wait; at 100 C goes first although it arrived later: 100..200; B 200..300.
   {
-    VllmConfig cfg = config(false, 100, 1000);
+    ServingConfig cfg = config(false, 100, 1000);
     RunLog r = simulate(
         steps, cfg,
         {req(0, 0, 100, 1), req(1, 1 * kMs, 100, 1), with_priority(req(2, 2 * kMs, 100, 1), 1)});
@@ -476,7 +480,7 @@ TEST(Vllm, HigherPriorityIsAdmittedFirstAndShedsLowerPriority) {
   // With max_queue 1 the queue is full when C arrives: B, lower priority and never started,
   // is shed for C. Without the priority, C itself would be rejected.
   {
-    VllmConfig cfg = config(false, 100, 1000);
+    ServingConfig cfg = config(false, 100, 1000);
     cfg.max_queue = 1;
     RunLog r = simulate(
         steps, cfg,
@@ -492,7 +496,7 @@ TEST(Vllm, PreemptionTakesTheLowestPriorityFirst) {
   // As PreemptionByRecompute, but A (the earlier arrival) has the lower priority: at 8 ms it
   // is A that is preempted, not B. B decodes alone 8..48 and completes; A recomputes 5
   // tokens 48..53 and decodes 53..83.
-  VllmConfig cfg = config(false, 4096, 3, 4);
+  ServingConfig cfg = config(false, 4096, 3, 4);
   RunLog r = simulate(steps, cfg, {req(0, 0, 4, 5), with_priority(req(1, 0, 4, 5), 1)});
   EXPECT_EQ(r.log.out[1], (Outcome{0, 8 * kMs, 48 * kMs, 0}));
   EXPECT_EQ(r.log.out[0], (Outcome{0, 8 * kMs, 83 * kMs, 1}));
@@ -506,7 +510,7 @@ TEST(Vllm, LoraAdaptersWaitForASlotAndPayTheirLoad) {
   //   loads (5 ms) and B prefills: 15..30.
   // C (adapter 2, t=2 ms): its adapter is resident now: 30..40, no load.
   for (bool ff : {true, false}) {
-    VllmConfig cfg = config(false, 10, 1000);
+    ServingConfig cfg = config(false, 10, 1000);
     cfg.fast_forward = ff;
     cfg.lora_slots = 1;
     cfg.lora_load_ns = 5 * kMs;
@@ -529,7 +533,7 @@ TEST(Vllm, LoraSkipsARequestWaitingForASlot) {
   // A decodes 25..35 and 35..45: done at 45. Then adapter 1 is idle: B loads adapter 2
   // (5 ms) and prefills 45..60.
   for (bool ff : {true, false}) {
-    VllmConfig cfg = config(false, 10, 1000);
+    ServingConfig cfg = config(false, 10, 1000);
     cfg.fast_forward = ff;
     cfg.lora_slots = 1;
     cfg.lora_load_ns = 5 * kMs;
@@ -586,7 +590,7 @@ TEST(Vllm, FastPathMatchesSteppingOnRandomScenarios) {
       }
       reqs.push_back(r);
     }
-    VllmConfig cfg;
+    ServingConfig cfg;
     cfg.prefix_caching = caching;
     if (trial % 7 == 4) {
       cfg.lora_slots = 2;
