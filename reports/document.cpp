@@ -36,7 +36,9 @@ void write_file(const std::string& path, const std::string& text) {
 const char* kStyle =
     "body{font-family:sans-serif;max-width:60rem;margin:2rem auto;padding:0 "
     "1rem;color:#222;line-height:1.45}"
-    "table{border-collapse:collapse;margin:1rem 0;font-size:0.9rem}"
+    "h1,h2,p{overflow-wrap:break-word}"
+    ".table-scroll{max-width:100%;overflow-x:auto;margin:1rem 0}"
+    "table{border-collapse:collapse;font-size:0.9rem}"
     "th,td{padding:0.2rem 0.6rem;border-bottom:1px solid #ddd;text-align:right;white-space:nowrap}"
     "th:first-child,td:first-child{text-align:left}"
     ".text-last th:last-child,.text-last "
@@ -135,7 +137,9 @@ std::string Document::html() const {
       case Kind::kParagraph: o << "<p>" << html_escape(b.text) << "</p>\n"; break;
       case Kind::kPre: o << "<pre>" << html_escape(b.text) << "</pre>\n"; break;
       case Kind::kTable: {
-        o << (b.table.last_is_text ? "<table class=\"text-last\">\n<thead><tr>"
+        // A table wider than the page scrolls inside its wrapper; the page itself does not.
+        o << "<div class=\"table-scroll\">\n"
+          << (b.table.last_is_text ? "<table class=\"text-last\">\n<thead><tr>"
                                    : "<table>\n<thead><tr>");
         for (const auto& h : b.table.header) o << "<th>" << html_escape(h) << "</th>";
         o << "</tr></thead>\n<tbody>\n";
@@ -145,7 +149,7 @@ std::string Document::html() const {
             o << "<td>" << html_escape(c < r.size() ? r[c] : "") << "</td>";
           o << "</tr>\n";
         }
-        o << "</tbody>\n</table>\n";
+        o << "</tbody>\n</table>\n</div>\n";
         break;
       }
       case Kind::kFigure:

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -33,7 +34,8 @@ std::string shell_quote(const std::string& s) {
 }
 
 void replace_all(std::string& s, const std::string& from, const std::string& to) {
-  for (size_t p = 0; (p = s.find(from, p)) != std::string::npos; p += to.size()) s.replace(p, from.size(), to);
+  for (size_t p = 0; (p = s.find(from, p)) != std::string::npos; p += to.size())
+    s.replace(p, from.size(), to);
 }
 
 // The SVG element from gnuplot's output (prolog dropped), every id X renamed to prefix-X
@@ -97,7 +99,8 @@ Figure draw_gnuplot(const std::string& name, const std::string& caption, const s
   Figure f{name, caption, "", ""};
   const std::string prog = gnuplot_program();
   if (prog.empty()) {
-    f.note = "gnuplot was not found (install the Debian package gnuplot-nox, or set FLEETSIM_GNUPLOT)";
+    f.note =
+        "gnuplot was not found (install the Debian package gnuplot-nox, or set FLEETSIM_GNUPLOT)";
     warn_once(f.note + ": the report shows this note in place of each plot");
     return f;
   }
@@ -125,8 +128,10 @@ Figure draw_gnuplot(const std::string& name, const std::string& caption, const s
   if (rc != 0 || svg.find("</svg>") == std::string::npos) {
     while (!err.empty() && (err.back() == '\n' || err.back() == ' ')) err.pop_back();
     const size_t cut = err.find_last_of('\n');
-    f.note = "gnuplot failed (exit status " + std::to_string(WIFEXITED(rc) ? WEXITSTATUS(rc) : rc) + ")" +
-             (err.empty() ? std::string() : ": " + err.substr(cut == std::string::npos ? 0 : cut + 1));
+    f.note =
+        "gnuplot failed (exit status " + std::to_string(WIFEXITED(rc) ? WEXITSTATUS(rc) : rc) +
+        ")" +
+        (err.empty() ? std::string() : ": " + err.substr(cut == std::string::npos ? 0 : cut + 1));
     warn_once("plot " + name + " not drawn: " + f.note);
     return f;
   }
@@ -134,7 +139,8 @@ Figure draw_gnuplot(const std::string& name, const std::string& caption, const s
   return f;
 }
 
-std::vector<size_t> pareto_frontier(const std::vector<ParetoPoint>& points, bool x_higher_is_better) {
+std::vector<size_t> pareto_frontier(const std::vector<ParetoPoint>& points,
+                                    bool x_higher_is_better) {
   // Point a dominates b: a.y <= b.y and a's x at least as good, one of them strictly.
   auto better_x = [&](double a, double b) { return x_higher_is_better ? a > b : a < b; };
   std::vector<size_t> front;
@@ -149,12 +155,13 @@ std::vector<size_t> pareto_frontier(const std::vector<ParetoPoint>& points, bool
     }
     if (!dominated) front.push_back(i);
   }
-  std::stable_sort(front.begin(), front.end(), [&](size_t a, size_t b) { return points[a].x < points[b].x; });
+  std::stable_sort(front.begin(), front.end(),
+                   [&](size_t a, size_t b) { return points[a].x < points[b].x; });
   return front;
 }
 
-std::string pareto_csv(const std::vector<ParetoPoint>& points, bool x_higher_is_better, const std::string& x_column,
-                       const std::string& y_column) {
+std::string pareto_csv(const std::vector<ParetoPoint>& points, bool x_higher_is_better,
+                       const std::string& x_column, const std::string& y_column) {
   const std::vector<size_t> front = pareto_frontier(points, x_higher_is_better);
   std::ostringstream o;
   o.precision(10);
@@ -163,30 +170,67 @@ std::string pareto_csv(const std::vector<ParetoPoint>& points, bool x_higher_is_
     std::string label = points[i].label;  // gnuplot reads fields apart at every comma
     std::replace(label.begin(), label.end(), ',', ';');
     std::replace(label.begin(), label.end(), '"', '\'');
-    o << label << ',' << points[i].x << ',' << points[i].y << ',' << points[i].feasible << ',' << points[i].chosen
-      << ',' << (std::find(front.begin(), front.end(), i) != front.end()) << '\n';
+    o << label << ',' << points[i].x << ',' << points[i].y << ',' << points[i].feasible << ','
+      << points[i].chosen << ',' << (std::find(front.begin(), front.end(), i) != front.end())
+      << '\n';
   }
   return o.str();
 }
 
-Figure pareto_plot(const std::string& name, const std::string& caption, const std::vector<ParetoPoint>& points,
-                   bool x_higher_is_better, const std::string& x_title, const std::string& y_title, bool log_x,
-                   bool log_y) {
+AxisRange axis_range(const std::vector<double>& values, bool allow_log, double margin) {
+  std::vector<double> v;
+  for (double x : values)
+    if (std::isfinite(x)) v.push_back(x);
+  if (v.empty()) return {};
+  const auto [min_it, max_it] = std::minmax_element(v.begin(), v.end());
+  const double lo = *min_it, hi = *max_it;
+  if (allow_log && lo > 0 && std::log10(hi / lo) > 1.5) {
+    const double a = std::log10(lo), b = std::log10(hi), m = margin * (b - a);
+    return {std::pow(10.0, a - m), std::pow(10.0, b + m), true};
+  }
+  if (hi == lo) {
+    const double half = lo != 0 ? 0.1 * std::fabs(lo) : 1.0;
+    return {lo - half, hi + half, false};
+  }
+  const double m = margin * (hi - lo);
+  return {lo >= 0 ? std::max(0.0, lo - m) : lo - m, hi + m, false};
+}
+
+std::string gnuplot_range(const std::string& axis, const AxisRange& r) {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "set %srange [%.10g:%.10g]\n", axis.c_str(), r.lo, r.hi);
+  return buf + std::string(r.log ? "set logscale " : "unset logscale ") + axis + "\n";
+}
+
+Figure pareto_plot(const std::string& name, const std::string& caption,
+                   const std::vector<ParetoPoint>& points, bool x_higher_is_better,
+                   const std::string& x_title, const std::string& y_title, bool log_x, bool log_y) {
   std::ostringstream frontier;
   frontier.precision(10);
   frontier << "x,y\n";
-  for (size_t i : pareto_frontier(points, x_higher_is_better)) frontier << points[i].x << ',' << points[i].y << '\n';
+  for (size_t i : pareto_frontier(points, x_higher_is_better))
+    frontier << points[i].x << ',' << points[i].y << '\n';
+  std::vector<double> xs, ys;
+  for (const auto& p : points) {
+    xs.push_back(p.x);
+    ys.push_back(p.y);
+  }
   std::ostringstream s;
   s << "set xlabel " << gnuplot_quote(x_title) << "\nset ylabel " << gnuplot_quote(y_title) << "\n"
-    << "set grid\nset key outside bottom center horizontal\n" << (log_x ? "set logscale x\n" : "")
-    << (log_y ? "set logscale y\n" : "")
-    << "plot 'points.csv' using 2:($4==0 ? $3 : NaN) with points pt 6 lc rgb '#999999' title 'infeasible', \\\n"
-       "     'points.csv' using 2:($4==1 ? $3 : NaN) with points pt 7 lc rgb '#1f77b4' title 'feasible', \\\n"
-       "     'frontier.csv' using 1:2 with lines lw 2 lc rgb '#1f77b4' title 'Pareto frontier', \\\n"
-       "     'points.csv' using 2:($5==1 ? $3 : NaN) with points pt 7 ps 2 lc rgb '#d62728' title 'chosen', \\\n"
+    << "set grid\nset key outside bottom center horizontal\n"
+    << gnuplot_range("x", axis_range(xs, log_x)) << gnuplot_range("y", axis_range(ys, log_y))
+    << "plot 'points.csv' using 2:($4==0 ? $3 : NaN) with points pt 6 lc rgb '#999999' title "
+       "'infeasible', \\\n"
+       "     'points.csv' using 2:($4==1 ? $3 : NaN) with points pt 7 lc rgb '#1f77b4' title "
+       "'feasible', \\\n"
+       "     'frontier.csv' using 1:2 with lines lw 2 lc rgb '#1f77b4' title 'Pareto frontier', "
+       "\\\n"
+       "     'points.csv' using 2:($5==1 ? $3 : NaN) with points pt 7 ps 2 lc rgb '#d62728' title "
+       "'chosen', \\\n"
        "     'points.csv' using 2:($5==1 ? $3 : NaN):1 with labels offset 1,1 left notitle\n";
   return draw_gnuplot(name, caption, s.str(),
-                      {{"points.csv", pareto_csv(points, x_higher_is_better, "x", "y")}, {"frontier.csv", frontier.str()}});
+                      {{"points.csv", pareto_csv(points, x_higher_is_better, "x", "y")},
+                       {"frontier.csv", frontier.str()}});
 }
 
 }  // namespace fleetsim::reports

@@ -60,15 +60,30 @@ constexpr const char* kOverTimeColumns =
     "busy_fraction,"
     "decode_batch_mean";
 
+using BucketGroups = std::vector<std::pair<std::string, const metrics::TimeBuckets*>>;
+
 // TTFT percentiles per bucket, one colour per group: p99 solid, p50 dashed (and p90 dotted
-// for a single group); the TTFT target as a grey line when the scenario sets one.
-Figure latency_figure(const std::vector<std::string>& groups, const TimeAxis& ax,
-                      const std::string& csv, std::optional<double> slo_ttft_s) {
+// for a single group); the TTFT target as a grey line when the scenario sets one. The y range
+// holds every plotted percentile and the target (so its line always shows), on a log scale
+// when they span more than 1.5 decades.
+Figure latency_figure(const BucketGroups& groups, const TimeAxis& ax, const std::string& csv,
+                      std::optional<double> slo_ttft_s) {
+  std::vector<std::string> names;
+  std::vector<double> ys;
+  for (const auto& [name, tb] : groups) {
+    names.push_back(name);
+    for (const auto& b : tb->buckets())
+      if (b.latency.count() > 0)
+        for (double q : {0.5, 0.9, 0.99}) ys.push_back(b.latency.quantile(q));
+  }
+  if (slo_ttft_s) ys.push_back(*slo_ttft_s);
+  // A wider margin than the default: the target's label sits just above its line.
+  const AxisRange yr = axis_range(ys, true, 0.08);
   std::ostringstream s;
-  s << "names = " << gnuplot_words(groups) << "\nn = " << groups.size() << "\n"
+  s << "names = " << gnuplot_words(names) << "\nn = " << names.size() << "\n"
     << "set xlabel " << gnuplot_quote(ax.title) << "\nset ylabel 'time to first token (s)'\n"
-    << ax.range()
-    << "set logscale y\nset grid\nset key outside right top\nset style data linespoints\n"
+    << ax.range() << gnuplot_range("y", yr)
+    << "set grid\nset key outside right top\nset style data linespoints\n"
     << "x(a, b) = (a + b) / 2 / " << ax.div << "\n";
   if (slo_ttft_s)
     s << "set arrow from graph 0, first " << num(*slo_ttft_s) << " to graph 1, first "
@@ -78,7 +93,7 @@ Figure latency_figure(const std::vector<std::string>& groups, const TimeAxis& ax
   s << "plot for [i=1:n] 'over_time.csv' using (x($3,$4)):($2==i-1 && $5>0 ? $8 : NaN) lc i pt 7 "
        "ps 0.6 lw 2 "
        "title word(names, i).' p99', \\\n";
-  if (groups.size() == 1)
+  if (names.size() == 1)
     s << "     for [i=1:n] 'over_time.csv' using (x($3,$4)):($2==i-1 && $5>0 ? $7 : NaN) lc i pt 6 "
          "ps 0.6 dt 3 "
          "title word(names, i).' p90', \\\n";
@@ -86,7 +101,8 @@ Figure latency_figure(const std::vector<std::string>& groups, const TimeAxis& ax
        "ps 0.6 dt 2 "
        "title word(names, i).' p50'\n";
   return draw_gnuplot("latency_over_time",
-                      "Time to first token over the run: percentiles per time bucket (log scale).",
+                      std::string("Time to first token over the run: percentiles per time bucket") +
+                          (yr.log ? " (log scale)." : "."),
                       s.str(), {{"over_time.csv", csv}});
 }
 
@@ -246,7 +262,7 @@ std::vector<std::string> write_fleet_run_report(const scenario::Scenario& sc,
                           static_cast<int>(320 * rows)));
   }
   const std::string ot = over_time_csv(groups);
-  d.figure(latency_figure(names, ax, ot, sc.slo_ttft_s));
+  d.figure(latency_figure(groups, ax, ot, sc.slo_ttft_s));
   d.figure(utilization_figure(names, ax, ot,
                               "GPU utilization per region: share of the held replica-time with a "
                               "batch iteration running."));
@@ -310,8 +326,9 @@ std::vector<std::string> write_single_run_report(const scenario::Scenario& sc, c
   d.preformatted(summary_notes(sc, run));
   d.heading("Over the run");
   const TimeAxis ax = time_axis(s.sim_duration_s, "simulated time");
-  const std::string ot = over_time_csv({{"all", &over_time}});
-  d.figure(latency_figure({"all"}, ax, ot, sc.slo_ttft_s));
+  const BucketGroups all = {{"all", &over_time}};
+  const std::string ot = over_time_csv(all);
+  d.figure(latency_figure(all, ax, ot, sc.slo_ttft_s));
   d.figure(utilization_figure(
       {"all"}, ax, ot,
       "Utilization over the run: share of replica-time with a batch iteration running, and the "
