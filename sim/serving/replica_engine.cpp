@@ -144,13 +144,15 @@ void ReplicaEngine::add_phases(const Seq& s, int64_t delta, std::vector<int64_t>
     return;
   }
   // At join iteration + e the sequence writes positions c + τe .. c + τe + τ − 1; it needs a
-  // block when that range holds a multiple of block_tokens (at most one: τ ≤ block_tokens).
-  // The pattern repeats every block_tokens iterations.
+  // block for each multiple of block_tokens in that range (more than one when τ exceeds
+  // block_tokens). The pattern repeats every block_tokens iterations.
   const int64_t bs = cfg_.block_tokens, c = s.ctx_at_join, tau = s.tau;
   for (int64_t e = 0; e < bs; ++e) {
-    const int64_t lo = c + tau * e;
+    const int64_t lo = c + tau * e, hi = lo + tau - 1;
     const int64_t next_multiple = (lo + bs - 1) / bs * bs;
-    if (next_multiple <= lo + tau - 1) counts[static_cast<size_t>((s.join_iter + e) % bs)] += delta;
+    if (next_multiple <= hi)
+      counts[static_cast<size_t>((s.join_iter + e) % bs)] +=
+          delta * ((hi - next_multiple) / bs + 1);
   }
 }
 

@@ -388,8 +388,8 @@ class ReplicaEngine : public Replica {
   int32_t ctx_of(const Seq& s) const {
     return s.ctx_at_join + s.tau * static_cast<int32_t>(decode_iter_ - s.join_iter);
   }
-  // Adds `delta` to the phase counts of the iterations (mod block_tokens) at which s needs
-  // a new KV block: those whose τ written positions cross a block boundary.
+  // Adds `delta` per new KV block to the phase counts of the iterations (mod block_tokens)
+  // at which s needs one: a block per boundary its τ written positions cross.
   void add_phases(const Seq& s, int64_t delta, std::vector<int64_t>& counts) const;
   int64_t blocks_for(int64_t tokens) const {
     return (tokens + cfg_.block_tokens - 1) / cfg_.block_tokens;
@@ -410,7 +410,7 @@ class ReplicaEngine : public Replica {
   std::vector<uint32_t> prefilling_;  // admitted, prompt not yet fully computed; by id
   std::vector<uint32_t> decoding_;
   std::vector<Finish> finish_heap_;
-  std::vector<int64_t> phase_count_;  // decoding seqs needing a block when d % bs == phase
+  std::vector<int64_t> phase_count_;  // blocks the decoding seqs need when d % bs == phase
   std::vector<uint32_t> joined_;      // slots that joined decode since the last decode iteration
   int64_t ctx_offset_sum_ = 0;        // Σ (ctx_at_join - τ·join_iter) over decoding seqs
   int64_t tau_sum_ = 0;               // Σ τ over decoding seqs: context growth per iteration

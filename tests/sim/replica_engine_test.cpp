@@ -174,4 +174,34 @@ TEST(ReplicaEngine, BackToBackPoliciesReportAnIterationsGapsInOneCall) {
   EXPECT_EQ(o.gap_calls, (std::vector<std::pair<SimTime, uint64_t>>{{10 * kMs, 2}}));
 }
 
+TEST(ReplicaEngine, ASequenceThatAdvancesMoreThanABlockPerIterationTakesEveryBlockItCrosses) {
+  const StepModel steps = simple_steps(8, 10);
+  // Blocks of 3 tokens; forced tokens with share 0.75 give τ = 1 / (1 − 0.75) = 4 tokens per
+  // decode iteration, more than a block. A (t=0, 3 prompt, 9 output).
+  // Prefill 0..3 ms: ⌈3/3⌉ = 1 block, first token at 3 ms; then ⌈(9 − 1) / 4⌉ = 2 decode
+  // iterations, 10 ms each (3..13, 13..23 ms).
+  // Iteration 1 writes positions 3..6: it crosses the block boundaries at 3 and 6, so it
+  // takes 2 blocks (1 + 2 = 3). Iteration 2 writes 7..10: the boundary at 9, 1 block
+  // (3 + 1 = 4 = ⌈11/3⌉ for the 11 positions 0..10).
+  // (Counting one block per iteration at most gave 1 + 1 + 1 = 3, one short.)
+  for (bool ff : {true, false}) {
+    SCOPED_TRACE(ff ? "fast_forward" : "one iteration per event");
+    ServingConfig cfg = config(8, 100, 3, ff);
+    cfg.forced_token_share = 0.75;
+    const Calls c = run("vllm", steps, cfg, {req(0, 0, 3, 9)});
+    if (ff) {
+      ASSERT_EQ(c.segments.size(), 2u);  // the prefill, then one stretch of 2 iterations
+      EXPECT_EQ(c.segments[1].iterations, 2);
+      EXPECT_EQ(c.segments[1].kv_blocks_start, 1);
+      EXPECT_EQ(c.segments[1].kv_blocks_end, 4);
+    } else {
+      ASSERT_EQ(c.segments.size(), 3u);
+      EXPECT_EQ(c.segments[1].kv_blocks_start, 1);
+      EXPECT_EQ(c.segments[1].kv_blocks_end, 3);
+      EXPECT_EQ(c.segments[2].kv_blocks_end, 4);
+    }
+    EXPECT_EQ(c.done, (std::vector<std::pair<uint64_t, SimTime>>{{0, 23 * kMs}}));
+  }
+}
+
 }  // namespace
