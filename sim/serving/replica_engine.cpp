@@ -206,6 +206,10 @@ void ReplicaEngine::submit(const workload::RequestSpec& r) {
     free_slot(shed);
     observer_.on_reject(dropped, index_, RejectReason::kQueueFull, now);
   }
+  enqueue(waiting_seq(r), now);
+}
+
+uint32_t ReplicaEngine::waiting_seq(const workload::RequestSpec& r) {
   const uint32_t slot = new_slot();
   Seq& s = seqs_[slot];
   const uint32_t gen = s.gen;
@@ -215,10 +219,15 @@ void ReplicaEngine::submit(const workload::RequestSpec& r) {
   s.state = State::kWaiting;
   s.target = r.prompt_tokens;
   s.tau = tokens_per_iteration(cfg_, r.id);
+  return slot;
+}
+
+void ReplicaEngine::enqueue(uint32_t slot, SimTime now) {
+  const Seq& s = seqs_[slot];
   // A request that becomes the queue's head may be admitted at the next boundary.
   const bool queue_was_empty =
-      waiting_.empty() || level(r) > waiting_.front_priority() || cfg_.lora_slots > 0;
-  waiting_.push_back(slot, level(r));
+      waiting_.empty() || level(s.spec) > waiting_.front_priority() || cfg_.lora_slots > 0;
+  waiting_.push_back(slot, level(s.spec));
   ++outstanding_;
   queued(s, queue_was_empty, now);
 }
@@ -262,28 +271,16 @@ void ReplicaEngine::submit_prefilled(const Handoff& h) {
     observer_.on_reject(r, index_, RejectReason::kTooLongForKvCache, now);
     return;
   }
-  const uint32_t slot = new_slot();
+  const uint32_t slot = waiting_seq(r);
   Seq& s = seqs_[slot];
-  const uint32_t gen = s.gen;
-  s = Seq{};
-  s.gen = gen;
-  s.spec = r;
-  s.state = State::kWaiting;
-  s.target = r.prompt_tokens;
   s.prefilled_elsewhere = true;
-  s.tau = tokens_per_iteration(cfg_, r.id);
   s.generated = 1;  // the first token came out of the prefill
   s.scheduled_ns = h.scheduled_ns;
   s.first_token_ns = h.first_token_ns;
   s.last_token_ns = h.first_token_ns;
   s.preemptions = h.preemptions;
   observer_.on_first_token(r, index_, h.first_token_ns);
-  // A request that becomes the queue's head may be admitted at the next boundary.
-  const bool queue_was_empty =
-      waiting_.empty() || level(r) > waiting_.front_priority() || cfg_.lora_slots > 0;
-  waiting_.push_back(slot, level(r));
-  ++outstanding_;
-  queued(s, queue_was_empty, now);
+  enqueue(slot, now);
 }
 
 void ReplicaEngine::admit_prefilled(SimTime now) {

@@ -397,6 +397,10 @@ class ReplicaEngine : public Replica {
   int phase_of(int64_t join_iter, int32_t ctx) const;
   uint32_t new_slot();
   void free_slot(uint32_t slot);
+  /// A fresh slot holding `r` as a waiting sequence (prompt to prefill, nothing generated).
+  uint32_t waiting_seq(const workload::RequestSpec& r);
+  /// Puts `slot` at the back of its priority level and lets the policy react.
+  void enqueue(uint32_t slot, SimTime now);
 
   const StepModel& steps_;
   EngineConfig cfg_;
