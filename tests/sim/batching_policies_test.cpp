@@ -95,17 +95,7 @@ RunLog simulate(Kind kind, const StepModel& steps, const ServingConfig& cfg,
   core::Engine eng;
   RunLog run;
   std::unique_ptr<Replica> rep = make(kind, eng, run.log, steps, cfg);
-  Checker check;
-  check.rep = rep.get();
-  eng.add_observer(&check);
-  Driver d;
-  d.rep = rep.get();
-  d.reqs = std::move(reqs);
-  d.start(eng);
-  eng.run();
-  rep->check_invariants();
-  EXPECT_EQ(rep->outstanding(), 0);
-  EXPECT_EQ(rep->kv_blocks_used(), 0);
+  run_to_completion(eng, *rep, std::move(reqs));
   for (const SegmentRecord& s : run.log.segments) run.iterations += s.iterations;
   if (const auto* o = dynamic_cast<const Orca*>(rep.get())) run.peak_running = o->peak_running();
   if (const auto* s = dynamic_cast<const Static*>(rep.get())) {

@@ -37,17 +37,7 @@ Calls run(const std::string& policy_name, const StepModel& steps, const ServingC
   core::Engine eng;
   Calls calls;
   const std::unique_ptr<Replica> rep = policy(policy_name).make(0, eng, calls, steps, cfg);
-  Checker check;
-  check.rep = rep.get();
-  eng.add_observer(&check);
-  Driver d;
-  d.rep = rep.get();
-  d.reqs = std::move(reqs);
-  d.start(eng);
-  eng.run();
-  rep->check_invariants();
-  EXPECT_EQ(rep->outstanding(), 0);
-  EXPECT_EQ(rep->kv_blocks_used(), 0);
+  run_to_completion(eng, *rep, std::move(reqs));
   return calls;
 }
 

@@ -50,9 +50,27 @@ struct Driver final : core::EventTarget {
   Replica* rep = nullptr;
   std::vector<workload::RequestSpec> reqs;
   void start(core::Engine& eng) {
-    for (size_t i = 0; i < reqs.size(); ++i) eng.schedule(reqs[i].arrival_ns, kPhaseArrival, this, 0, i);
+    for (size_t i = 0; i < reqs.size(); ++i)
+      eng.schedule(reqs[i].arrival_ns, kPhaseArrival, this, 0, i);
   }
   void on_event(const core::Event& e) override { rep->submit(reqs[e.data]); }
 };
+
+// Submits `reqs` to `rep` at their arrival times, runs `eng` to the end with the replica's
+// invariants checked at every event, and expects every request done and every KV block free.
+inline void run_to_completion(core::Engine& eng, Replica& rep,
+                              std::vector<workload::RequestSpec> reqs) {
+  Checker check;
+  check.rep = &rep;
+  eng.add_observer(&check);
+  Driver d;
+  d.rep = &rep;
+  d.reqs = std::move(reqs);
+  d.start(eng);
+  eng.run();
+  rep.check_invariants();
+  EXPECT_EQ(rep.outstanding(), 0);
+  EXPECT_EQ(rep.kv_blocks_used(), 0);
+}
 
 }  // namespace fleetsim::serving::testing
