@@ -62,16 +62,7 @@ RunLog simulate(const StepModel& steps, ServingConfig cfg, std::vector<RequestSp
   // The vllm policy: prefill-first (Vllm), or chunked prefill (Sarathi) with chunked_prefill.
   const std::unique_ptr<Replica> made = policy("vllm").make(0, eng, run.log, steps, cfg);
   ReplicaEngine& rep = static_cast<ReplicaEngine&>(*made);
-  Checker check;
-  check.rep = &rep;
-  eng.add_observer(&check);
-  Driver d;
-  d.rep = &rep;
-  d.reqs = std::move(reqs);
-  d.start(eng);
-  eng.run();
-  rep.check_invariants();
-  EXPECT_EQ(rep.outstanding(), 0);
+  drive(eng, rep, std::move(reqs));
   // Only cached prefixes (if any) still hold KV blocks.
   const int64_t per_entry = cfg.prefix_caching ? cfg.prefix_block_tokens / cfg.block_tokens : 0;
   EXPECT_EQ(rep.kv_blocks_used(), rep.prefix_cache().entries() * per_entry);
