@@ -125,6 +125,7 @@ GpuSpec load_gpu_file(const std::string& path) {
   g.int8_ops_per_s = m.quantity_or("int8_dense", Dim::kFlopRate, 0.0, 1.0);
   g.fp4_flops_per_s = m.quantity_or("fp4_dense", Dim::kFlopRate, 0.0, 1.0);
   g.fp16_acc16_flops_per_s = m.quantity_or("fp16_accumulate_dense", Dim::kFlopRate, 0.0, 1.0);
+  g.sm_count = static_cast<int>(m.integer_or("sm_count", 1, 100000, 0));
   g.scaleup = m.str_or("scaleup", "");
   if (!g.scaleup.empty())
     g.scaleup_bw_bytes_per_s = m.quantity("scaleup_bandwidth", Dim::kBandwidth, 1.0);
@@ -302,7 +303,8 @@ struct FitParam {
   double lo, hi;
   const char* section;  // where it is written in the engine file
   const char* key;
-  bool time;  // a duration (written with a unit)
+  bool time;               // a duration (written in us)
+  bool bandwidth = false;  // a byte rate (written in GB/s)
 };
 const FitParam kFitParams[] = {
     {"iteration_overhead", &EngineSpec::iteration_overhead_s, 0.0, 0.05, "overhead", "iteration",
@@ -320,6 +322,8 @@ const FitParam kFitParams[] = {
     {"moe_imbalance", &EngineSpec::moe_imbalance, 1.0, 3.0, "kernels", "moe_imbalance", false},
     {"quant_bandwidth", &EngineSpec::quant_bandwidth, 0.2, 1.0, "kernels", "quant_bandwidth",
      false},
+    {"matvec_sm_bandwidth", &EngineSpec::matvec_sm_bandwidth, 2e9, 50e9, "kernels",
+     "matvec_sm_bandwidth", false, true},
 };
 const FitParam& fit_param(const std::string& name) {
   for (const auto& p : kFitParams)
@@ -343,7 +347,7 @@ double engine_parameter(const EngineSpec& e, const std::string& name) {
 
 EngineParameterInfo engine_parameter_info(const std::string& name) {
   const FitParam& p = fit_param(name);
-  return {p.lo, p.hi, p.section, p.key, p.time};
+  return {p.lo, p.hi, p.section, p.key, p.time, p.bandwidth};
 }
 
 void set_engine_parameter(EngineSpec& e, const std::string& name, double value) {
@@ -383,6 +387,7 @@ EngineSpec load_engine_file(const std::string& path) {
     e.quant_bandwidth = k->number_or("quant_bandwidth", 0.1, 1.0, 1.0);
     e.fp16_accumulate = k->boolean_or("fp16_accumulate", false);
     e.dequant_gemm_min_tokens = k->integer_or("dequant_gemm_min_tokens", 0, 1 << 20, 0);
+    e.matvec_sm_bandwidth = k->quantity_or("matvec_sm_bandwidth", Dim::kBandwidth, 0.0);
     k->finish();
   }
   e.rocm_variant = m.str_or("rocm_variant", "");

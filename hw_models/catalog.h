@@ -28,6 +28,9 @@ struct GpuSpec {
   /// Dense FP16 tensor rate with FP16 accumulation; 0 = bf16_dense. GeForce cards run it at
   /// twice their FP32-accumulate rate; data-centre parts at the same rate.
   double fp16_acc16_flops_per_s = 0;
+  /// Streaming multiprocessors (NVIDIA) on the part; 0 = not given. Kernels whose memory
+  /// traffic is limited per SM (EngineSpec::matvec_sm_bandwidth) use it.
+  int sm_count = 0;
   std::string scaleup;                ///< interconnect id of the GPU fabric ("" = none)
   double scaleup_bw_bytes_per_s = 0;  ///< per-GPU, per-direction NVLink/xGMI bandwidth
   double scaleup_latency_s = 0;       ///< α of one collective step: measured (empirical)
@@ -201,6 +204,11 @@ struct EngineSpec {
   /// dequantises the weights into an FP16 copy and runs an FP16 GEMM on it (0 = never: the
   /// block format is multiplied in place).
   int64_t dequant_gemm_min_tokens = 0;
+  /// Bytes per second one streaming multiprocessor's mat-vec blocks stream (0 = no limit):
+  /// a mat-vec kernel (a matmul of at most hw::kMatVecMaxTokens = 8 tokens) with few loads in
+  /// flight per SM reaches at most sm_count × this, however fast the memory (Little's law:
+  /// bandwidth = bytes in flight / latency). On NVIDIA GPUs whose sm_count is known.
+  double matvec_sm_bandwidth = 0;
   /// The profile this engine runs as on AMD GPUs (its ROCm build: other kernels, other
   /// efficiencies), "" = the same profile everywhere.
   std::string rocm_variant;
@@ -262,7 +270,8 @@ void set_engine_parameter(EngineSpec& e, const std::string& name, double value);
 struct EngineParameterInfo {
   double lo = 0, hi = 0;
   std::string section, key;
-  bool time = false;
+  bool time = false;       ///< a duration: written in us
+  bool bandwidth = false;  ///< a byte rate: written in GB/s
 };
 EngineParameterInfo engine_parameter_info(const std::string& name);
 

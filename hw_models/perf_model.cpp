@@ -110,6 +110,7 @@ struct Unit {
   double kernel_eff = 1;        // the engine's kernels against the calibrated/catalog rates
   double compute_eff = 1;       // and their compute side
   double dequant_min_rows = 0;  // GGUF matmuls of ≥ this many rows run on an FP16 copy (0: never)
+  double matvec_bw = 0;         // mat-vec kernels stream at most this many bytes/s (0: no limit)
   const std::vector<CalibrationRow>* const (*rows)[2] = nullptr;  // Deployment::calib_rows
 };
 
@@ -132,6 +133,9 @@ Unit gpu_unit(const Deployment& d) {
   // kernels dequantise in place.
   if (d.prec.block_quant && d.eff.dequant_gemm_min_tokens > 0 && d.gpu->vendor == "NVIDIA")
     u.dequant_min_rows = static_cast<double>(d.eff.dequant_gemm_min_tokens);
+  // Mat-vec kernels with few loads in flight per SM: at most sm_count × the per-SM rate.
+  if (d.eff.matvec_sm_bandwidth > 0 && d.gpu->sm_count > 0 && d.gpu->vendor == "NVIDIA")
+    u.matvec_bw = d.gpu->sm_count * d.eff.matvec_sm_bandwidth;
   // 16-bit GEMMs (and the FP16 copies) accumulating in FP16: the part's FP16-accumulate rate.
   if (d.eff.fp16_accumulate && d.prec.math == DType::kBf16 && d.gpu->fp16_acc16_flops_per_s > 0 &&
       (d.prec.weight_bytes == 2 || u.dequant_min_rows > 0))
@@ -213,7 +217,7 @@ class Calc {
   // `compute_scale` (≤ 1) slows the compute side only (grouped-GEMM tile occupancy).
   void op(double* bucket, const char* cat, const char* name, double count, double flops,
           double bytes, Kind kind, const Unit& u, double compute_scale = 1.0,
-          double time_scale = 1.0);
+          double time_scale = 1.0, double floor_s = 0);
   void fixed(double* bucket, const char* cat, const char* name, double count, double t,
              const char* bound);
   // Weights of a GGUF block format stream at quant_bandwidth of the 16-bit rate (the
@@ -236,7 +240,15 @@ class Calc {
          Kind::kGemm, u);
       return;
     }
-    op(bucket, cat, name, count, 2.0 * rows * in * out, gemm_bytes(rows, in, out), Kind::kGemm, u);
+    // A mat-vec kernel streams its weights (at their stored size) and activations no
+    // faster than the per-SM limit allows.
+    const double floor_s =
+        u.matvec_bw > 0 && rows <= kMatVecMaxTokens
+            ? (in * out * d_.prec.weight_bytes + rows * (in + out) * d_.prec.act_bytes) /
+                  u.matvec_bw
+            : 0.0;
+    op(bucket, cat, name, count, 2.0 * rows * in * out, gemm_bytes(rows, in, out), Kind::kGemm, u,
+       1.0, 1.0, floor_s);
   }
   void layer_ops(StepBreakdown& s, const BatchShape& b, double scale, const Unit& u, bool on_host);
 
@@ -253,7 +265,8 @@ class Calc {
 };
 
 void Calc::op(double* bucket, const char* cat, const char* name, double count, double flops,
-              double bytes, Kind kind, const Unit& u, double compute_scale, double time_scale) {
+              double bytes, Kind kind, const Unit& u, double compute_scale, double time_scale,
+              double floor_s) {
   const double peak = kind == Kind::kGemm ? u.gemm_peak : u.attn_peak;
   const double tf = flops / (peak * compute_scale * u.compute_eff), tb = bytes / u.bw_peak;
   const bool compute_bound = tf >= tb;
@@ -270,6 +283,10 @@ void Calc::op(double* bucket, const char* cat, const char* name, double count, d
     bound = tc >= tm ? "compute" : "memory";
   }
   t /= u.kernel_eff * time_scale;
+  if (t < floor_s) {
+    t = floor_s;
+    bound = "memory (mat-vec, per-SM limit)";
+  }
   *bucket += count * t;
   if (ops_ != nullptr) ops_->push_back({cat, name, count, flops, bytes, count * t, bound});
 }
@@ -602,6 +619,7 @@ void apply_engine(const EngineSpec& engine, Efficiency* eff) {
   eff->quant_bandwidth = engine.quant_bandwidth;
   eff->fp16_accumulate = engine.fp16_accumulate;
   eff->dequant_gemm_min_tokens = engine.dequant_gemm_min_tokens;
+  eff->matvec_sm_bandwidth = engine.matvec_sm_bandwidth;
   eff->pipeline_sequential = engine.pipeline_sequential;
   eff->ep_alltoall_call_s = engine.ep_alltoall_call_s;
 }

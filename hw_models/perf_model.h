@@ -127,6 +127,11 @@ struct Precision {
 
 /// Efficiency factors and fixed costs, resolved from the GPU's catalog entry and any
 /// scenario overrides (each one says where it came from).
+/// The most tokens a mat-vec kernel multiplies at once: ggml's CUDA backend runs matmuls of
+/// up to MMVQ_MAX_BATCH_SIZE = 8 tokens on its mat-vec kernels (mmvq.cuh), larger ones as
+/// matrix multiplications (EngineSpec::matvec_sm_bandwidth limits only the former).
+inline constexpr double kMatVecMaxTokens = 8;
+
 struct Efficiency {
   double compute = 0.7;             ///< achieved / peak tensor rate
   double memory = 0.8;              ///< achieved / peak HBM bandwidth
@@ -147,6 +152,7 @@ struct Efficiency {
   double quant_bandwidth = 1.0;         ///< GGUF block-format weight streaming / 16-bit's
   bool fp16_accumulate = false;         ///< 16-bit GEMMs at the FP16-accumulate rate
   int64_t dequant_gemm_min_tokens = 0;  ///< GGUF matmuls of ≥ this many tokens: FP16 copy
+  double matvec_sm_bandwidth = 0;       ///< mat-vec bytes/s per SM (0: no limit)
   bool pipeline_sequential = false;     ///< pp stages one after another (llama.cpp layer split)
   double ep_alltoall_call_s = 0;        ///< fixed cost per EP dispatch/combine call
 };

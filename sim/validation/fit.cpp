@@ -217,6 +217,8 @@ std::string format_param(const std::string& name, double v) {
   char buf[64];
   if (info.time) {
     std::snprintf(buf, sizeof buf, "%.4gus", v * 1e6);
+  } else if (info.bandwidth) {
+    std::snprintf(buf, sizeof buf, "%.4gGB/s", v * 1e-9);
   } else {
     std::snprintf(buf, sizeof buf, "%.4g", v);
   }
@@ -350,8 +352,25 @@ void write_fit(const std::string& engine_file, const FitResult& r, const std::st
     if (!std::regex_search(section, m, line))
       throw InputError("engine file's '" + info.section + ":' has no '" + info.key + ":' line",
                        "write every fitted parameter on its own line", engine_file);
-    section =
-        m.prefix().str() + m[1].str() + format_param(r.params[i], r.after[i]) + m.suffix().str();
+    // The line's comment says whether the value is fitted (and from which prior) or the
+    // prior itself; what else it said is kept.
+    std::string rest = m.suffix().str();
+    const size_t eol = std::min(rest.find('\n'), rest.size());
+    std::string comment = rest.substr(0, eol);
+    rest = rest.substr(eol);
+    const size_t hash = comment.find('#');
+    std::string said = hash == std::string::npos ? std::string() : comment.substr(hash + 1);
+    static const std::regex tag(
+        R"(^\s*(prior before the fit|fitted \(prior [^)]*\)|prior(?=[\s:;,]|$))?[\s:;,]*)");
+    said = std::regex_replace(said, tag, "", std::regex_constants::format_first_only);
+    while (!said.empty() && (said.back() == ' ' || said.back() == '\t')) said.pop_back();
+    const std::string pad = hash == std::string::npos ? "   " : comment.substr(0, hash);
+    std::string note = r.after[i] == r.before[i]
+                           ? std::string("prior")
+                           : "fitted (prior " + format_param(r.params[i], r.before[i]) + ")";
+    if (!said.empty()) note += ": " + said;
+    section = m.prefix().str() + m[1].str() + format_param(r.params[i], r.after[i]) +
+              (pad.empty() ? std::string(" ") : pad) + "# " + note + rest;
     text = text.substr(0, sec + 1) + section + tail.substr(next_top);
   }
   text += "fitted:\n" + provenance;

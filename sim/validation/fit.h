@@ -68,7 +68,9 @@ FitResult fit_engine(const std::vector<std::string>& files, const hw::Catalog& c
 std::string fit_provenance(const FitResult& r, const std::string& date);
 
 /// Rewrites the fitted parameters and a `fitted:` provenance block in the engine's file
-/// (the values in place, keeping every comment; `fitted:` replaced or appended at the end).
+/// (the values in place; each value's comment starts "fitted (prior X)", or "prior" when the
+/// value is its prior, and keeps what it said besides; `fitted:` replaced or appended at the
+/// end).
 void write_fit(const std::string& engine_file, const FitResult& r, const std::string& provenance);
 
 }  // namespace fleetsim::validation

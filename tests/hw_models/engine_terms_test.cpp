@@ -312,6 +312,43 @@ TEST(EngineTerms, Fp16AccumulationRunsAtTheGeForceFp16AccumulateRate) {
   EXPECT_EQ(find_op(explain_step(a, prefill(4096)), "MLP up+gate").time_s, before);
 }
 
+TEST(EngineTerms, MatVecKernelsStreamNoFasterThanTheirPerSmLimit) {
+  // matvec_sm_bandwidth 10 GB/s on an A100 (108 SMs): a matmul of at most 8 tokens streams
+  // at most 108 · 10e9 = 1.08e12 B/s, below the A100's 2039 GB/s · 0.834 (measured) =
+  // 1.70e12. QKV of Llama-2-7B (BF16) for one decode token: 4096 · 12288 · 2 B of weights
+  // + (4096 + 12288) · 2 B of activations = 100,696,064 B per layer, 32 layers.
+  Deployment d = llama7b();
+  ASSERT_EQ(d.gpu->sm_count, 108);
+  const double free_s = find_op(explain_step(d, decode(1, 100)), "QKV projection").time_s;
+  expect_rel(free_s, 32 * 100696064.0 / (2039e9 * (1.70 / 2.039)), 1e-3);
+  d.eff.matvec_sm_bandwidth = 10e9;
+  const OpCost capped = find_op(explain_step(d, decode(1, 100)), "QKV projection");
+  expect_rel(capped.time_s, 32 * 100696064.0 / 1.08e12, 1e-9);
+  EXPECT_EQ(capped.bound, std::string("memory (mat-vec, per-SM limit)"));
+  // 9 tokens are a matrix multiplication (MMVQ_MAX_BATCH_SIZE = 8): no limit.
+  Deployment nine = llama7b();
+  const double nine_free = find_op(explain_step(nine, decode(9, 100)), "QKV projection").time_s;
+  nine.eff.matvec_sm_bandwidth = 10e9;
+  EXPECT_EQ(find_op(explain_step(nine, decode(9, 100)), "QKV projection").time_s, nine_free);
+  // An RTX 4090 (128 SMs: 1.28e12 B/s) is limited by its 1008 GB/s memory instead.
+  const auto& g = catalog().gpu("rtx-4090");
+  Efficiency eff = catalog_efficiency(g);
+  apply_engine(catalog().engine("ideal"), &eff);
+  Deployment r = make_deployment(catalog().model("llama-2-7b"), {}, g, {}, eff);
+  const double r_free = find_op(explain_step(r, decode(1, 100)), "QKV projection").time_s;
+  r.eff.matvec_sm_bandwidth = 10e9;
+  EXPECT_EQ(find_op(explain_step(r, decode(1, 100)), "QKV projection").time_s, r_free);
+  // A GPU whose SM count the catalog does not give (B200) is never limited.
+  const auto& b = catalog().gpu("b200");
+  ASSERT_EQ(b.sm_count, 0);
+  Efficiency be = catalog_efficiency(b);
+  apply_engine(catalog().engine("ideal"), &be);
+  Deployment bd = make_deployment(catalog().model("llama-2-7b"), {}, b, {}, be);
+  const double b_free = find_op(explain_step(bd, decode(1, 100)), "QKV projection").time_s;
+  bd.eff.matvec_sm_bandwidth = 10e9;
+  EXPECT_EQ(find_op(explain_step(bd, decode(1, 100)), "QKV projection").time_s, b_free);
+}
+
 TEST(EngineTerms, SequentialPipelineRunsTheWholeBatchThroughEachStage) {
   // pp = 2, 2048 prompt tokens. Overlapped: 2 micro-batches of 1024 rows; each GPU runs its
   // 16 layers for each (count 32 per GPU), so an MLP op has 1024 rows. Sequential: one

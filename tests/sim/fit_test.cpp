@@ -123,7 +123,10 @@ TEST(Fit, RecoversKnownParametersFromSyntheticCases) {
   write_fit(fx.engine_file(), r, "  by: test\n  training_cases: 15\n");
   std::stringstream text;
   text << std::ifstream(fx.engine_file()).rdbuf();
-  EXPECT_NE(text.str().find("# kept comment"), std::string::npos);
+  // The values' comments say they are fitted and from which prior (write_engine(0.3e-3, 1.0):
+  // 300 us and 1); what the line said before is kept after the tag.
+  EXPECT_NE(text.str().find("us   # fitted (prior 300us): kept comment\n"), std::string::npos);
+  EXPECT_NE(text.str().find("   # fitted (prior 1)\n"), std::string::npos);
   EXPECT_NE(text.str().find("fitted:\n  by: test\n"), std::string::npos);
   const hw::EngineSpec e = hw::load_engine_file(fx.engine_file());
   EXPECT_NEAR(e.kernel_efficiency, r.after[0], 1e-3);
@@ -135,6 +138,9 @@ TEST(Fit, RecoversKnownParametersFromSyntheticCases) {
   again << std::ifstream(fx.engine_file()).rdbuf();
   EXPECT_EQ(again.str().find("by: test\n"), std::string::npos);
   EXPECT_NE(again.str().find("by: test again"), std::string::npos);
+  // ... and the tag is replaced, not stacked.
+  EXPECT_NE(again.str().find("us   # fitted (prior 300us): kept comment\n"), std::string::npos);
+  EXPECT_EQ(again.str().find("fitted (prior 300us): fitted"), std::string::npos);
 }
 
 // Fits the fixture's engine on the first `n` shapes, each "measured" at 100 tokens/s from one
@@ -173,6 +179,10 @@ TEST(Fit, ParameterNoLongerFittedReturnsToItsPrior) {
   EXPECT_DOUBLE_EQ(r.after[1], 1e-3);
   write_fit(fx.engine_file(), r, "  by: test\n");
   EXPECT_NEAR(hw::load_engine_file(fx.engine_file()).iteration_overhead_s, 1e-3, 1e-9);
+  // Its line says so: the value is the prior again, not a fitted one.
+  std::stringstream text;
+  text << std::ifstream(fx.engine_file()).rdbuf();
+  EXPECT_NE(text.str().find("iteration: 1000us   # prior: kept comment\n"), std::string::npos);
 }
 
 TEST(Fit, EngineWithoutTrainingCasesIsAnError) {
