@@ -28,6 +28,7 @@
 #include "hw_models/catalog.h"
 #include "hw_models/error.h"
 #include "hw_models/files.h"
+#include "hw_models/hf_import.h"
 #include "hw_models/units.h"
 #include "reports/explain.h"
 #include "reports/fleet_report.h"
@@ -68,6 +69,7 @@ const char* kUsage =
     "  validate [DIR]   predict the published measurements of the validation suite\n"
     "  calibrate import FILE   check a kernel calibration table and install it\n"
     "  calibrate fit    fit serving-engine profiles on the validation suite's training split\n"
+    "  import-model CONFIG.json --id ID   a catalog model from a Hugging Face config.json\n"
     "\n"
     "  fleetsim --version          print the version\n"
     "  fleetsim <command> --help   options of a command\n"
@@ -959,6 +961,96 @@ int cmd_calibrate(const std::vector<std::string>& args) {
   return 0;
 }
 
+// A parameter count as a model card writes it: 1.04e12, 1T, 32B, 671e9, 3.3B.
+double parse_count(const std::string& option, const std::string& text) {
+  char* end = nullptr;
+  double v = std::strtod(text.c_str(), &end);
+  const std::string unit = end != nullptr ? std::string(end) : std::string();
+  const double scale = unit.empty()                 ? 1.0
+                       : unit == "K" || unit == "k" ? 1e3
+                       : unit == "M"                ? 1e6
+                       : unit == "B" || unit == "G" ? 1e9
+                       : unit == "T"                ? 1e12
+                                                    : -1.0;
+  if (end == text.c_str() || scale < 0 || !(v > 0) || !std::isfinite(v))
+    throw po::error("--" + option + " expects a parameter count such as 671e9, 671B or 1T, got '" +
+                    text + "'");
+  return v * scale;
+}
+
+int cmd_import_model(const std::vector<std::string>& args) {
+  po::options_description desc("import-model options");
+  desc.add_options()("config", po::value<std::string>(), "the model's Hugging Face config.json")(
+      "id", po::value<std::string>(), "catalog id: the file stem (e.g. kimi-k2)")(
+      "name", po::value<std::string>(), "display name (default: the config's _name_or_path)")(
+      "params", po::value<std::string>(),
+      "the model card's total parameters (671B, 1T, 1.04e12): checked against the shape")(
+      "active", po::value<std::string>(), "an MoE model card's active parameters per token")(
+      "source", po::value<std::string>(),
+      "the citation written under sources (default: the config file's name)")(
+      "out", po::value<std::string>(), "write the catalog file here (default: standard output)")(
+      "force", "replace --out if it exists")("help,h", "show this help");
+  po::positional_options_description pos;
+  pos.add("config", 1);
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
+  po::notify(vm);
+  if (vm.count("help") || !vm.count("config")) {
+    std::cout << "usage: fleetsim import-model CONFIG.json --id ID [options]\n\n"
+              << "Writes a catalog model (hw_models/catalog/models/ID.yaml) from a Hugging Face\n"
+              << "config.json: dense, GQA, MoE (Mixtral, Qwen, DeepSeek/Kimi, Llama 4, gpt-oss\n"
+              << "spellings), MLA, sliding windows. Each value names the key it came from.\n\n"
+              << desc << "\n";
+    return vm.count("help") ? 0 : 2;
+  }
+  if (!vm.count("id")) throw po::error("--id is required (the catalog file's stem, e.g. kimi-k2)");
+  hw::HfImportOptions opt;
+  opt.id = vm["id"].as<std::string>();
+  if (opt.id.empty() || opt.id.find_first_of("/\\ ") != std::string::npos)
+    throw po::error("--id must be a file stem without '/', '\\' or spaces, got '" + opt.id + "'");
+  if (vm.count("name")) opt.name = vm["name"].as<std::string>();
+  if (vm.count("source")) opt.source = vm["source"].as<std::string>();
+  if (vm.count("params"))
+    opt.published_params = parse_count("params", vm["params"].as<std::string>());
+  if (vm.count("active"))
+    opt.published_active = parse_count("active", vm["active"].as<std::string>());
+  const std::string file = vm["config"].as<std::string>();
+  const hw::HfImport r =
+      hw::import_hf_config(files::read_input_file(file, "model config"), file, opt);
+  // The file written must load as a catalog model: load it from a scratch folder first.
+  namespace fs = std::filesystem;
+  const fs::path scratch =
+      fs::temp_directory_path() / ("fleetsim-import-" + std::to_string(::getpid()));
+  fs::create_directories(scratch);
+  const fs::path probe = scratch / (opt.id + ".yaml");
+  try {
+    files::write_file_atomically(probe.string(), r.yaml, false);
+    hw::load_model_file(probe.string());
+  } catch (...) {
+    std::error_code ec;
+    fs::remove_all(scratch, ec);
+    throw;
+  }
+  std::error_code ec;
+  fs::remove_all(scratch, ec);
+  if (vm.count("out")) {
+    const std::string out = vm["out"].as<std::string>();
+    if (fs::exists(out) && !vm.count("force"))
+      throw InputError("the output file exists",
+                       "pass --force to replace it, or choose another --out", out);
+    files::write_file_atomically(out, r.yaml, false);
+    std::cerr << "wrote " << out << "\n";
+  } else {
+    std::cout << r.yaml;
+  }
+  std::cerr << r.model.id << ": " << units::format_count(r.model.derived_params()) << " parameters";
+  if (r.model.is_moe())
+    std::cerr << " (" << units::format_count(r.model.derived_active_params()) << " active)";
+  std::cerr << "\n";
+  for (const auto& a : r.assumed) std::cerr << "  assumed: " << a << "\n";
+  return 0;
+}
+
 }  // namespace
 
 namespace {
@@ -972,9 +1064,10 @@ int dispatch(const std::string& cmd, const std::vector<std::string>& args) {
     if (cmd == "calibrate") return cmd_calibrate(args);
     if (cmd == "plan") return cmd_plan(args);
     if (cmd == "sweep") return cmd_sweep(args);
+    if (cmd == "import-model") return cmd_import_model(args);
     std::cerr << "fleetsim: unknown command '" << cmd << "'"
-              << did_you_mean(cmd,
-                              {"run", "check", "plan", "sweep", "list", "validate", "calibrate"})
+              << did_you_mean(cmd, {"run", "check", "plan", "sweep", "list", "validate",
+                                    "calibrate", "import-model"})
               << "\n"
               << kUsage;
     return 2;
