@@ -1,9 +1,11 @@
 #include "hw_models/yaml_reader.h"
 
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <stdexcept>
 
 #include "hw_models/error.h"
 #include "hw_models/files.h"
@@ -36,6 +38,137 @@ bool to_double(const std::string& s, double& out) {
 }
 
 }  // namespace
+
+namespace {
+
+thread_local ReadLog* read_log = nullptr;
+
+// A quantity as a scenario would write it, in the largest unit that keeps it whole
+// ("14h", "1GiB", "2GB/s", "0s").
+std::string quantity_text(double v, units::Dim dim) {
+  struct U {
+    double scale;
+    const char* name;
+  };
+  static const std::vector<U> time = {{86400, "d"}, {3600, "h"},  {60, "min"}, {1, "s"},
+                                      {1e-3, "ms"}, {1e-6, "us"}, {1e-9, "ns"}};
+  static const std::vector<U> bytes = {{1099511627776.0, "TiB"},
+                                       {1073741824.0, "GiB"},
+                                       {1048576.0, "MiB"},
+                                       {1024.0, "KiB"},
+                                       {1e12, "TB"},
+                                       {1e9, "GB"},
+                                       {1e6, "MB"},
+                                       {1e3, "kB"},
+                                       {1, "B"}};
+  static const std::vector<U> bandwidth = {
+      {1e12, "TB/s"}, {1e9, "GB/s"}, {1e6, "MB/s"}, {1e3, "kB/s"}, {1, "B/s"}};
+  static const std::vector<U> rate = {{1, "/s"}};
+  static const std::vector<U> power = {{1e6, "MW"}, {1e3, "kW"}, {1, "W"}};
+  static const std::vector<U> flops = {{1e12, "TFLOP/s"}, {1e9, "GFLOP/s"}, {1, "FLOP/s"}};
+  const std::vector<U>& us = dim == units::Dim::kTime        ? time
+                             : dim == units::Dim::kBytes     ? bytes
+                             : dim == units::Dim::kBandwidth ? bandwidth
+                             : dim == units::Dim::kRate      ? rate
+                             : dim == units::Dim::kPower     ? power
+                                                             : flops;
+  char buf[64];
+  const U* unit = &us.back();
+  if (v != 0)
+    for (const U& u : us) {
+      const double x = v / u.scale;
+      if (std::fabs(x) >= 1 && std::fabs(x - std::round(x)) < 1e-9 * std::fabs(x)) {
+        unit = &u;
+        break;
+      }
+    }
+  std::snprintf(buf, sizeof buf, "%g%s", v / unit->scale, unit->name);
+  return buf;
+}
+
+// A bound as the reference writes it: whole numbers without a fraction, others in %g.
+std::string bound_text(double v, const Key& k) {
+  if (k.type == Key::Type::kQuantity) return quantity_text(v, k.dim);
+  char buf[64];
+  if (v == std::floor(v) && std::fabs(v) < 1e15)
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+  else
+    std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+// Bounds at the limits of the type count as none (a seed goes up to 2^63 - 1).
+bool bounded_below(const Key& k) { return std::isfinite(k.min) && k.min > -9.0e18; }
+bool bounded_above(const Key& k) { return std::isfinite(k.max) && k.max < 9.0e18; }
+
+}  // namespace
+
+std::string Key::name() const {
+  const size_t dot = path.rfind('.');
+  return dot == std::string::npos ? path : path.substr(dot + 1);
+}
+
+std::string Key::type_name() const {
+  switch (type) {
+    case Type::kInt: return "integer";
+    case Type::kNumber: return "number";
+    case Type::kQuantity: return units::dim_name(dim);
+    case Type::kString: return "string";
+    case Type::kChoice: return "choice";
+    case Type::kBool: return "boolean";
+    case Type::kMap: return "mapping";
+    case Type::kList: return "list";
+    case Type::kDistribution: return "distribution";
+    case Type::kPercentiles: return "time or percentiles";
+  }
+  return "?";
+}
+
+std::string Key::range_text() const {
+  if (type == Type::kChoice) {
+    std::string list;
+    for (const auto& c : choices) list += (list.empty() ? "" : ", ") + c;
+    return list;
+  }
+  if (type != Type::kInt && type != Type::kNumber && type != Type::kQuantity) return "";
+  const bool lo = bounded_below(*this), hi = bounded_above(*this);
+  if (lo && hi) return bound_text(min, *this) + " … " + bound_text(max, *this);
+  if (lo) return "≥ " + bound_text(min, *this);
+  if (hi) return "≤ " + bound_text(max, *this);
+  return "";
+}
+
+std::string Key::default_text() const {
+  if (!default_doc.empty()) return default_doc;
+  if (!fallback.empty()) return fallback;
+  return required ? "required" : "none";
+}
+
+std::string Key::summary() const {
+  std::string s = path + ": " + type_name();
+  if (const std::string r = range_text(); !r.empty())
+    s += type == Type::kChoice ? " of " + r : ", " + r;
+  s += required ? std::string(", required") : ", default " + default_text();
+  if (!help.empty()) s += "; " + help;
+  return s;
+}
+
+std::string generic_path(const std::string& dotted) {
+  std::string out;
+  out.reserve(dotted.size());
+  for (size_t i = 0; i < dotted.size(); ++i) {
+    out += dotted[i];
+    if (dotted[i] == '[') {
+      size_t j = i + 1;
+      while (j < dotted.size() && dotted[j] >= '0' && dotted[j] <= '9') ++j;
+      if (j < dotted.size() && dotted[j] == ']' && j > i + 1) i = j - 1;
+    }
+  }
+  return out;
+}
+
+ReadLog::ReadLog() : previous_(read_log) { read_log = this; }
+ReadLog::~ReadLog() { read_log = previous_; }
 
 Map::Map(YAML::Node node, std::shared_ptr<const Source> source, std::string path)
     : node_(std::move(node)), source_(std::move(source)), path_(std::move(path)) {}
@@ -72,6 +205,7 @@ InputError Map::locate(const std::string& key, const InputError& e) const {
 
 bool Map::has(const std::string& key) {
   known_.insert(key);
+  if (read_log) read_log->record(source_->file, generic_path(field(key)));
   // Const access: a non-const operator[] would insert the key into the document.
   const YAML::Node& n = node_;
   return n.IsMap() && n[key] && !n[key].IsNull();
@@ -192,6 +326,112 @@ std::vector<std::string> Map::str_list_or(const std::string& key,
     out.push_back(item.Scalar());
   }
   return out;
+}
+
+std::string Map::declared(const Key& k) const {
+  const std::string name = k.name();
+  if (name.empty() || name.find('[') != std::string::npos)
+    throw std::logic_error("declaration " + k.path + " names no field");
+  // Which declaration a read goes through (a pool's `speculative` reads through
+  // serving.speculative's) is checked by the schema's tests, from the read log.
+  if (read_log) read_log->record_declared(generic_path(field(name)), k.path);
+  return name;
+}
+
+template <typename F>
+auto Map::with_hint(const Key& k, F read) -> decltype(read()) {
+  try {
+    return read();
+  } catch (const InputError& e) {
+    if (!e.hint().empty()) throw;
+    throw InputError(e.message(), k.summary(), e.file(), e.line(), e.field());
+  }
+}
+
+namespace {
+
+// The declared default of `k`, parsed as a scenario value; an internal error when it has none.
+const std::string& declared_default(const Key& k) {
+  if (k.fallback.empty())
+    throw std::logic_error(k.path + " has no fixed default; the reader must give one");
+  return k.fallback;
+}
+
+double default_number(const Key& k) {
+  double v = 0;
+  if (!to_double(declared_default(k), v))
+    throw std::logic_error(k.path + ": default '" + k.fallback + "' is not a number");
+  return v;
+}
+
+}  // namespace
+
+bool Map::has(const Key& k) { return has(declared(k)); }
+
+std::string Map::str(const Key& k) { return str(declared(k)); }
+std::string Map::str_or(const Key& k) { return str_or(declared(k), k.fallback); }
+std::string Map::str_or(const Key& k, const std::string& fallback) {
+  return str_or(declared(k), fallback);
+}
+
+std::string Map::choice(const Key& k) { return choice(declared(k), k.choices); }
+std::string Map::choice_or(const Key& k) { return choice_or(k, declared_default(k)); }
+std::string Map::choice_or(const Key& k, const std::string& fallback) {
+  return choice_or(declared(k), k.choices, fallback);
+}
+
+double Map::quantity(const Key& k) {
+  const std::string key = declared(k);
+  return with_hint(k, [&] {
+    const double v = quantity(key, k.dim, -std::numeric_limits<double>::infinity());
+    if (v < k.min)
+      fail(key, "must be at least " + quantity_text(k.min, k.dim) + ", got '" + str(key) + "'");
+    if (v > k.max)
+      fail(key, "must be at most " + quantity_text(k.max, k.dim) + ", got '" + str(key) + "'");
+    return v;
+  });
+}
+double Map::quantity_or(const Key& k) {
+  return quantity_or(k, units::parse(declared_default(k), k.dim));
+}
+double Map::quantity_or(const Key& k, double fallback) { return has(k) ? quantity(k) : fallback; }
+
+double Map::number(const Key& k) {
+  const std::string key = declared(k);
+  return with_hint(k, [&] { return number(key, k.min, k.max); });
+}
+double Map::number_or(const Key& k) { return number_or(k, default_number(k)); }
+double Map::number_or(const Key& k, double fallback) { return has(k) ? number(k) : fallback; }
+
+int64_t Map::integer(const Key& k) {
+  const std::string key = declared(k);
+  const int64_t lo =
+      bounded_below(k) ? static_cast<int64_t>(k.min) : std::numeric_limits<int64_t>::min();
+  const int64_t hi =
+      bounded_above(k) ? static_cast<int64_t>(k.max) : std::numeric_limits<int64_t>::max();
+  return with_hint(k, [&] { return integer(key, lo, hi); });
+}
+int64_t Map::integer_or(const Key& k) {
+  return integer_or(k, static_cast<int64_t>(default_number(k)));
+}
+int64_t Map::integer_or(const Key& k, int64_t fallback) { return has(k) ? integer(k) : fallback; }
+
+bool Map::boolean_or(const Key& k) {
+  const std::string& d = declared_default(k);
+  if (d != "true" && d != "false")
+    throw std::logic_error(k.path + ": default '" + d + "' is not true or false");
+  return boolean_or(k, d == "true");
+}
+bool Map::boolean_or(const Key& k, bool fallback) {
+  const std::string key = declared(k);
+  return with_hint(k, [&] { return boolean_or(key, fallback); });
+}
+
+Map Map::map(const Key& k) { return map(declared(k)); }
+std::optional<Map> Map::map_opt(const Key& k) { return map_opt(declared(k)); }
+
+std::vector<std::string> Map::str_list_or(const Key& k, std::vector<std::string> fallback) {
+  return str_list_or(declared(k), std::move(fallback));
 }
 
 void Map::finish() const {

@@ -45,6 +45,7 @@
 #include "sim/dist/dist.h"
 #include "sim/plan/planner.h"
 #include "sim/scenario/scenario.h"
+#include "sim/scenario/schema.h"
 #include "sim/serving/registry.h"
 #include "sim/validation/fit.h"
 #include "sim/validation/validation.h"
@@ -65,7 +66,7 @@ const char* kUsage =
     "SLO\n"
     "  sweep SCENARIO   run a scenario over a grid of --vary KEY=V1,V2,... (and --seeds N)\n"
     "  (plan and sweep also run under mpirun -n N: rank 0 hands out whole simulations)\n"
-    "  list WHAT        list gpus | models | nodes | interconnects | policies | routers\n"
+    "  list WHAT        list gpus | models | nodes | interconnects | policies | routers | keys\n"
     "  validate [DIR]   predict the published measurements of the validation suite\n"
     "  calibrate import FILE   check a kernel calibration table and install it\n"
     "  calibrate fit    fit serving-engine profiles on the validation suite's training split\n"
@@ -573,14 +574,38 @@ int cmd_check(const std::vector<std::string>& args) {
   return 0;
 }
 
+// `list keys [SECTION] [--markdown]`: the scenario schema's declared keys.
+int cmd_list_keys(const std::vector<std::string>& args) {
+  std::string section;
+  bool markdown = false;
+  for (size_t i = 1; i < args.size(); ++i) {
+    if (args[i] == "--markdown") {
+      markdown = true;
+    } else if (section.empty() && args[i].rfind("--", 0) != 0) {
+      section = args[i];
+    } else {
+      throw po::error("list keys takes one SECTION and --markdown, '" + args[i] + "' is extra");
+    }
+  }
+  if (markdown && !section.empty())
+    throw po::error("--markdown writes the whole reference; drop the section");
+  std::cout << (markdown ? scenario::schema::markdown() : scenario::schema::text(section));
+  return 0;
+}
+
 int cmd_list(const std::vector<std::string>& args) {
-  const std::vector<std::string> what = {"gpus",    "models",   "nodes",  "interconnects",
-                                         "engines", "policies", "routers"};
+  const std::vector<std::string> what = {"gpus",    "models",   "nodes",   "interconnects",
+                                         "engines", "policies", "routers", "keys"};
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     std::cout << "usage: fleetsim list gpus|models|nodes|interconnects|engines|policies|routers "
-                 "[--catalog DIR]\n";
+                 "[--catalog DIR]\n"
+                 "       fleetsim list keys [SECTION] [--markdown]\n"
+                 "  keys: every scenario key (path, type, range, default, meaning), or those "
+                 "under SECTION\n  (e.g. serving, fleet.regions); --markdown: the reference "
+                 "scenarios/README.md embeds\n";
     return args.empty() ? 2 : 0;
   }
+  if (args[0] == "keys") return cmd_list_keys(args);
   std::string dir = hw::Catalog::default_dir();
   for (size_t i = 1; i < args.size(); ++i) {
     if (args[i] == "--catalog" && i + 1 < args.size()) {
@@ -662,7 +687,7 @@ int cmd_list(const std::vector<std::string>& args) {
     }
   } else {
     throw InputError("unknown list '" + w + "'" + did_you_mean(w, what),
-                     "one of gpus, models, nodes, interconnects, engines, policies, routers");
+                     "one of gpus, models, nodes, interconnects, engines, policies, routers, keys");
   }
   return 0;
 }

@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "hw_models/units.h"
+#include "sim/scenario/schema.h"
 #include "sim/workload/workload.h"
 
 namespace fleetsim::fleet {
@@ -59,7 +60,7 @@ std::array<double, N> read_numbers(yaml::Map& m, const std::string& key, const c
 int weekday_index(yaml::Map& m, const std::string& key) {
   static const char* names[] = {"mon", "tue", "wed", "thu", "fri", "sat", "sun"};
   std::vector<std::string> allowed(std::begin(names), std::end(names));
-  const std::string d = m.choice_or(key, allowed, "mon");
+  const std::string d = m.choice_or(scenario::schema::key_in(m, key));
   return static_cast<int>(std::find(allowed.begin(), allowed.end(), d) - allowed.begin());
 }
 
@@ -88,7 +89,7 @@ void read_curves(yaml::Map& region, RegionTraffic& r) {
     r.curve_name = "consumer";
     r.hourly = normalised(kConsumer);
   } else if (region.node()["diurnal"].IsScalar()) {
-    r.curve_name = region.choice("diurnal", builtin_curves());
+    r.curve_name = region.choice(scenario::schema::key_in(region, "diurnal"));
     if (r.curve_name == "consumer")
       r.hourly = normalised(kConsumer);
     else if (r.curve_name == "business")
@@ -108,23 +109,26 @@ Population::Population(yaml::Map& u, std::vector<RegionTraffic> regions, const R
     : regions_(std::move(regions)),
       arrivals_(rng.stream("sessions")),
       lengths_(rng.stream("session-lengths")) {
-  wau_ = u.number("weekly_active", 1, 1e11);
-  dau_ = u.number("daily_active_fraction", 1e-6, 1.0);
+  auto key = [&u](const char* name) -> const yaml::Key& {
+    return scenario::schema::key_in(u, name);
+  };
+  wau_ = u.number(key("weekly_active"));
+  dau_ = u.number(key("daily_active_fraction"));
   sessions_per_user_ =
       workload::parse_distribution(u, "sessions_per_day", Quantity::kTokens, base_dir);
   turns_ = workload::parse_distribution(u, "turns_per_session", Quantity::kTokens, base_dir);
   think_ = workload::parse_distribution(u, "think_time", Quantity::kDuration, base_dir);
   prompt_ = workload::parse_distribution(u, "prompt_tokens", Quantity::kTokens, base_dir);
   output_ = workload::parse_distribution(u, "output_tokens", Quantity::kTokens, base_dir);
-  system_ = static_cast<int32_t>(u.integer_or("system_prompt_tokens", 0, 1 << 20, 0));
-  max_context_ = static_cast<int32_t>(u.integer_or("max_context_tokens", 16, 1 << 24, 32768));
-  sample_ = u.number_or("sample", 1e-9, 1.0, 1.0);
-  duration_ns_ = seconds_to_ns(u.quantity_or("duration", units::Dim::kTime, 86400.0, 1.0));
+  system_ = static_cast<int32_t>(u.integer_or(key("system_prompt_tokens")));
+  max_context_ = static_cast<int32_t>(u.integer_or(key("max_context_tokens")));
+  sample_ = u.number_or(key("sample"));
+  duration_ns_ = seconds_to_ns(u.quantity_or(key("duration")));
   if (ns_to_seconds(duration_ns_) > 31 * 86400.0)
     u.fail("duration", "at most 31 days", "simulate a day or a week, e.g. '24h' or '7d'");
-  if (auto st = u.map_opt("start")) {
+  if (auto st = u.map_opt(key("start"))) {
     const int day = weekday_index(*st, "weekday");
-    const double hour = st->number_or("hour_utc", 0, 23.999, 0);
+    const double hour = st->number_or(scenario::schema::key_in(*st, "hour_utc"));
     st->finish();
     start_s_ = day * 86400.0 + hour * 3600.0;
   }
@@ -138,7 +142,7 @@ Population::Population(yaml::Map& u, std::vector<RegionTraffic> regions, const R
       yaml::Map c(list[i], src, u.path() + ".classes[" + std::to_string(i) + "]");
       SessionClass k;
       k.info = workload::read_request_class(c);
-      k.model = c.str_or("model", "");
+      k.model = c.str_or(scenario::schema::key_in(c, "model"), "");
       if (c.has("prompt_tokens"))
         k.prompt = workload::parse_distribution(c, "prompt_tokens", Quantity::kTokens, base_dir);
       if (c.has("output_tokens"))

@@ -18,6 +18,7 @@
 #include "hw_models/units.h"
 #include "hw_models/yaml_reader.h"
 #include "sim/metrics/summary_codec.h"
+#include "sim/scenario/schema.h"
 #include "sim/simulation.h"
 
 #include <nlohmann/json.hpp>
@@ -122,7 +123,7 @@ Planner::Planner(const std::string& file, const std::vector<std::string>& overri
       catalog_(&catalog),
       calibration_(std::move(calibration)) {
   yaml::Map root = yaml::load_file_with_overrides(file, overrides);
-  std::optional<yaml::Map> pm = root.map_opt("plan");
+  std::optional<yaml::Map> pm = root.map_opt(scenario::schema::key("plan"));
   if (!pm)
     root.fail("", "the scenario has no plan: section, so there is nothing to search",
               "add e.g. plan: {gpu: [h100-sxm, h200-sxm], tp: [1, 2, 4, 8], target: 0.99} "
@@ -133,8 +134,9 @@ Planner::Planner(const std::string& file, const std::vector<std::string>& overri
 
   // The plan section, strictly.
   for (const AxisDef& a : kAxes) {
-    if (!pm->has(a.key)) continue;
-    std::vector<std::string> v = pm->str_list_or(a.key, {});
+    const yaml::Key& axis = scenario::schema::key_in(*pm, a.key);
+    if (!pm->has(axis)) continue;
+    std::vector<std::string> v = pm->str_list_or(axis, {});
     // An empty list would drop the axis without a word (the scenario's own value would be
     // searched alone): refuse it.
     if (v.empty())
@@ -169,30 +171,30 @@ Planner::Planner(const std::string& file, const std::vector<std::string>& overri
                  std::to_string(static_cast<long>(kMaxConfigurations)),
              "search fewer values per axis, or split the plan into several runs");
   }
-  spec_.target = pm->number_or("target", 0.01, 1.0, 0.99);
-  spec_.spares = static_cast<int>(pm->integer_or("spares", 0, 1000, 0));
-  spec_.spare_fraction = pm->number_or("spare_fraction", 0.0, 1.0, 0.0);
-  if (auto rm = pm->map_opt("replicas")) {
-    spec_.min_replicas = static_cast<int>(rm->integer_or("min", 1, 100000, 1));
-    spec_.max_replicas = static_cast<int>(rm->integer_or("max", 1, 100000, 512));
+  auto key = [](const char* name) -> const yaml::Key& {
+    return scenario::schema::key(std::string("plan.") + name);
+  };
+  spec_.target = pm->number_or(key("target"));
+  spec_.spares = static_cast<int>(pm->integer_or(key("spares")));
+  spec_.spare_fraction = pm->number_or(key("spare_fraction"));
+  if (auto rm = pm->map_opt(key("replicas"))) {
+    spec_.min_replicas = static_cast<int>(rm->integer_or(key("replicas.min")));
+    spec_.max_replicas = static_cast<int>(rm->integer_or(key("replicas.max")));
     if (spec_.max_replicas < spec_.min_replicas)
       rm->fail("max", "replicas.max (" + std::to_string(spec_.max_replicas) + ") is below min (" +
                           std::to_string(spec_.min_replicas) + ")");
     rm->finish();
   }
-  spec_.simulate = static_cast<int>(pm->integer_or("simulate", 1, 100000, 32));
-  spec_.slack = pm->number_or("slack", 0.0, 100.0, 0.5);
-  spec_.tie_tolerance = pm->number_or("tie_tolerance", 0.0, 1.0, 0.01);
-  if (auto pt = pm->map_opt("perturb")) {
-    spec_.perturb_traffic = pt->number_or("traffic", 0.0, 10.0, spec_.perturb_traffic);
+  spec_.simulate = static_cast<int>(pm->integer_or(key("simulate")));
+  spec_.slack = pm->number_or(key("slack"));
+  spec_.tie_tolerance = pm->number_or(key("tie_tolerance"));
+  if (auto pt = pm->map_opt(key("perturb"))) {
+    spec_.perturb_traffic = pt->number_or(key("perturb.traffic"), spec_.perturb_traffic);
     spec_.perturb_overhead_s =
-        pt->quantity_or("iteration_overhead", units::Dim::kTime, spec_.perturb_overhead_s);
-    if (spec_.perturb_overhead_s > 10)
-      pt->fail("iteration_overhead", "more than 10 s per iteration is not a perturbation",
-               "e.g. iteration_overhead: 3ms (0 skips it)");
+        pt->quantity_or(key("perturb.iteration_overhead"), spec_.perturb_overhead_s);
     pt->finish();
   }
-  if (auto pr = pm->map_opt("usd_per_gpu_hour")) {
+  if (auto pr = pm->map_opt(key("usd_per_gpu_hour"))) {
     for (const auto& kv : pr->node()) {
       const std::string id = kv.first.as<std::string>();
       try {

@@ -6,21 +6,27 @@
 #include "hw_models/error.h"
 #include "hw_models/units.h"
 #include "sim/scenario/scenario.h"
+#include "sim/scenario/schema.h"
 
 namespace fleetsim::scenario {
 
 namespace {
 
 // One failure kind: {mtbf: 80000h, mttr: 24h}; absent = never fails.
-void read_failure_kind(yaml::Map& f, const char* key, double* mtbf, double* mttr,
-                       const char* hint) {
-  if (auto k = f.map_opt(key)) {
-    *mtbf = k->quantity("mtbf", units::Dim::kTime, 60.0);
-    *mttr = k->quantity("mttr", units::Dim::kTime, 1.0);
+void read_failure_kind(yaml::Map& f, const char* key, double* mtbf, double* mttr) {
+  if (auto k = f.map_opt(schema::key_in(f, key))) {
+    *mtbf = k->quantity(schema::key_in(*k, "mtbf"));
+    *mttr = k->quantity(schema::key_in(*k, "mttr"));
     k->finish();
-  } else {
-    (void)hint;
   }
+}
+
+// A field of a region or of a pool (list items: "fleet.regions[].pools[].replicas").
+const yaml::Key& region_key(const char* name) {
+  return schema::key(std::string("fleet.regions[].") + name);
+}
+const yaml::Key& pool_key(const char* name) {
+  return schema::key(std::string("fleet.regions[].pools[].") + name);
 }
 
 }  // namespace
@@ -28,7 +34,7 @@ void read_failure_kind(yaml::Map& f, const char* key, double* mtbf, double* mttr
 void load_fleet(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
                 const std::shared_ptr<const hw::CalibrationSet>& calibration) {
   fleet::FleetSpec spec;
-  yaml::Map fl = root.map("fleet");
+  yaml::Map fl = root.map(schema::key("fleet"));
   // Models served: the scenario's, then any a pool or class names.
   spec.models.push_back(sc.model.id);
   auto model_index = [&](const std::string& id) {
@@ -40,7 +46,7 @@ void load_fleet(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
 
   // Read below, element by element. A missing key must be caught here: yaml-cpp's node for
   // it is invalid and throws on any question.
-  if (!fl.has("regions"))
+  if (!fl.has(schema::key("fleet.regions")))
     fl.fail("regions", "missing required list of regions",
             "e.g. regions: [{name: us-east, utc_offset: -5, users: 0.4, pools: [...]}]");
   const YAML::Node list = fl.node()["regions"];
@@ -53,21 +59,17 @@ void load_fleet(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
     region_maps.emplace_back(list[i], src, fl.path() + ".regions[" + std::to_string(i) + "]");
     yaml::Map& rm = region_maps.back();
     fleet::FleetRegion reg;
-    reg.traffic.name = rm.str("name");
+    reg.traffic.name = rm.str(region_key("name"));
     for (const auto& other : spec.regions)
       if (other.traffic.name == reg.traffic.name)
         rm.fail("name", "duplicate region name '" + reg.traffic.name + "'");
     // Time zones run from UTC−12 to UTC+14 (with half and quarter hours, e.g. '5.5h').
-    const double offset_s = rm.quantity("utc_offset", units::Dim::kTime, -12 * 3600.0);
-    if (offset_s > 14 * 3600.0)
-      rm.fail("utc_offset",
-              "must be at most 14h, got " + units::format(offset_s, units::Dim::kTime),
-              "local time = UTC + utc_offset, e.g. '-5h' for New York in winter, '5.5h' for India");
+    const double offset_s = rm.quantity(region_key("utc_offset"));
     reg.traffic.utc_offset_h = offset_s / 3600.0;
-    reg.traffic.user_share = rm.number("users", 0, 1e9);
+    reg.traffic.user_share = rm.number(region_key("users"));
     fleet::read_curves(rm, reg.traffic);
-    reg.user_rtt_s = rm.quantity_or("user_rtt", units::Dim::kTime, 0.0);
-    const YAML::Node pools = rm.has("pools") ? rm.node()["pools"] : YAML::Node();
+    reg.user_rtt_s = rm.quantity_or(region_key("user_rtt"));
+    const YAML::Node pools = rm.has(region_key("pools")) ? rm.node()["pools"] : YAML::Node();
     if (!pools.IsSequence())
       rm.fail("pools", "expected a list of pools",
               "e.g. pools: [{name: h200, replicas: 100, hardware: {gpu: h200-sxm, tp: 8}}] "
@@ -75,11 +77,11 @@ void load_fleet(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
     for (size_t j = 0; j < pools.size(); ++j) {
       yaml::Map pm(pools[j], src, rm.path() + ".pools[" + std::to_string(j) + "]");
       fleet::FleetPool fp;
-      fp.name = reg.traffic.name + "/" + pm.str_or("name", "pool" + std::to_string(j));
+      fp.name = reg.traffic.name + "/" + pm.str_or(pool_key("name"), "pool" + std::to_string(j));
       hw::ModelSpec model = sc.model;
-      if (pm.has("model")) {
+      if (pm.has(pool_key("model"))) {
         try {
-          model = catalog.model(pm.str("model"));
+          model = catalog.model(pm.str(pool_key("model")));
         } catch (const InputError& e) {
           throw pm.locate("model", e);
         }
@@ -88,9 +90,10 @@ void load_fleet(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
       // Speculative decoding: the pool's own speculative: section, else the scenario's
       // serving.speculative for pools of the scenario's model.
       std::optional<DraftSettings> draft;
-      if (auto sp = pm.map_opt("speculative")) {
-        const int tp = pm.has("hardware") && pm.map("hardware").has("tp")
-                           ? static_cast<int>(pm.map("hardware").integer("tp", 1, 1024))
+      if (auto sp = pm.map_opt(pool_key("speculative"))) {
+        const yaml::Key& tp_key = schema::key("hardware.tp");
+        const int tp = pm.has("hardware") && pm.map("hardware").has(tp_key)
+                           ? static_cast<int>(pm.map("hardware").integer(tp_key))
                            : sc.par.tp;
         draft = read_speculative(*sp, model, tp, sc.vllm.block_tokens, catalog);
       } else if (sc.spec && model.id == sc.model.id) {
@@ -99,11 +102,11 @@ void load_fleet(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
       }
       fp.pool = load_pool(root, pm, "hardware", model, sc, catalog, calibration, fp.name.c_str(),
                           draft ? &*draft : nullptr);
-      fp.pool.replicas = static_cast<int>(pm.integer("replicas", 0, 10'000'000));
+      fp.pool.replicas = static_cast<int>(pm.integer(pool_key("replicas")));
       // Prefill/decode disaggregation (DistServe, Splitwise): a prefill pool takes the
       // region's new calls of its model and hands each over, with its KV cache, to a decode
       // pool of the same region and model.
-      const std::string role = pm.choice_or("role", {"both", "prefill", "decode"}, "both");
+      const std::string role = pm.choice_or(pool_key("role"));
       if (role != "both") {
         if (!sc.vllm_family())
           pm.fail("role", "disaggregation needs the vllm policy", "set serving.policy: vllm");
@@ -113,10 +116,10 @@ void load_fleet(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
         fp.pool.vllm.role = role == "prefill" ? serving::EngineConfig::Role::kPrefill
                                               : serving::EngineConfig::Role::kDecode;
       }
-      fp.spares = static_cast<int>(pm.integer_or("spares", 0, 1'000'000, 0));
-      fp.min_replicas = static_cast<int>(pm.integer_or("min_replicas", 0, 10'000'000, 0));
-      fp.max_replicas = static_cast<int>(
-          pm.integer_or("max_replicas", 0, 10'000'000, fp.pool.replicas + fp.spares));
+      fp.spares = static_cast<int>(pm.integer_or(pool_key("spares")));
+      fp.min_replicas = static_cast<int>(pm.integer_or(pool_key("min_replicas")));
+      fp.max_replicas =
+          static_cast<int>(pm.integer_or(pool_key("max_replicas"), fp.pool.replicas + fp.spares));
       if (fp.max_replicas < fp.min_replicas)
         pm.fail("max_replicas", "max_replicas (" + std::to_string(fp.max_replicas) +
                                     ") is below min_replicas (" + std::to_string(fp.min_replicas) +
@@ -128,8 +131,8 @@ void load_fleet(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
                               ? fp.pool.node->node_power_w
                               : fp.pool.gpu.tdp_w * fp.gpus_per_server;
       fp.usd_per_gpu_hour =
-          pm.number_or("usd_per_gpu_hour", 0.0, 1000.0, fp.pool.gpu.cloud_usd_per_gpu_hour);
-      fp.server_usd = pm.number_or("server_usd", 0.0, 1e9, 0.0);
+          pm.number_or(pool_key("usd_per_gpu_hour"), fp.pool.gpu.cloud_usd_per_gpu_hour);
+      fp.server_usd = pm.number_or(pool_key("server_usd"));
       // Idle draw: the catalog's figure, else an ASSUMED 20 % of TDP (reported as assumed).
       fp.gpu_idle_assumed = fp.pool.gpu.idle_power_w <= 0;
       fp.gpu_idle_w = fp.gpu_idle_assumed ? 0.2 * fp.pool.gpu.tdp_w : fp.pool.gpu.idle_power_w;
@@ -168,7 +171,7 @@ void load_fleet(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
   spec.wan_rtt_s.assign(n, std::vector<double>(n, -1.0));
   for (size_t i = 0; i < n; ++i) {
     spec.wan_rtt_s[i][i] = 0;
-    if (auto w = region_maps[i].map_opt("wan_rtt")) {
+    if (auto w = region_maps[i].map_opt(region_key("wan_rtt"))) {
       for (size_t j = 0; j < n; ++j) {
         if (j == i) continue;
         const std::string& other = spec.regions[j].traffic.name;
@@ -193,14 +196,14 @@ void load_fleet(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
             "add wan_rtt: {" + spec.regions[j].traffic.name + ": 80ms} to one of the two regions");
   for (auto& rm : region_maps) rm.finish();
 
-  if (auto rt = fl.map_opt("routing")) {
-    spec.spill_load = rt->number_or("spill_load", 0.01, 100.0, 1.0);
+  if (auto rt = fl.map_opt(schema::key("fleet.routing"))) {
+    spec.spill_load = rt->number_or(schema::key("fleet.routing.spill_load"));
     rt->finish();
   }
-  if (auto rk = fl.map_opt("datacenter")) {
-    spec.pue = rk->number_or("pue", 1.0, 3.0, 1.2);
-    spec.floor_m2_per_rack = rk->number_or("floor_m2_per_rack", 0.1, 100.0, 2.5);
-    const double cap = rk->quantity_or("rack_power", units::Dim::kPower, 0.0);
+  if (auto rk = fl.map_opt(schema::key("fleet.datacenter"))) {
+    spec.pue = rk->number_or(schema::key("fleet.datacenter.pue"));
+    spec.floor_m2_per_rack = rk->number_or(schema::key("fleet.datacenter.floor_m2_per_rack"));
+    const double cap = rk->quantity_or(schema::key("fleet.datacenter.rack_power"), 0.0);
     rk->finish();
     for (auto& reg : spec.regions)
       for (auto& p : reg.pools) p.rack_power_w = cap;
@@ -220,26 +223,28 @@ void load_fleet(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
         by_power = std::max(1, static_cast<int>(std::floor(limit / p.server_power_w + 1e-9)));
       p.servers_per_rack = std::min(by_layout, by_power);
     }
-  if (auto as = fl.map_opt("autoscaling")) {
+  if (auto as = fl.map_opt(schema::key("fleet.autoscaling"))) {
     auto& a = spec.autoscaling;
-    const std::string mode = as->choice_or("mode", {"off", "reactive", "scheduled"}, "reactive");
+    auto key = [](const char* name) -> const yaml::Key& {
+      return schema::key(std::string("fleet.autoscaling.") + name);
+    };
+    const std::string mode = as->choice_or(key("mode"));
     a.mode = mode == "off"        ? fleet::Autoscaling::Mode::kOff
              : mode == "reactive" ? fleet::Autoscaling::Mode::kReactive
                                   : fleet::Autoscaling::Mode::kScheduled;
-    const std::string metric =
-        as->choice_or("metric", {"utilization", "queue", "slo"}, "utilization");
+    const std::string metric = as->choice_or(key("metric"));
     a.metric = metric == "queue" ? fleet::Autoscaling::Metric::kQueue
                : metric == "slo" ? fleet::Autoscaling::Metric::kSlo
                                  : fleet::Autoscaling::Metric::kUtilization;
     const double fallback = metric == "queue" ? 4.0 : metric == "slo" ? 0.99 : 0.7;
-    a.target = as->number_or("target", 0.01, 1e6, fallback);
+    a.target = as->number_or(key("target"), fallback);
     if (a.metric == fleet::Autoscaling::Metric::kSlo && a.target > 1)
       as->fail("target", "an SLO-attainment target is a share of calls, at most 1",
                "e.g. target: 0.99");
-    a.interval_s = as->quantity_or("interval", units::Dim::kTime, 60.0, 1.0);
-    a.cooldown_s = as->quantity_or("cooldown", units::Dim::kTime, 600.0);
-    a.startup_s = as->quantity_or("startup", units::Dim::kTime, 60.0);
-    a.storage_bytes_per_s = as->quantity_or("storage_bandwidth", units::Dim::kBandwidth, 2e9, 1.0);
+    a.interval_s = as->quantity_or(key("interval"));
+    a.cooldown_s = as->quantity_or(key("cooldown"));
+    a.startup_s = as->quantity_or(key("startup"));
+    a.storage_bytes_per_s = as->quantity_or(key("storage_bandwidth"));
     as->finish();
   }
   for (auto& reg : spec.regions)
@@ -251,13 +256,13 @@ void load_fleet(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
       p.load_time_s = spec.autoscaling.startup_s +
                       weights / p.servers_per_replica / spec.autoscaling.storage_bytes_per_s;
     }
-  if (auto fm = fl.map_opt("failures")) {
+  if (auto fm = fl.map_opt(schema::key("fleet.failures"))) {
     auto& f = spec.failures;
     f.enabled = true;
-    read_failure_kind(*fm, "gpu", &f.gpu_mtbf_s, &f.gpu_mttr_s, "");
-    read_failure_kind(*fm, "node", &f.node_mtbf_s, &f.node_mttr_s, "");
-    read_failure_kind(*fm, "link", &f.link_mtbf_s, &f.link_mttr_s, "");
-    f.retry_delay_s = fm->quantity_or("retry_delay", units::Dim::kTime, 1.0);
+    read_failure_kind(*fm, "gpu", &f.gpu_mtbf_s, &f.gpu_mttr_s);
+    read_failure_kind(*fm, "node", &f.node_mtbf_s, &f.node_mttr_s);
+    read_failure_kind(*fm, "link", &f.link_mtbf_s, &f.link_mttr_s);
+    f.retry_delay_s = fm->quantity_or(schema::key("fleet.failures.retry_delay"));
     fm->finish();
     if (f.gpu_mtbf_s == 0 && f.node_mtbf_s == 0 && f.link_mtbf_s == 0)
       fl.fail("failures", "no failure kind given",
@@ -274,20 +279,22 @@ void load_fleet(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
         p.node_fail_share = p.failure_rate_per_s > 0 ? s / p.failure_rate_per_s : 0;
       }
   }
-  spec.report_interval_s = fl.quantity_or("report_interval", units::Dim::kTime, 3600.0, 1.0);
+  spec.report_interval_s = fl.quantity_or(schema::key("fleet.report_interval"));
   fl.finish();
 
-  if (auto cm = root.map_opt("cost")) {
+  if (auto cm = root.map_opt(schema::key("cost"))) {
     auto& c = spec.cost;
-    c.basis = cm->choice_or("basis", {"cloud", "owned"}, "cloud") == "owned"
-                  ? fleet::CostModel::Basis::kOwned
-                  : fleet::CostModel::Basis::kCloud;
-    c.reserved_discount = cm->number_or("reserved_discount", 0.0, 0.95, 0.0);
-    c.depreciation_years = cm->number_or("depreciation_years", 0.1, 30.0, 4.0);
-    c.network_usd_per_server = cm->number_or("network_usd_per_server", 0.0, 1e9, 0.0);
-    c.rack_usd = cm->number_or("rack_usd", 0.0, 1e9, 0.0);
-    c.electricity_usd_per_kwh = cm->number_or("electricity_usd_per_kwh", 0.0, 10.0, 0.0);
-    c.margin = cm->number_or("margin", 0.0, 0.99, 0.3);
+    auto key = [](const char* name) -> const yaml::Key& {
+      return schema::key(std::string("cost.") + name);
+    };
+    c.basis = cm->choice_or(key("basis")) == "owned" ? fleet::CostModel::Basis::kOwned
+                                                     : fleet::CostModel::Basis::kCloud;
+    c.reserved_discount = cm->number_or(key("reserved_discount"));
+    c.depreciation_years = cm->number_or(key("depreciation_years"));
+    c.network_usd_per_server = cm->number_or(key("network_usd_per_server"));
+    c.rack_usd = cm->number_or(key("rack_usd"));
+    c.electricity_usd_per_kwh = cm->number_or(key("electricity_usd_per_kwh"), 0.0);
+    c.margin = cm->number_or(key("margin"));
     if (c.basis == fleet::CostModel::Basis::kOwned) {
       if (!cm->has("electricity_usd_per_kwh"))
         cm->fail("electricity_usd_per_kwh", "owned hardware needs an electricity price",
@@ -303,7 +310,7 @@ void load_fleet(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
   }
 
   // Users → traffic, validated now and rebuilt per run.
-  spec.users = root.map("users");
+  spec.users = root.map(schema::key("users"));
   std::vector<fleet::RegionTraffic> traffic;
   for (const auto& r : spec.regions) traffic.push_back(r.traffic);
   {

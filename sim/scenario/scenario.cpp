@@ -6,6 +6,7 @@
 #include "hw_models/error.h"
 #include "sim/network/simgrid_network.h"
 #include "sim/network/table_network.h"
+#include "sim/scenario/schema.h"
 #include "sim/serving/registry.h"
 
 namespace fleetsim::scenario {
@@ -17,9 +18,9 @@ std::unique_ptr<workload::Workload> Scenario::make_workload(uint64_t seed_value)
 
 namespace {
 
-hw::DType dtype_of(yaml::Map& m, const std::string& key, const std::vector<std::string>& allowed,
-                   const std::string& fallback, std::string* name) {
-  *name = m.choice_or(key, allowed, fallback);
+hw::DType dtype_of(yaml::Map& m, const yaml::Key& key, const std::string& fallback,
+                   std::string* name) {
+  *name = m.choice_or(key, fallback);
   hw::DType d;
   hw::parse_dtype(*name, &d);
   return d;
@@ -43,10 +44,10 @@ void load_network(yaml::Map& root, Scenario& sc, const hw::LinkLevel& up, const 
     fab.nic = {nic.latency_s, nic.bw_bytes_per_s};
   }
   fab.gpus = std::max(domain, fab.gpus_per_node);
-  std::optional<yaml::Map> nw = root.map_opt("network");
+  std::optional<yaml::Map> nw = root.map_opt(schema::key("network"));
   if (nw) {
-    sc.network_model = nw->choice_or("model", {"analytic", "simgrid"}, "analytic");
-    if (nw->has("oversubscription")) {
+    sc.network_model = nw->choice_or(schema::key("network.model"));
+    if (nw->has(schema::key("network.oversubscription"))) {
       // A ratio: 2, 2.0 or "2:1" (leaf downlink bandwidth over uplink bandwidth).
       const std::string text = nw->str("oversubscription");
       char* end = nullptr;
@@ -63,16 +64,16 @@ void load_network(yaml::Map& root, Scenario& sc, const hw::LinkLevel& up, const 
                  "1 is a non-blocking fat tree; write 2:1 oversubscription as 2 or \"2:1\"");
       fab.oversubscription = o;
     }
-    fab.nodes_per_leaf = static_cast<int>(nw->integer_or("nodes_per_leaf", 1, 1 << 20, 32));
+    fab.nodes_per_leaf = static_cast<int>(nw->integer_or(schema::key("network.nodes_per_leaf")));
     // Regions joined by WAN links: the disaggregated pools sit in different regions
     // (checked with the serving section, load_regions_and_alltoall).
-    fab.regions = static_cast<int>(nw->integer_or("regions", 1, 2, 1));
-    if (auto wan = nw->map_opt("wan")) {
+    fab.regions = static_cast<int>(nw->integer_or(schema::key("network.regions")));
+    if (auto wan = nw->map_opt(schema::key("network.wan"))) {
       if (fab.regions < 2)
         nw->fail("wan", "a WAN link joins regions, and there is one",
                  "add regions: 2, or drop wan");
-      fab.wan.bw_bytes_per_s = wan->quantity("bandwidth", units::Dim::kBandwidth, 1.0);
-      fab.wan.latency_s = wan->quantity("latency", units::Dim::kTime, 0.0);
+      fab.wan.bw_bytes_per_s = wan->quantity(schema::key("network.wan.bandwidth"));
+      fab.wan.latency_s = wan->quantity(schema::key("network.wan.latency"));
       wan->finish();
     } else if (fab.regions > 1) {
       nw->fail("regions", "two regions need the WAN link between them",
@@ -84,8 +85,9 @@ void load_network(yaml::Map& root, Scenario& sc, const hw::LinkLevel& up, const 
                    "' has no scale-out NIC to reach another region",
                "pick a node with NICs");
     // Resolved once the pools are known (load_regions_and_alltoall).
-    if (nw->has("live_alltoall")) {
-      if (nw->boolean_or("live_alltoall", false) && sc.network_model != "simgrid")
+    if (nw->has(schema::key("network.live_alltoall"))) {
+      if (nw->boolean_or(schema::key("network.live_alltoall"), false) &&
+          sc.network_model != "simgrid")
         nw->fail("live_alltoall", "the live all-to-all runs on the SimGrid fabric",
                  "set model: simgrid, or drop live_alltoall");
     }
@@ -150,16 +152,16 @@ void check_host_memory(const hw::MemoryFit& m, const hw::Parallelism& par,
 
 void load_deployment(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
                      std::shared_ptr<const hw::CalibrationSet> calibration) {
-  yaml::Map hw = root.map("hardware");
-  const std::string gpu_id = hw.str("gpu");
+  yaml::Map hw = root.map(schema::key("hardware"));
+  const std::string gpu_id = hw.str(schema::key("hardware.gpu"));
   try {
     sc.gpu = catalog.gpu(gpu_id);
   } catch (const InputError& e) {
     throw hw.locate("gpu", e);
   }
-  if (hw.has("node")) {
+  if (hw.has(schema::key("hardware.node"))) {
     try {
-      sc.node = catalog.node(hw.str("node"));
+      sc.node = catalog.node(hw.str(schema::key("hardware.node")));
     } catch (const InputError& e) {
       throw hw.locate("node", e);
     }
@@ -169,12 +171,13 @@ void load_deployment(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
   } else if (const hw::NodeSpec* n = catalog.default_node_for(sc.gpu.id)) {
     sc.node = *n;
   }
-  sc.par.tp = static_cast<int>(hw.integer_or("tp", 1, 1024, 1));
-  sc.par.pp = static_cast<int>(hw.integer_or("pp", 1, 1024, 1));
-  sc.par.dp_attention = static_cast<int>(hw.integer_or("dp_attention", 1, 1024, 1));
-  sc.par.expert_parallel = hw.boolean_or("expert_parallel", false);
-  sc.par.redundant_experts = static_cast<int>(hw.integer_or("redundant_experts", 0, 1 << 16, 0));
-  sc.par.two_batch_overlap = hw.boolean_or("two_batch_overlap", false);
+  sc.par.tp = static_cast<int>(hw.integer_or(schema::key("hardware.tp")));
+  sc.par.pp = static_cast<int>(hw.integer_or(schema::key("hardware.pp")));
+  sc.par.dp_attention = static_cast<int>(hw.integer_or(schema::key("hardware.dp_attention")));
+  sc.par.expert_parallel = hw.boolean_or(schema::key("hardware.expert_parallel"));
+  sc.par.redundant_experts =
+      static_cast<int>(hw.integer_or(schema::key("hardware.redundant_experts")));
+  sc.par.two_batch_overlap = hw.boolean_or(schema::key("hardware.two_batch_overlap"));
   for (const char* k : {"redundant_experts", "two_batch_overlap"})
     if (hw.has(k) && !sc.par.expert_parallel)
       hw.fail(k, std::string(k) + " applies to expert parallelism", "set expert_parallel: true");
@@ -210,17 +213,16 @@ void load_deployment(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
 
   // Precision. FP8 weights on a GPU with FP8 units default to FP8 activations (W8A8, as
   // vLLM runs FP8 checkpoints on Hopper and later); others default to 16-bit activations.
-  const std::vector<std::string> dtypes = {"bf16",  "fp16",  "fp8",  "int8", "int4",  "fp4",
-                                           "mxfp4", "nvfp4", "q8_0", "q4_0", "q4_k_m"};
   hw::DType w = hw::DType::kBf16, a = hw::DType::kBf16, kv = hw::DType::kBf16;
-  std::optional<yaml::Map> pr = root.map_opt("precision");
-  if (pr) w = dtype_of(*pr, "weights", dtypes, "bf16", &sc.weights_dtype);
+  std::optional<yaml::Map> pr = root.map_opt(schema::key("precision"));
+  const yaml::Key& weights = schema::key("precision.weights");
+  if (pr) w = dtype_of(*pr, weights, weights.fallback, &sc.weights_dtype);
   const bool has_fp8 = sc.gpu.fp8_flops_per_s > 0;
   const std::string act_default = (w == hw::DType::kFp8 && has_fp8) ? "fp8" : "bf16";
   if (pr) {
-    a = dtype_of(*pr, "activations", {"bf16", "fp16", "fp8", "int8", "fp4", "mxfp4", "nvfp4"},
-                 act_default, &sc.activations_dtype);
-    kv = dtype_of(*pr, "kv", {"bf16", "fp16", "fp8", "int8", "int4"}, "bf16", &sc.kv_dtype);
+    a = dtype_of(*pr, schema::key("precision.activations"), act_default, &sc.activations_dtype);
+    const yaml::Key& kv_key = schema::key("precision.kv");
+    kv = dtype_of(*pr, kv_key, kv_key.fallback, &sc.kv_dtype);
     pr->finish();
   } else {
     sc.activations_dtype = act_default;
@@ -240,34 +242,40 @@ void load_deployment(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
   hw::apply_engine(sc.engine, &sc.eff);
   sc.efficiency_source = "catalog (" + sc.gpu.id + ", " + sc.gpu.efficiency_basis + ")";
   bool use_calibration = true;
-  if (auto ef = root.map_opt("efficiency")) {
-    if (ef->has("compute") || ef->has("memory")) sc.efficiency_source = "scenario override";
-    sc.eff.compute = ef->number_or("compute", 0.01, 1.0, sc.eff.compute);
-    sc.eff.memory = ef->number_or("memory", 0.01, 1.0, sc.eff.memory);
+  if (auto ef = root.map_opt(schema::key("efficiency"))) {
+    const yaml::Key& compute = schema::key("efficiency.compute");
+    const yaml::Key& memory = schema::key("efficiency.memory");
+    if (ef->has(compute) || ef->has(memory)) sc.efficiency_source = "scenario override";
+    sc.eff.compute = ef->number_or(compute, sc.eff.compute);
+    sc.eff.memory = ef->number_or(memory, sc.eff.memory);
     sc.eff.iteration_overhead_s =
-        ef->quantity_or("iteration_overhead", units::Dim::kTime, sc.eff.iteration_overhead_s);
-    sc.eff.per_sequence_overhead_s =
-        ef->quantity_or("per_sequence_overhead", units::Dim::kTime, sc.eff.per_sequence_overhead_s);
+        ef->quantity_or(schema::key("efficiency.iteration_overhead"), sc.eff.iteration_overhead_s);
+    sc.eff.per_sequence_overhead_s = ef->quantity_or(
+        schema::key("efficiency.per_sequence_overhead"), sc.eff.per_sequence_overhead_s);
     sc.eff.kernel_launch_s =
-        ef->quantity_or("kernel_launch", units::Dim::kTime, sc.eff.kernel_launch_s);
-    sc.eff.cuda_graphs = ef->boolean_or("cuda_graphs", true);
-    sc.eff.moe_imbalance = ef->number_or("moe_imbalance", 1.0, 100.0, sc.eff.moe_imbalance);
+        ef->quantity_or(schema::key("efficiency.kernel_launch"), sc.eff.kernel_launch_s);
+    sc.eff.cuda_graphs = ef->boolean_or(schema::key("efficiency.cuda_graphs"));
+    sc.eff.moe_imbalance =
+        ef->number_or(schema::key("efficiency.moe_imbalance"), sc.eff.moe_imbalance);
     sc.eff.kernel_efficiency =
-        ef->number_or("kernel_efficiency", 0.05, 2.0, sc.eff.kernel_efficiency);
-    use_calibration = ef->boolean_or("calibration", true);
+        ef->number_or(schema::key("efficiency.kernel_efficiency"), sc.eff.kernel_efficiency);
+    use_calibration = ef->boolean_or(schema::key("efficiency.calibration"));
     ef->finish();
   }
 
   // Offload.
-  if (auto of = root.map_opt("offload")) {
-    sc.offload.layers_on_host =
-        static_cast<int>(of->integer_or("layers_on_host", 0, sc.model.layers, 0));
-    sc.offload.experts_on_host = of->number_or("experts_on_host", 0.0, 1.0, 0.0);
+  if (auto of = root.map_opt(schema::key("offload"))) {
+    // At most the model's layers: a bound the table cannot hold, checked the same way.
+    yaml::Key layers = schema::key("offload.layers_on_host");
+    layers.max = sc.model.layers;
+    sc.offload.layers_on_host = static_cast<int>(of->integer_or(layers));
+    sc.offload.experts_on_host = of->number_or(schema::key("offload.experts_on_host"));
     if (sc.offload.experts_on_host > 0 && !sc.model.is_moe())
       of->fail("experts_on_host", sc.model.id + " is a dense model: it has no experts",
                "use layers_on_host for a dense model");
-    sc.offload.expert_popularity_zipf = of->number_or("expert_popularity_zipf", 0.0, 10.0, 0.0);
-    sc.offload.mode = of->choice_or("mode", {"stream", "host_compute"}, "stream") == "stream"
+    sc.offload.expert_popularity_zipf =
+        of->number_or(schema::key("offload.expert_popularity_zipf"));
+    sc.offload.mode = of->choice_or(schema::key("offload.mode")) == "stream"
                           ? hw::Offload::Mode::kStream
                           : hw::Offload::Mode::kHostCompute;
     if (sc.offload.mode == hw::Offload::Mode::kHostCompute &&
@@ -325,8 +333,11 @@ void load_deployment(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
 Scenario load(const std::string& file, const std::vector<std::string>& overrides,
               std::optional<uint64_t> seed, const hw::Catalog& catalog,
               std::shared_ptr<const hw::CalibrationSet> calibration) {
-  return load_map(yaml::load_file_with_overrides(file, overrides), file, overrides, seed, catalog,
-                  std::move(calibration));
+  yaml::Map root = yaml::load_file_with_overrides(file, overrides);
+  // Every --set names a declared key: a misspelt one is reported with the nearest key and
+  // its type, range and default, before any section is read.
+  for (const auto& o : overrides) schema::check_override(o.substr(0, o.find('=')));
+  return load_map(std::move(root), file, overrides, seed, catalog, std::move(calibration));
 }
 
 std::unique_ptr<fleet::Population> Scenario::make_population(uint64_t seed_value) const {
@@ -376,7 +387,9 @@ Pool load_pool(const yaml::Map& root, yaml::Map& section, const std::string& ove
     throw section.locate(override_key,
                          InputError(e.message() + " [memory fit, " + what + "]", e.hint()));
   }
-  if (section.has("offload"))
+  // A fleet pool may have an offload section of its own; the other pools (prefill, cascade)
+  // take the scenario's.
+  if (override_key == "hardware" && section.has("offload"))
     check_host_memory(pool.memory, pool.par, pool.node, section.map("offload"), pool.dep.offload,
                       std::string(" [") + what + "]");
   else if (yaml::Map r = root; r.has("offload"))
@@ -410,7 +423,9 @@ void load_disaggregation(const yaml::Map& root, yaml::Map& dg, Scenario& sc,
   if (sc.vllm.prefix_caching)
     dg.fail("", "prefix caching with disaggregation is not modelled yet",
             "set serving.prefix_caching: false");
-  const int replicas = static_cast<int>(dg.integer("prefill_replicas", 1, 1'000'000));
+  const int replicas =
+      static_cast<int>(dg.integer(schema::key("serving.disaggregation.prefill_replicas")));
+  (void)dg.has(schema::key("serving.disaggregation.prefill_hardware"));
   Pool pool =
       load_pool(root, dg, "prefill_hardware", sc.model, sc, catalog, calibration, "prefill pool");
   pool.replicas = replicas;
@@ -473,7 +488,9 @@ void load_regions_and_alltoall(yaml::Map& root, Scenario& sc) {
   const bool pipelined =
       (main_crosses && sc.par.pp > 1) || (prefill_crosses && sc.prefill_pool->par.pp > 1);
   const bool asked = nw && nw->has("live_alltoall");
-  if (!(asked ? nw->boolean_or("live_alltoall", false) : sc.network_model == "simgrid")) return;
+  if (!(asked ? nw->boolean_or(schema::key("network.live_alltoall"), false)
+              : sc.network_model == "simgrid"))
+    return;
   const int domain = sc.fabric.domain_gpus;
   if (!any) {
     if (asked)
@@ -501,12 +518,13 @@ void load_cascade(const yaml::Map& root, yaml::Map& cs, Scenario& sc, const hw::
   if (!sc.vllm_family()) cs.fail("", "a cascade needs the vllm policy", "set serving.policy: vllm");
   hw::ModelSpec small;
   try {
-    small = catalog.model(cs.str("small_model"));
+    small = catalog.model(cs.str(schema::key("serving.cascade.small_model")));
   } catch (const InputError& e) {
     throw cs.locate("small_model", e);
   }
-  const int replicas = static_cast<int>(cs.integer("small_replicas", 1, 1'000'000));
-  sc.escalation = cs.number("escalation", 0.0, 1.0);
+  const int replicas = static_cast<int>(cs.integer(schema::key("serving.cascade.small_replicas")));
+  sc.escalation = cs.number(schema::key("serving.cascade.escalation"));
+  (void)cs.has(schema::key("serving.cascade.small_hardware"));
   Pool pool =
       load_pool(root, cs, "small_hardware", small, sc, catalog, calibration, "cascade small model");
   pool.replicas = replicas;
@@ -520,7 +538,7 @@ void load_cascade(const yaml::Map& root, yaml::Map& cs, Scenario& sc, const hw::
 std::optional<DraftSettings> read_speculative(yaml::Map& sp, const hw::ModelSpec& model, int tp,
                                               int block_tokens, const hw::Catalog& catalog) {
   DraftSettings d;
-  const std::string id = sp.str("draft_model");
+  const std::string id = sp.str(schema::key_in(sp, "draft_model"));
   d.mtp = id == "mtp";
   if (d.mtp) {
     if (model.mtp_layers <= 0)
@@ -548,10 +566,12 @@ std::optional<DraftSettings> read_speculative(yaml::Map& sp, const hw::ModelSpec
                   std::to_string(d.draft.heads) + " heads",
               "");
   }
-  d.k = static_cast<int>(sp.integer("k", 0, 64));
+  const yaml::Key& acceptance = schema::key_in(sp, "acceptance");
+  const yaml::Key& spread = schema::key_in(sp, "acceptance_spread");
+  d.k = static_cast<int>(sp.integer(schema::key_in(sp, "k")));
   if (d.k == 0) {  // k: 0 turns speculative decoding off (handy with --set)
-    sp.number_or("acceptance", 0.0, 0.999, 0.0);
-    sp.number_or("acceptance_spread", 0.0, 1.0, 0.0);
+    sp.number_or(acceptance, 0.0);
+    sp.number_or(spread);
     sp.finish();
     return std::nullopt;
   }
@@ -560,8 +580,8 @@ std::optional<DraftSettings> read_speculative(yaml::Map& sp, const hw::ModelSpec
             "k + 1 tokens per iteration must fit one KV block of " + std::to_string(block_tokens) +
                 " tokens",
             "use k <= " + std::to_string(block_tokens - 1));
-  d.acceptance = sp.number("acceptance", 0.0, 0.999);
-  d.spread = sp.number_or("acceptance_spread", 0.0, 1.0, 0.0);
+  d.acceptance = sp.number(acceptance);
+  d.spread = sp.number_or(spread);
   sp.finish();
   return d;
 }
@@ -590,7 +610,7 @@ namespace {
 // The draft runs on the same GPUs with the same parallelism and precision; its weights and
 // KV cache take memory from the target's KV cache.
 void load_speculative(yaml::Map& sp, Scenario& sc, const hw::Catalog& catalog) {
-  sc.draft_model = sp.str("draft_model");
+  sc.draft_model = sp.str(schema::key("serving.speculative.draft_model"));
   const std::optional<DraftSettings> d =
       read_speculative(sp, sc.model, sc.par.tp, sc.vllm.block_tokens, catalog);
   if (!d) {
@@ -613,11 +633,7 @@ Scenario load_map(yaml::Map root, const std::string& file,
     // Unknown top-level keys first, so a misspelt section is reported as such ("did you
     // mean 'serving'?") rather than as the correct one missing.
     yaml::Map top = root;
-    for (const char* k :
-         {"name", "description", "seed", "model", "hardware", "precision", "efficiency", "offload",
-          "serving", "workload", "slo", "users", "fleet", "cost", "network", "plan", "sweep"}) {
-      top.has(k);
-    }
+    for (const std::string& k : schema::sections()) top.has(schema::key(k));
     top.finish();
   }
   Scenario sc;
@@ -630,15 +646,15 @@ Scenario load_map(yaml::Map root, const std::string& file,
   sc.base_dir = path.parent_path().string();
   // plan: and sweep: are read by `fleetsim plan` (sim/plan/planner.h) and `fleetsim sweep`
   // (sim/app/sweep.h); a run simulates the scenario as written.
-  (void)root.has("plan");
-  (void)root.has("sweep");
-  sc.name = root.str_or("name", path.stem().string());
-  sc.description = root.str_or("description", "");
-  sc.seed = static_cast<uint64_t>(root.integer_or("seed", 0, INT64_MAX, 1));
+  (void)root.has(schema::key("plan"));
+  (void)root.has(schema::key("sweep"));
+  sc.name = root.str_or(schema::key("name"), path.stem().string());
+  sc.description = root.str_or(schema::key("description"), "");
+  sc.seed = static_cast<uint64_t>(root.integer_or(schema::key("seed")));
   if (seed) sc.seed = *seed;
 
   // Model and hardware from the catalog.
-  const std::string model_id = root.str("model");
+  const std::string model_id = root.str(schema::key("model"));
   try {
     sc.model = catalog.model(model_id);
   } catch (const InputError& e) {
@@ -647,10 +663,11 @@ Scenario load_map(yaml::Map root, const std::string& file,
   // The serving engine, first: its overheads enter the deployment and its scheduler
   // semantics the serving defaults below.
   {
-    std::string engine_id = hw::kDefaultEngine;
+    const yaml::Key& engine = schema::key("serving.engine");
+    std::string engine_id = engine.fallback;
     sc.engine_defaulted = true;
-    if (auto sv = root.map_opt("serving"); sv && sv->has("engine")) {
-      engine_id = sv->str("engine");
+    if (auto sv = root.map_opt(schema::key("serving")); sv && sv->has(engine)) {
+      engine_id = sv->str(engine);
       sc.engine_defaulted = false;
       try {
         sc.engine = catalog.engine(engine_id);
@@ -668,45 +685,49 @@ Scenario load_map(yaml::Map root, const std::string& file,
 
   // Serving.
   {
-    yaml::Map sv = root.map("serving");
-    sc.replicas = static_cast<int>(sv.integer_or("replicas", 1, 1'000'000, 1));
-    sc.router = sv.choice_or("router", serving::router_names(), "round-robin");
-    sc.router_params.prefix_balance_slack = sv.integer_or("prefix_balance_slack", 0, 1LL << 40, 8);
+    yaml::Map sv = root.map(schema::key("serving"));
+    auto key = [](const char* name) -> const yaml::Key& {
+      return schema::key(std::string("serving.") + name);
+    };
+    sc.replicas = static_cast<int>(sv.integer_or(key("replicas")));
+    sc.router = sv.choice_or(key("router"));
+    sc.router_params.prefix_balance_slack = sv.integer_or(key("prefix_balance_slack"));
     if (sv.has("prefix_balance_slack") && sc.router != "prefix-aware")
       sv.fail("prefix_balance_slack", "prefix_balance_slack applies to router: prefix-aware", "");
-    (void)sv.has("engine");  // read above
+    (void)sv.has(key("engine"));  // read above
     // A scenario that names no policy gets the engine's scheduler: the vllm replica,
     // chunked or prefill-first as the engine runs. One that names `vllm` means vLLM's
     // prefill-first scheduling unless it also sets chunked_prefill.
-    const bool policy_named = sv.has("policy");
-    sc.policy = sv.choice_or("policy", serving::policy_names(), "vllm");
-    sc.vllm.chunked_prefill = sv.boolean_or(
-        "chunked_prefill", sc.policy == "sarathi" || (!policy_named && sc.engine.chunked_prefill));
+    const bool policy_named = sv.has(key("policy"));
+    sc.policy = sv.choice_or(key("policy"));
+    sc.vllm.chunked_prefill =
+        sv.boolean_or(key("chunked_prefill"),
+                      sc.policy == "sarathi" || (!policy_named && sc.engine.chunked_prefill));
     if (sc.policy == "sarathi" && !sc.vllm.chunked_prefill)
       sv.fail("chunked_prefill", "the sarathi policy is chunked prefill",
               "drop chunked_prefill, or use policy: vllm for prefill-first");
     // Whole or split prompts in a chunked iteration: the engine's way unless the file says.
     sc.vllm.split_prompts =
-        sv.boolean_or("split_prompts", sc.policy == "sarathi" || sc.engine.split_prompts);
+        sv.boolean_or(key("split_prompts"), sc.policy == "sarathi" || sc.engine.split_prompts);
     if (sv.has("split_prompts") && !sc.vllm.chunked_prefill)
       sv.fail("split_prompts", "split_prompts applies to chunked prefill only",
               "set chunked_prefill: true, or remove split_prompts");
     if (sc.policy == "sarathi" && !sc.vllm.split_prompts)
       sv.fail("split_prompts", "the sarathi policy splits prompts into chunks",
               "use policy: vllm with chunked_prefill: true for whole prompts with decodes");
-    sc.vllm.block_tokens = static_cast<int>(sv.integer_or("block_tokens", 1, 1024, 16));
-    sc.vllm.max_num_seqs = sv.integer_or("max_num_seqs", 1, 65536, sc.engine.max_num_seqs);
+    sc.vllm.block_tokens = static_cast<int>(sv.integer_or(key("block_tokens")));
+    sc.vllm.max_num_seqs = sv.integer_or(key("max_num_seqs"), sc.engine.max_num_seqs);
     sc.vllm.max_batched_tokens =
-        sv.integer_or("max_batched_tokens", 1, 1 << 24, sc.engine.max_batched_tokens);
-    sc.vllm.fast_forward = sv.boolean_or("fast_forward", true);
-    sc.vllm.prefix_caching = sv.boolean_or("prefix_caching", false);
+        sv.integer_or(key("max_batched_tokens"), sc.engine.max_batched_tokens);
+    sc.vllm.fast_forward = sv.boolean_or(key("fast_forward"));
+    sc.vllm.prefix_caching = sv.boolean_or(key("prefix_caching"));
     // Fleet users' prompts are generated with block hashes of this many tokens (a trace or
     // workload.conversations brings its own). vLLM hashes every 16-token KV block; coarser
     // blocks keep a fleet day fast and lose up to one block of reuse per prompt.
     if (root.has("fleet") && sc.vllm.prefix_caching) {
       const int bt = sc.vllm.block_tokens;
-      sc.vllm.prefix_block_tokens = static_cast<int>(
-          sv.integer_or("prefix_block_tokens", 1, 1 << 20, (256 + bt - 1) / bt * bt));
+      sc.vllm.prefix_block_tokens =
+          static_cast<int>(sv.integer_or(key("prefix_block_tokens"), (256 + bt - 1) / bt * bt));
       if (sc.vllm.prefix_block_tokens % bt != 0)
         sv.fail("prefix_block_tokens",
                 "must be a whole number of KV blocks of " + std::to_string(bt) + " tokens",
@@ -725,15 +746,10 @@ Scenario load_map(yaml::Map root, const std::string& file,
         sv.fail("batch_timeout",
                 "batch_timeout applies only to policy 'dynamic' (policy is '" + sc.policy + "')",
                 "set serving.policy: dynamic, or remove batch_timeout");
-      const double t = sv.quantity("batch_timeout", units::Dim::kTime);
-      if (t > 3600.0)
-        sv.fail("batch_timeout", "must be at most 1h, got " + units::format(t, units::Dim::kTime),
-                "a dynamic batcher waits milliseconds, e.g. '10ms'");
-      sc.vllm.batch_timeout_ns = seconds_to_ns(t);
+      sc.vllm.batch_timeout_ns = seconds_to_ns(sv.quantity(key("batch_timeout")));
     }
-    sc.gpu_memory_utilization = sv.number_or("gpu_memory_utilization", 0.05, 1.0, 0.9);
-    sc.runtime_reserve_bytes =
-        sv.quantity_or("runtime_reserve", units::Dim::kBytes, 1.0 * (1 << 30));
+    sc.gpu_memory_utilization = sv.number_or(key("gpu_memory_utilization"));
+    sc.runtime_reserve_bytes = sv.quantity_or(key("runtime_reserve"));
     if (sc.vllm.chunked_prefill && sc.vllm.max_batched_tokens < sc.vllm.max_num_seqs) {
       sv.fail("max_batched_tokens",
               "with chunked prefill the token budget (" +
@@ -743,11 +759,11 @@ Scenario load_map(yaml::Map root, const std::string& file,
               "or lower max_num_seqs");
     }
     sc.vllm.max_context_tokens = sc.model.max_context_tokens;
-    if (auto sp = sv.map_opt("speculative")) load_speculative(*sp, sc, catalog);
-    if (auto lo = sv.map_opt("lora")) {
+    if (auto sp = sv.map_opt(key("speculative"))) load_speculative(*sp, sc, catalog);
+    if (auto lo = sv.map_opt(key("lora"))) {
       // Adapter slots live in GPU memory; a load moves one adapter over the host link.
-      sc.vllm.lora_slots = static_cast<int>(lo->integer("max_loras", 1, 4096));
-      sc.lora_rank = static_cast<int>(lo->integer_or("rank", 1, 1024, 16));
+      sc.vllm.lora_slots = static_cast<int>(lo->integer(schema::key("serving.lora.max_loras")));
+      sc.lora_rank = static_cast<int>(lo->integer_or(schema::key("serving.lora.rank")));
       lo->finish();
       const double bytes = hw::lora_adapter_bytes(sc.model, sc.lora_rank, sc.prec.weight_bytes);
       const hw::InterconnectSpec& host = catalog.interconnect(sc.gpu.host_link);
@@ -778,8 +794,8 @@ Scenario load_map(yaml::Map root, const std::string& file,
                       "')",
                   std::string("set serving.policy: vllm, or drop ") + k);
     // Preemption mode and load shedding.
-    sc.vllm.swap = sv.choice_or("preemption", {"recompute", "swap"}, "recompute") == "swap";
-    const double swap_space = sv.quantity_or("swap_space", units::Dim::kBytes, 4.0 * (1 << 30));
+    sc.vllm.swap = sv.choice_or(key("preemption")) == "swap";
+    const double swap_space = sv.quantity_or(key("swap_space"));
     if (sc.vllm.swap) {
       // Each GPU moves its shard of a block over its own host link, in parallel.
       const double block_bytes = sc.memory.kv_bytes_per_token * sc.vllm.block_tokens;
@@ -791,12 +807,12 @@ Scenario load_map(yaml::Map root, const std::string& file,
       sv.fail("swap_space", "swap_space without preemption: swap",
               "set preemption: swap, or drop swap_space");
     }
-    sc.vllm.max_queue = sv.integer_or("max_queue", 0, 1LL << 40, 0);
+    sc.vllm.max_queue = sv.integer_or(key("max_queue"));
     if (sv.has("prefix_cache_host_space")) {
       if (!sc.vllm.prefix_caching)
         sv.fail("prefix_cache_host_space",
                 "a host tier for the prefix cache needs prefix_caching: true", "");
-      const double bytes = sv.quantity("prefix_cache_host_space", units::Dim::kBytes, 1.0);
+      const double bytes = sv.quantity(key("prefix_cache_host_space"));
       const double block_bytes = sc.memory.kv_bytes_per_token * sc.vllm.block_tokens;
       const hw::InterconnectSpec& host = catalog.interconnect(sc.gpu.host_link);
       // Entries are whole trace prefix blocks; their size is known once the trace is read
@@ -805,7 +821,7 @@ Scenario load_map(yaml::Map root, const std::string& file,
       sc.vllm.swap_ns_per_block = block_bytes / host.bw_bytes_per_s * 1e9;
       sc.vllm.swap_latency_ns = seconds_to_ns(host.latency_s);
     }
-    sc.vllm.forced_token_share = sv.number_or("forced_token_share", 0.0, 0.9, 0.0);
+    sc.vllm.forced_token_share = sv.number_or(key("forced_token_share"));
     if (serving::max_tokens_per_iteration(sc.vllm) > sc.vllm.block_tokens)
       sv.fail(sv.has("forced_token_share") ? "forced_token_share" : "speculative",
               "a sequence could advance " +
@@ -813,11 +829,11 @@ Scenario load_map(yaml::Map root, const std::string& file,
                   " tokens per iteration, more than one KV block of " +
                   std::to_string(sc.vllm.block_tokens) + " tokens",
               "use a larger block_tokens, a smaller speculative k or forced_token_share");
-    if (auto dg = sv.map_opt("disaggregation"))
+    if (auto dg = sv.map_opt(key("disaggregation")))
       load_disaggregation(root, *dg, sc, catalog, calibration);
     load_regions_and_alltoall(root, sc);
     if (sc.network_model == "simgrid") size_simgrid_fabric(root, sc);
-    if (auto cs = sv.map_opt("cascade")) {
+    if (auto cs = sv.map_opt(key("cascade"))) {
       if (sc.prefill_pool) cs->fail("", "a cascade with disaggregation is not modelled", "");
       if (root.has("fleet")) {
         // A fleet's small model runs in its own pools (load_fleet checks that it has some).
@@ -826,31 +842,31 @@ Scenario load_map(yaml::Map root, const std::string& file,
             cs->fail(k, "a fleet's small model runs in its pools",
                      "drop " + std::string(k) + " and give the regions pools with model: " +
                          cs->str_or("small_model", "<the small model>"));
-        sc.cascade_small_model = cs->str("small_model");
-        sc.escalation = cs->number("escalation", 0.0, 1.0);
+        sc.cascade_small_model = cs->str(schema::key("serving.cascade.small_model"));
+        sc.escalation = cs->number(schema::key("serving.cascade.escalation"));
         cs->finish();
       } else {
         load_cascade(root, *cs, sc, catalog, calibration);
       }
     }
-    if (auto rc = sv.map_opt("response_cache")) {
+    if (auto rc = sv.map_opt(key("response_cache"))) {
       sc.response_cache = true;
-      sc.response_cache_latency_s = rc->quantity_or("latency", units::Dim::kTime, 0.005);
+      sc.response_cache_latency_s = rc->quantity_or(schema::key("serving.response_cache.latency"));
       if (rc->has("hit_rate") == rc->has("capacity"))
         rc->fail("",
                  "give either hit_rate (a fixed share of hits) or capacity (exact matches "
                  "of trace prompts, LRU)",
                  "e.g. response_cache: {hit_rate: 0.1} or {capacity: 100000}");
       if (rc->has("hit_rate"))
-        sc.response_cache_hit_rate = rc->number("hit_rate", 0.0, 1.0);
+        sc.response_cache_hit_rate = rc->number(schema::key("serving.response_cache.hit_rate"));
       else
-        sc.response_cache_capacity = rc->integer("capacity", 1, 1LL << 40);
+        sc.response_cache_capacity = rc->integer(schema::key("serving.response_cache.capacity"));
       rc->finish();
     }
     sv.finish();
   }
 
-  if (auto slo = root.map_opt("slo")) {
+  if (auto slo = root.map_opt(schema::key("slo"))) {
     const workload::SloSection s = workload::read_slo(*slo, "");
     sc.slo_ttft_s = s.ttft_s;
     sc.slo_tpot_s = s.tpot_s;

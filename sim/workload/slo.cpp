@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "hw_models/yaml_reader.h"
+#include "sim/scenario/schema.h"
 
 namespace fleetsim::workload {
 
@@ -72,7 +73,7 @@ SloSection read_slo(yaml::Map& slo, const std::string& cls) {
                  "an inter-token target needs a percentile: gaps are many per request, so a plain "
                  "bound has no share to hold for",
                  "e.g. itl: {p99: 200ms} (99 % of all token gaps within 200 ms)");
-      const double bound = slo.quantity(key, units::Dim::kTime, 0.0);
+      const double bound = slo.quantity(scenario::schema::key_in(slo, key));
       if (!(bound > 0)) slo.fail(key, "a latency target must be > 0", "e.g. " + key + ": 2s");
       (m == SloMetric::kTtft ? out.ttft_s : out.tpot_s) = bound;
       out.plain = true;

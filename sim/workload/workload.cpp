@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "hw_models/error.h"
+#include "sim/scenario/schema.h"
 #include "sim/workload/fmt.h"
 
 namespace fleetsim::workload {
@@ -422,9 +423,9 @@ void check_rate_span(const yaml::Map& m, double rate) {
 
 RequestClass read_request_class(yaml::Map& c) {
   RequestClass k;
-  k.name = c.str("name");
-  k.share = c.number("share", 1e-9, 1e9);
-  k.priority = static_cast<int>(c.integer_or("priority", 0, 7, 0));
+  k.name = c.str(scenario::schema::key_in(c, "name"));
+  k.share = c.number(scenario::schema::key_in(c, "share"));
+  k.priority = static_cast<int>(c.integer_or(scenario::schema::key_in(c, "priority")));
   if (auto slo = c.map_opt("slo")) {
     const SloSection s = read_slo(*slo, k.name);
     k.slo_ttft_s = s.ttft_s.value_or(0.0);
@@ -442,11 +443,11 @@ std::unique_ptr<Workload> from_yaml_source(yaml::Map& section, const RngStreams&
 std::unique_ptr<Workload> Workload::from_yaml(yaml::Map& section, const RngStreams& rng,
                                               const std::string& base_dir) {
   // Read before the source's parser finishes the section (it rejects keys nobody read).
-  const uint64_t warmup =
-      static_cast<uint64_t>(section.integer_or("warmup_requests", 0, 1LL << 40, 0));
+  const uint64_t warmup = static_cast<uint64_t>(
+      section.integer_or(scenario::schema::key_in(section, "warmup_requests")));
   // traffic_scale: every arrival rate × s (a trace replayed s times as fast), for "what if
   // traffic grows 20 %" without rewriting the rates.
-  const double traffic = section.number_or("traffic_scale", 1e-6, 1e6, 1.0);
+  const double traffic = section.number_or(scenario::schema::key_in(section, "traffic_scale"));
   std::unique_ptr<Workload> w = from_yaml_source(section, rng, base_dir, traffic);
   w->set_warmup_requests(warmup);
   return w;
@@ -499,8 +500,8 @@ std::unique_ptr<Workload> from_yaml_source(yaml::Map& section, const RngStreams&
     std::optional<yaml::Map> tm;
     if (section.node()["trace"].IsMap()) {
       tm = section.map("trace");
-      file = tm->str("file");
-      format = tm->choice_or("format", {"auto", "azure", "mooncake"}, "auto");
+      file = tm->str(scenario::schema::key_in(*tm, "file"));
+      format = tm->choice_or(scenario::schema::key_in(*tm, "format"));
       scale = tm->number_or("time_scale", -std::numeric_limits<double>::max(),
                             std::numeric_limits<double>::max(), 1.0);
       if (scale <= 0)
@@ -527,8 +528,8 @@ std::unique_ptr<Workload> from_yaml_source(yaml::Map& section, const RngStreams&
                   parse_distribution(section, "output_tokens", Quantity::kTokens, base_dir),
                   rng.stream("lengths")};
   if (auto ad = section.map_opt("adapters")) {
-    const int64_t count = ad->integer("count", 1, 1'000'000);
-    const double zipf = ad->number_or("popularity_zipf", 0.0, 10.0, 0.0);
+    const int64_t count = ad->integer(scenario::schema::key_in(*ad, "count"));
+    const double zipf = ad->number_or(scenario::schema::key_in(*ad, "popularity_zipf"));
     ad->finish();
     double sum = 0;
     for (int64_t i = 1; i <= count; ++i) sum += std::pow(static_cast<double>(i), -zipf);
@@ -580,10 +581,10 @@ std::unique_ptr<Workload> from_yaml_source(yaml::Map& section, const RngStreams&
         cv.has("think_time") ? parse_distribution(cv, "think_time", Quantity::kDuration, base_dir)
                              : make_fixed(0.0);
     const int32_t system =
-        static_cast<int32_t>(cv.integer_or("system_prompt_tokens", 0, 1 << 20, 0));
-    const int block = static_cast<int>(cv.integer_or("block_tokens", 1, 1 << 16, 256));
+        static_cast<int32_t>(cv.integer_or(scenario::schema::key_in(cv, "system_prompt_tokens")));
+    const int block = static_cast<int>(cv.integer_or(scenario::schema::key_in(cv, "block_tokens")));
     const int32_t max_ctx =
-        static_cast<int32_t>(cv.integer_or("max_context_tokens", 2, 1 << 30, 32768));
+        static_cast<int32_t>(cv.integer_or(scenario::schema::key_in(cv, "max_context_tokens")));
     cv.finish();
     section.finish();
     auto w = std::make_unique<Conversations>(rate, std::move(turns), std::move(think), system,
@@ -595,7 +596,7 @@ std::unique_ptr<Workload> from_yaml_source(yaml::Map& section, const RngStreams&
 
   if (kind == "arrival") {
     yaml::Map a = section.map("arrival");
-    const std::string process = a.choice_or("process", {"poisson", "gamma"}, "poisson");
+    const std::string process = a.choice_or(scenario::schema::key_in(a, "process"));
     if (a.has("shape")) {
       // shape: [{at: 0s, rate: 10/s}, {at: 10min, rate: 10/s}, {at: 10min, rate: 40/s}, ...]
       if (a.has("rate"))

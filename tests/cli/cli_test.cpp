@@ -100,9 +100,27 @@ TEST_F(Cli, EmptyWorkload) {
   expect_error("check " + f, {"workload", "no requests"});
 }
 
+TEST_F(Cli, ListKeys) {
+  // One section: its mapping line and one line per key under it.
+  const Result r = run("list keys serving.lora");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("serving.lora.max_loras"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("integer 1 … 1024, default 16: adapter rank"), std::string::npos) << r.out;
+  // The Markdown reference starts with the top-level table.
+  const Result m = run("list keys --markdown");
+  ASSERT_EQ(m.code, 0) << m.err;
+  EXPECT_EQ(m.out.rfind("### Keys: top level\n", 0), 0u) << m.out.substr(0, 200);
+  expect_error("list keys servng", {"unknown section 'servng'", "did you mean 'serving'"});
+}
+
 TEST_F(Cli, BadOverrides) {
+  // An undeclared key: the nearest declared one with its type, range and default.
   expect_error("check scenarios/chat-service.yaml --set serving.replica=3",
-               {"--set serving.replica", "did you mean 'replicas'"});
+               {"--set serving.replica", "unknown key 'serving.replica'",
+                "did you mean 'serving.replicas'", "serving.replicas: integer, 1 … 1000000"});
+  expect_error("check scenarios/chat-service.yaml --set serving.replicas=0",
+               {"--set serving.replicas", "must be in [1, 1000000], got 0",
+                "hint: serving.replicas: integer, 1 … 1000000, default 1"});
   expect_error("check scenarios/chat-service.yaml --set hardware.gpu=h100",
                {"--set hardware.gpu", "unknown GPU 'h100'", "h100-sxm"});
   expect_error("check scenarios/chat-service.yaml --set serving.replicas", {"malformed override"});
