@@ -30,6 +30,9 @@
 #include "sim/metrics/collector.h"
 #include "sim/metrics/histogram.h"
 #include "sim/metrics/time_buckets.h"
+#include "sim/runtime/fanout.h"
+#include "sim/runtime/kv_handoff.h"
+#include "sim/runtime/response_cache.h"
 #include "sim/scenario/scenario.h"
 #include "sim/serving/replica.h"
 #include "sim/serving/router.h"
@@ -147,12 +150,14 @@ class FleetSimulation final : public core::EventTarget, private serving::Serving
   core::Engine engine_;
   std::unique_ptr<Population> pop_;
   metrics::Collector collector_;
+  runtime::Fanout out_;  // collector_, then options_.observers
+  runtime::ResponseCache cache_;
   std::vector<std::unique_ptr<serving::Replica>> replicas_;
   std::vector<ReplicaInfo> info_;
   std::vector<PoolState> pools_;
   std::vector<Group> groups_;
-  std::vector<Group> decode_groups_;           // region × model: active replicas of decode pools
-  core::SlotPool<serving::Handoff> handoffs_;  // KV transfers in flight
+  std::vector<Group> decode_groups_;  // region × model: active replicas of decode pools
+  runtime::KvHandoffs handoffs_;      // KV transfers in flight
   /// serving.router: one per group (region × model); empty for the default power of two.
   std::vector<std::unique_ptr<serving::Router>> routers_;
   int n_models_ = 1;
