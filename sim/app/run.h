@@ -16,12 +16,18 @@
 namespace fleetsim::app {
 
 /// What one run of a scenario gives: a single pool's result or a fleet's (exactly one of
-/// `pool` and `fleet` is set).
+/// `pool` and `fleet` is set). The basic figures (summary, events, wall time) are the same
+/// for both and read through the accessors; a fleet adds its regions, pools and answer.
 struct RunRecord {
   std::optional<RunResult> pool;                  ///< a single-pool scenario
   std::optional<metrics::TimeBuckets> over_time;  ///< the pool over time (run() only)
   std::optional<fleet::FleetResult> fleet;        ///< a fleet scenario
   std::optional<fleet::FleetAnswer> answer;       ///< the fleet's answer (sim/fleet/cost.h)
+
+  /// Every request (call) of the run: counts, latency, throughput, techniques' counters.
+  const metrics::Summary& summary() const { return fleet ? fleet->summary : pool->summary; }
+  uint64_t events() const { return fleet ? fleet->events : pool->events; }
+  double wall_s() const { return fleet ? fleet->wall_s : pool->wall_s; }
 };
 
 /// Builds what running `sc` needs that loading leaves out — the SimGrid collective tables
