@@ -53,7 +53,8 @@ FleetSimulation::FleetSimulation(const scenario::Scenario& sc, RunOptions option
              sc.response_cache_latency_s, nullptr),
       handoffs_(engine_, this, kHandoff, collector_),
       route_rng_(RngStreams(sc.seed).stream("fleet-routing")),
-      fail_rng_(RngStreams(sc.seed).stream("failures")) {
+      fail_rng_(RngStreams(sc.seed).stream("failures")),
+      geo_(spec_.wan_rtt_s, spec_.spill_load) {
   collector_.set_classes(pop_->request_classes());
   collector_.set_slo_targets(sc.slo_targets);
   end_ns_ = pop_->duration_ns();
@@ -75,14 +76,6 @@ FleetSimulation::FleetSimulation(const scenario::Scenario& sc, RunOptions option
     user_rtt_ns_.push_back(seconds_to_ns(spec_.regions[r].user_rtt_s));
     regions_[r].name = spec_.regions[r].traffic.name;
     regions_[r].over_time = metrics::TimeBuckets(seconds_to_ns(spec_.report_interval_s));
-    // Regions by round trip from r's users (r itself first; ties by index).
-    std::vector<int> order(nr);
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-      return spec_.wan_rtt_s[r][static_cast<size_t>(a)] <
-             spec_.wan_rtt_s[r][static_cast<size_t>(b)];
-    });
-    region_order_.push_back(order);
   }
   size_t n_pools = 0;
   bool prefix = false;
@@ -305,28 +298,6 @@ void FleetSimulation::flush_bucket() {
     ticking_ = false;
 }
 
-int FleetSimulation::pick_region(int home, int model) const {
-  for (int r : region_order_[static_cast<size_t>(home)]) {
-    const Group& g = group(r, model);
-    if (g.slots > 0 &&
-        static_cast<double>(g.outstanding) < spec_.spill_load * static_cast<double>(g.slots))
-      return r;
-  }
-  // Every region is saturated: the least loaded one that has replicas.
-  int best = -1;
-  double best_load = 0;
-  for (int r : region_order_[static_cast<size_t>(home)]) {
-    const Group& g = group(r, model);
-    if (g.slots == 0) continue;
-    const double load = static_cast<double>(g.outstanding) / static_cast<double>(g.slots);
-    if (best < 0 || load < best_load) {
-      best = r;
-      best_load = load;
-    }
-  }
-  return best;
-}
-
 void FleetSimulation::arrive(uint32_t slot, SimTime now) {
   Slot& s = slots_[slot];
   const int home = s.spec.region;
@@ -344,7 +315,7 @@ void FleetSimulation::arrive(uint32_t slot, SimTime now) {
     }
   }
   const int model = target_model(s);
-  int r = pick_region(home, model);
+  int r = geo_.pick(home, [&](int region) -> const Group& { return group(region, model); });
   if (r < 0) {
     // No active replica of this model anywhere. Wait for one that is starting or being
     // repaired within the run; with none coming, the call fails.
