@@ -24,10 +24,12 @@ struct RunRecord {
   std::optional<fleet::FleetResult> fleet;        ///< a fleet scenario
   std::optional<fleet::FleetAnswer> answer;       ///< the fleet's answer (sim/fleet/cost.h)
 
+  /// What every run returns, one pool or a fleet (a FleetResult is a RunResult).
+  const RunResult& result() const { return fleet ? static_cast<const RunResult&>(*fleet) : *pool; }
   /// Every request (call) of the run: counts, latency, throughput, techniques' counters.
-  const metrics::Summary& summary() const { return fleet ? fleet->summary : pool->summary; }
-  uint64_t events() const { return fleet ? fleet->events : pool->events; }
-  double wall_s() const { return fleet ? fleet->wall_s : pool->wall_s; }
+  const metrics::Summary& summary() const { return result().summary; }
+  uint64_t events() const { return result().events; }
+  double wall_s() const { return result().wall_s; }
 };
 
 /// Builds what running `sc` needs that loading leaves out — the SimGrid collective tables
