@@ -183,17 +183,6 @@ void put_common_metrics(json& j, const metrics::Summary& s) {
     for (const auto& c : s.slo_checks) checks.push_back(slo_check_json(c));
     j["slo_checks"] = checks;
   }
-}
-
-json summary_json(const scenario::Scenario& sc, const RunResult& run) {
-  const auto& s = run.summary;
-  json j;
-  j["fleetsim_version"] = FLEETSIM_VERSION;
-  j["seed"] = sc.seed;
-  j["engine"] = sc.engine.id;
-  j["validation_error"] =
-      accuracy_json(sc, static_cast<double>(sc.replicas_all_pools() * sc.par.gpus()));
-  put_common_metrics(j, s);
   j["requests_rejected_too_long_for_model"] = s.rejected_too_long_for_model;
   j["requests_rejected_too_long_for_kv_cache"] = s.rejected_too_long_for_kv;
   j["requests_rejected_too_long_for_batch"] = s.rejected_too_long_for_batch;
@@ -223,6 +212,17 @@ json summary_json(const scenario::Scenario& sc, const RunResult& run) {
   j["escalations"] = s.escalations;
   j["kv_transfer_bytes"] = s.kv_transfer_bytes;
   j["kv_transfer_mean_s"] = s.kv_transfer_mean_s;
+}
+
+json summary_json(const scenario::Scenario& sc, const RunResult& run) {
+  const auto& s = run.summary;
+  json j;
+  j["fleetsim_version"] = FLEETSIM_VERSION;
+  j["seed"] = sc.seed;
+  j["engine"] = sc.engine.id;
+  j["validation_error"] =
+      accuracy_json(sc, static_cast<double>(sc.replicas_all_pools() * sc.par.gpus()));
+  put_common_metrics(j, s);
   if (sc.live_alltoall) {
     j["alltoall_live_iterations"] = s.alltoall_iterations;
     j["alltoall_live_bytes"] = s.alltoall_bytes;

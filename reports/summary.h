@@ -19,8 +19,10 @@ nlohmann::json resolved_scenario(const scenario::Scenario& sc);
 /// The keys every summary.json has, one pool or a fleet (a fleet adds its sections and
 /// never renames these): requests arrived, completed and rejected; input and output tokens
 /// and tokens/s; requests/s, goodput and SLO attainment; TTFT, TPOT, inter-token, end-to-end
-/// and queueing latency (mean, p50, p90, p99, max); the simulated span. Counts are those
-/// simulated (a sampled fleet scales them in its "answer" section).
+/// and queueing latency (mean, p50, p90, p99, max); the simulated span; rejections by
+/// reason, preemptions, prefix-cache lookups and hits, KV transfers, response-cache hits,
+/// cascade escalations and the per-class figures (every serving technique runs in both).
+/// Counts are those simulated (a sampled fleet scales them in its "answer" section).
 void put_common_metrics(nlohmann::json& j, const metrics::Summary& s);
 
 /// One percentile target against a run: "TPOT p99 47.0 ms of 50.0 ms: 6 % margin",

@@ -27,6 +27,7 @@ struct RunOptions {
   std::function<void(const Progress&)> progress;
 };
 
+/// What every run returns, one pool or a fleet (fleet::FleetResult adds its sections).
 struct RunResult {
   metrics::Summary summary;
   uint64_t events = 0;

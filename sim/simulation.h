@@ -3,7 +3,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <list>
 #include <memory>
 #include <unordered_map>
 #include <utility>
@@ -14,6 +13,9 @@
 #include "sim/core/slot_pool.h"
 #include "sim/metrics/collector.h"
 #include "sim/run_result.h"
+#include "sim/runtime/fanout.h"
+#include "sim/runtime/kv_handoff.h"
+#include "sim/runtime/response_cache.h"
 #include "sim/scenario/scenario.h"
 #include "sim/serving/registry.h"
 #include "sim/serving/step_model.h"
@@ -58,6 +60,8 @@ class Simulation final : public core::EventTarget,
   const scenario::Scenario& sc_;
   RunOptions options_;
   core::Engine engine_;
+  metrics::Collector collector_;
+  runtime::Fanout out_;  // collector_, then options_.observers
   std::unique_ptr<workload::Workload> workload_;
   std::unique_ptr<serving::StepModel> steps_;
   std::unique_ptr<serving::Router> router_;
@@ -70,20 +74,14 @@ class Simulation final : public core::EventTarget,
   std::unique_ptr<serving::StepModel> first_pool_steps_;
   int first_pool_size_ = 0;
   bool escalates(const workload::RequestSpec& r) const;
-  // Response cache: LRU of prompt keys (exact mode), and hits waiting for their latency.
-  uint64_t prompt_key(const workload::RequestSpec& r) const;
-  bool response_cache_hit(const workload::RequestSpec& r);
-  void response_cache_insert(const workload::RequestSpec& r);
-  std::list<uint64_t> cache_lru_;
-  std::unordered_map<uint64_t, std::list<uint64_t>::iterator> cache_index_;
+  // Response cache, and its hits waiting for their latency.
+  std::unique_ptr<runtime::ResponseCache> cache_;
   core::SlotPool<workload::RequestSpec> cached_;
   std::unique_ptr<serving::StepModel> prefill_steps_;
   std::vector<std::unique_ptr<serving::Replica>> prefill_replicas_;
   std::unique_ptr<serving::Router> decode_router_;
-  core::SlotPool<serving::Handoff> handoffs_;
-  double kv_bytes_per_token_ = 0;
+  runtime::KvHandoffs handoffs_;
   int kv_links_ = 1;
-  metrics::Collector collector_;
   // Requests scheduled to arrive, by slot (open loop: one at a time; closed loop: one per user).
   core::SlotPool<workload::RequestSpec> pending_;
 

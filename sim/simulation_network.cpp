@@ -119,7 +119,7 @@ void Simulation::on_network_wake(SimTime t) {
   live_net_->advance(t, [&](uint64_t tag, SimTime started) {
     if (tag & kAllToAllTag) return finish_alltoall(tag, started, t);
     collector_.on_kv_transfer(handoff_bytes_[tag], ns_to_seconds(t - started));
-    engine_.schedule(t, serving::kPhaseArrival, this, kKindHandoff, tag);
+    handoffs_.end_at(static_cast<uint32_t>(tag), t);
   });
   arm_network(true);
 }

@@ -4,8 +4,8 @@ namespace fleetsim::app {
 
 namespace {
 
-const metrics::Summary& pool(const RunRecord& r) { return r.pool->summary; }
-const metrics::Summary& fleet_summary(const RunRecord& r) { return r.fleet->summary; }
+const metrics::Summary& pool(const RunRecord& r) { return r.summary(); }
+const metrics::Summary& fleet_summary(const RunRecord& r) { return r.summary(); }
 const fleet::FleetAnswer& answer(const RunRecord& r) { return *r.answer; }
 
 constexpr unsigned kBoth = kReplications | kSweep;

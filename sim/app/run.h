@@ -16,12 +16,20 @@
 namespace fleetsim::app {
 
 /// What one run of a scenario gives: a single pool's result or a fleet's (exactly one of
-/// `pool` and `fleet` is set).
+/// `pool` and `fleet` is set). The basic figures (summary, events, wall time) are the same
+/// for both and read through the accessors; a fleet adds its regions, pools and answer.
 struct RunRecord {
   std::optional<RunResult> pool;                  ///< a single-pool scenario
   std::optional<metrics::TimeBuckets> over_time;  ///< the pool over time (run() only)
   std::optional<fleet::FleetResult> fleet;        ///< a fleet scenario
   std::optional<fleet::FleetAnswer> answer;       ///< the fleet's answer (sim/fleet/cost.h)
+
+  /// What every run returns, one pool or a fleet (a FleetResult is a RunResult).
+  const RunResult& result() const { return fleet ? static_cast<const RunResult&>(*fleet) : *pool; }
+  /// Every request (call) of the run: counts, latency, throughput, techniques' counters.
+  const metrics::Summary& summary() const { return result().summary; }
+  uint64_t events() const { return result().events; }
+  double wall_s() const { return result().wall_s; }
 };
 
 /// Builds what running `sc` needs that loading leaves out — the SimGrid collective tables

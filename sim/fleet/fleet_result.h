@@ -10,6 +10,7 @@
 #include "sim/fleet/spec.h"
 #include "sim/metrics/collector.h"
 #include "sim/metrics/time_buckets.h"
+#include "sim/run_result.h"
 
 namespace fleetsim::fleet {
 
@@ -60,8 +61,9 @@ struct RegionResult {
   void add(const RegionResult& o);
 };
 
-struct FleetResult {
-  metrics::Summary summary;  ///< all calls (sampled counts)
+/// A fleet run's result: what every run returns (RunResult: the summary of all calls, in
+/// sampled counts; events; wall time), and the fleet's own sections.
+struct FleetResult : RunResult {
   std::vector<RegionResult> regions;
   std::vector<PoolResult> pools;
   uint64_t retried = 0;  ///< calls retried after a replica failed
@@ -72,8 +74,6 @@ struct FleetResult {
   uint64_t sessions = 0;
   double sample = 1;
   double sim_end_s = 0;
-  uint64_t events = 0;
-  double wall_s = 0;
   double peak_rss_bytes = 0;
 };
 

@@ -10,6 +10,9 @@
 #include <numeric>
 #include <thread>
 
+#include "sim/runtime/cascade.h"
+#include "sim/runtime/drive.h"
+#include "sim/runtime/routers.h"
 #include "sim/serving/registry.h"
 
 namespace fleetsim::fleet {
@@ -45,8 +48,13 @@ FleetSimulation::FleetSimulation(const scenario::Scenario& sc, RunOptions option
       options_(std::move(options)),
       pop_(sc.make_population(sc.seed)),
       collector_(1, sc.slo_ttft_s, sc.slo_tpot_s),
+      out_(collector_, options_.observers),
+      cache_(sc.response_cache, sc.response_cache_hit_rate, sc.response_cache_capacity,
+             sc.response_cache_latency_s, nullptr),
+      handoffs_(engine_, this, kHandoff, collector_),
       route_rng_(RngStreams(sc.seed).stream("fleet-routing")),
-      fail_rng_(RngStreams(sc.seed).stream("failures")) {
+      fail_rng_(RngStreams(sc.seed).stream("failures")),
+      geo_(spec_.wan_rtt_s, spec_.spill_load) {
   collector_.set_classes(pop_->request_classes());
   collector_.set_slo_targets(sc.slo_targets);
   end_ns_ = pop_->duration_ns();
@@ -68,14 +76,6 @@ FleetSimulation::FleetSimulation(const scenario::Scenario& sc, RunOptions option
     user_rtt_ns_.push_back(seconds_to_ns(spec_.regions[r].user_rtt_s));
     regions_[r].name = spec_.regions[r].traffic.name;
     regions_[r].over_time = metrics::TimeBuckets(seconds_to_ns(spec_.report_interval_s));
-    // Regions by round trip from r's users (r itself first; ties by index).
-    std::vector<int> order(nr);
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-      return spec_.wan_rtt_s[r][static_cast<size_t>(a)] <
-             spec_.wan_rtt_s[r][static_cast<size_t>(b)];
-    });
-    region_order_.push_back(order);
   }
   size_t n_pools = 0;
   bool prefix = false;
@@ -88,9 +88,7 @@ FleetSimulation::FleetSimulation(const scenario::Scenario& sc, RunOptions option
   if (prefix) pop_->set_prefix_blocks(sc.vllm.prefix_block_tokens);
   if (!spec_.router.empty())
     for (size_t gi = 0; gi < groups_.size(); ++gi)
-      routers_.push_back(serving::make_router(
-          spec_.router, RngStreams(sc.seed ^ (0x9e3779b97f4a7c15ULL * (gi + 1))),
-          sc.router_params));
+      routers_.push_back(runtime::numbered_router(spec_.router, sc.seed, gi + 1, sc.router_params));
   pools_.reserve(n_pools);  // replicas keep references to a pool's step model and config
   const double s = pop_->sample();
   int index = 0;
@@ -300,28 +298,6 @@ void FleetSimulation::flush_bucket() {
     ticking_ = false;
 }
 
-int FleetSimulation::pick_region(int home, int model) const {
-  for (int r : region_order_[static_cast<size_t>(home)]) {
-    const Group& g = group(r, model);
-    if (g.slots > 0 &&
-        static_cast<double>(g.outstanding) < spec_.spill_load * static_cast<double>(g.slots))
-      return r;
-  }
-  // Every region is saturated: the least loaded one that has replicas.
-  int best = -1;
-  double best_load = 0;
-  for (int r : region_order_[static_cast<size_t>(home)]) {
-    const Group& g = group(r, model);
-    if (g.slots == 0) continue;
-    const double load = static_cast<double>(g.outstanding) / static_cast<double>(g.slots);
-    if (best < 0 || load < best_load) {
-      best = r;
-      best_load = load;
-    }
-  }
-  return best;
-}
-
 void FleetSimulation::arrive(uint32_t slot, SimTime now) {
   Slot& s = slots_[slot];
   const int home = s.spec.region;
@@ -332,15 +308,14 @@ void FleetSimulation::arrive(uint32_t slot, SimTime now) {
     collector_.on_arrival(s.spec, -1, now);
     // The response cache at the users' front door answers its share of calls (chosen per
     // call id, as in single-pool runs) without a model call.
-    if (sc_.response_cache && unit_hash(s.spec.id, 0x5eed) < sc_.response_cache_hit_rate) {
+    if (cache_.hit(s.spec)) {
       s.region = static_cast<int16_t>(home);
-      engine_.schedule(now + seconds_to_ns(sc_.response_cache_latency_s), serving::kPhaseArrival,
-                       this, kCacheHit, slot);
+      engine_.schedule(now + cache_.latency_ns(), serving::kPhaseArrival, this, kCacheHit, slot);
       return;
     }
   }
   const int model = target_model(s);
-  int r = pick_region(home, model);
+  int r = geo_.pick(home, [&](int region) -> const Group& { return group(region, model); });
   if (r < 0) {
     // No active replica of this model anywhere. Wait for one that is starting or being
     // repaired within the run; with none coming, the call fails.
@@ -451,14 +426,7 @@ void FleetSimulation::release_replica(Slot& s, SimTime now) {
 
 void FleetSimulation::cache_hit(uint32_t slot, SimTime now) {
   Slot& s = slots_[slot];
-  serving::RequestRecord rec;
-  rec.spec = &s.spec;
-  rec.replica = -1;
-  rec.scheduled_ns = s.spec.arrival_ns;
-  rec.first_token_ns = rec.done_ns = now;
-  collector_.on_response_cache_hit();
-  collector_.on_completion(rec);
-  for (auto* o : options_.observers) o->on_completion(rec);
+  const serving::RequestRecord rec = out_.on_response_cache_hit(s.spec, now);
   const auto region = static_cast<size_t>(s.region);
   ++regions_[region].served;
   ++current_[region].served;
@@ -476,11 +444,11 @@ bool FleetSimulation::meets_slo(const serving::RequestRecord& rec) const {
   const double t_slo = cls.slo_ttft_s > 0 ? cls.slo_ttft_s : sc_.slo_ttft_s.value_or(0);
   const double p_slo = cls.slo_tpot_s > 0 ? cls.slo_tpot_s : sc_.slo_tpot_s.value_or(0);
   const double ttft = ns_to_seconds(rec.first_token_ns - rec.spec->arrival_ns);
-  bool ok = t_slo <= 0 || ttft <= t_slo;
-  if (rec.spec->output_tokens > 1 && p_slo > 0)
-    ok = ok &&
-         ns_to_seconds(rec.done_ns - rec.first_token_ns) / (rec.spec->output_tokens - 1) <= p_slo;
-  return ok;
+  const double tpot =
+      rec.spec->output_tokens > 1
+          ? ns_to_seconds(rec.done_ns - rec.first_token_ns) / (rec.spec->output_tokens - 1)
+          : -1;
+  return metrics::meets_slo(ttft, tpot, t_slo, p_slo);
 }
 
 // ---- replica notifications -----------------------------------------------------------
@@ -491,7 +459,7 @@ void FleetSimulation::on_completion(const serving::RequestRecord& rec) {
   Slot& s = slots_[slot];
   PoolState& pool = pools_[static_cast<size_t>(info_[static_cast<size_t>(rec.replica)].pool)];
   if (spec_.cascade_model >= 0 && !s.escalated && spec_.class_model[s.spec.cls] == 0 &&
-      unit_hash(s.spec.id, 0xca5cade) < spec_.escalation) {
+      runtime::escalates(s.spec.id, spec_.escalation)) {
     // Cascade: the small model's answer is not good enough (the same share and choice as in
     // single-pool runs); the large model answers again in the same region. The call keeps
     // its arrival time, so its TTFT and end-to-end latency include the small model's.
@@ -504,8 +472,7 @@ void FleetSimulation::on_completion(const serving::RequestRecord& rec) {
     deliver(slot, engine_.now());
     return;
   }
-  collector_.on_completion(rec);
-  for (auto* o : options_.observers) o->on_completion(rec);
+  out_.on_completion(rec);
   const auto region = static_cast<size_t>(s.region);
   ++regions_[region].served;
   ++current_[region].served;
@@ -535,8 +502,7 @@ void FleetSimulation::on_completion(const serving::RequestRecord& rec) {
 void FleetSimulation::on_reject(const workload::RequestSpec& r, int replica,
                                 serving::RejectReason why, SimTime t) {
   if (!alive(replica)) return;
-  collector_.on_reject(r, replica, why, t);
-  for (auto* o : options_.observers) o->on_reject(r, replica, why, t);
+  out_.on_reject(r, replica, why, t);
   ++failed_calls_;
   finish_call(r.tag, t);
 }
@@ -544,16 +510,15 @@ void FleetSimulation::on_reject(const workload::RequestSpec& r, int replica,
 // Inter-token gaps are not collected in fleet runs: the report does not use them, and a
 // fleet day has billions of iterations (bucketing each gap cost ~18 % of the run).
 void FleetSimulation::on_preemption(const workload::RequestSpec& r, int replica, SimTime t) {
-  if (alive(replica)) collector_.on_preemption(r, replica, t);
+  if (alive(replica)) out_.on_preemption(r, replica, t);
 }
 void FleetSimulation::on_prefix_lookup(int replica, int64_t prefill_tokens, int64_t hit_tokens) {
   if (!alive(replica)) return;
-  collector_.on_prefix_lookup(replica, prefill_tokens, hit_tokens);
-  for (auto* o : options_.observers) o->on_prefix_lookup(replica, prefill_tokens, hit_tokens);
+  out_.on_prefix_lookup(replica, prefill_tokens, hit_tokens);
 }
 void FleetSimulation::on_prefill_done(const serving::Handoff& h, int replica) {
   if (!alive(replica)) return;
-  for (auto* o : options_.observers) o->on_prefill_done(h, replica);
+  out_.on_prefill_done(h, replica);
   // The prompt is done: the call leaves its prefill replica and its KV cache travels to a
   // decode replica of the region over the scale-out network (α-β, over min(GPUs) links in
   // parallel, as in single-pool runs; contention is not modelled).
@@ -563,7 +528,7 @@ void FleetSimulation::on_prefill_done(const serving::Handoff& h, int replica) {
   p.result.input_tokens += static_cast<uint64_t>(h.spec.prompt_tokens);
   release_replica(s, engine_.now());
   const scenario::Pool& pool = p.result.spec->pool;
-  const double bytes = pool.model.kv_bytes_per_token(pool.dep.prec.kv_bytes) * h.spec.prompt_tokens;
+  const double bytes = runtime::kv_bytes(pool.model, pool.dep.prec.kv_bytes, h.spec.prompt_tokens);
   const Group& dg = decode_groups_[static_cast<size_t>(p.region * n_models_ + p.model)];
   int links = pool.par.gpus();
   if (!dg.active.empty()) {
@@ -572,10 +537,8 @@ void FleetSimulation::on_prefill_done(const serving::Handoff& h, int replica) {
             .result.gpus_per_replica;
     links = std::min(links, decode_gpus);
   }
-  const double t = pool.dep.network->p2p_s(bytes / links, true);
-  collector_.on_kv_transfer(bytes, t);
-  engine_.schedule(engine_.now() + seconds_to_ns(t), serving::kPhaseArrival, this, kHandoff,
-                   handoffs_.add(h));
+  handoffs_.priced(handoffs_.add(h), bytes,
+                   runtime::kv_transfer_s(*pool.dep.network, bytes, links));
 }
 
 void FleetSimulation::hand_over(uint32_t handoff, SimTime now) {
@@ -595,17 +558,14 @@ void FleetSimulation::hand_over(uint32_t handoff, SimTime now) {
     if (!coming) {
       collector_.on_reject(s.spec, -1, serving::RejectReason::kQueueFull, now);
       ++failed_calls_;
-      handoffs_.release(handoff);
+      handoffs_.drop(handoff);
       finish_call(slot, now);
       return;
     }
-    engine_.schedule(now + seconds_to_ns(std::max(1.0, spec_.failures.retry_delay_s)),
-                     serving::kPhaseArrival, this, kHandoff, handoff);
+    handoffs_.end_at(handoff, now + seconds_to_ns(std::max(1.0, spec_.failures.retry_delay_s)));
     return;
   }
-  serving::Handoff h = handoffs_[handoff];
-  handoffs_.release(handoff);
-  h.first_token_ns = now;
+  const serving::Handoff h = handoffs_.take(handoff, now);
   assign(s, g, power_of_two(g));  // among the region's decode replicas of the model
   const int32_t pick = s.replica;
   replicas_[static_cast<size_t>(pick)]->submit_prefilled(h);
@@ -613,8 +573,7 @@ void FleetSimulation::hand_over(uint32_t handoff, SimTime now) {
 
 void FleetSimulation::on_segment(const serving::SegmentRecord& seg) {
   if (!alive(seg.replica)) return;
-  collector_.on_segment(seg);
-  for (auto* o : options_.observers) o->on_segment(seg);
+  out_.on_segment(seg);
   PoolState& p = pools_[static_cast<size_t>(info_[static_cast<size_t>(seg.replica)].pool)];
   const SimTime start = std::min(seg.start_ns, end_ns_), end = std::min(seg.end_ns, end_ns_);
   p.result.busy_hours += ns_to_seconds(end - start) / 3600.0;
@@ -799,24 +758,10 @@ FleetResult FleetSimulation::run() {
     engine_.schedule(0, serving::kPhaseReplica + 1, this, kAutoscale);
   engine_.schedule(std::min(end_ns_, seconds_to_ns(spec_.report_interval_s)),
                    serving::kPhaseReplica + 1, this, kSample);
-  auto last_report = t0;
-  bool more = true;
-  while (more) {
-    for (int i = 0; i < 65536 && (more = engine_.step()); ++i) {
-      if (options_.check_invariants)
-        for (size_t r = 0; r < replicas_.size(); ++r)
-          if (alive(static_cast<int>(r))) replicas_[r]->check_invariants();
-    }
-    if (more && options_.progress) {
-      const auto tn = Clock::now();
-      const double wall = std::chrono::duration<double>(tn - t0).count();
-      if (wall > 2.0 && std::chrono::duration<double>(tn - last_report).count() >= 1.0) {
-        last_report = tn;
-        options_.progress(
-            {ns_to_seconds(engine_.now()), collector_.arrived(), collector_.completed(), wall});
-      }
-    }
-  }
+  runtime::drive(engine_, options_, collector_, t0, [&] {
+    for (size_t r = 0; r < replicas_.size(); ++r)
+      if (alive(static_cast<int>(r))) replicas_[r]->check_invariants();
+  });
   const SimTime end = std::max(engine_.now(), end_ns_);
   FleetResult res;
   res.summary = collector_.summarize(end);

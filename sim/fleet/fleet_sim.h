@@ -27,9 +27,13 @@
 #include "sim/core/engine.h"
 #include "sim/core/slot_pool.h"
 #include "sim/fleet/fleet_result.h"
+#include "sim/fleet/geo_routing.h"
 #include "sim/metrics/collector.h"
 #include "sim/metrics/histogram.h"
 #include "sim/metrics/time_buckets.h"
+#include "sim/runtime/fanout.h"
+#include "sim/runtime/kv_handoff.h"
+#include "sim/runtime/response_cache.h"
 #include "sim/scenario/scenario.h"
 #include "sim/serving/replica.h"
 #include "sim/serving/router.h"
@@ -114,7 +118,6 @@ class FleetSimulation final : public core::EventTarget, private serving::Serving
   void assign(Slot& s, Group& g, int32_t replica);  // the call joins the replica's counts
   int target_model(const Slot& s) const;            // the model that serves the call next
   void cache_hit(uint32_t slot, SimTime now);       // answered from the response cache
-  int pick_region(int home, int model) const;
   int start_replica(int pool, SimTime ready_at);
   void activate(int replica, SimTime now);
   void deactivate(int replica);             // leaves its group's active list
@@ -147,17 +150,18 @@ class FleetSimulation final : public core::EventTarget, private serving::Serving
   core::Engine engine_;
   std::unique_ptr<Population> pop_;
   metrics::Collector collector_;
+  runtime::Fanout out_;  // collector_, then options_.observers
+  runtime::ResponseCache cache_;
   std::vector<std::unique_ptr<serving::Replica>> replicas_;
   std::vector<ReplicaInfo> info_;
   std::vector<PoolState> pools_;
   std::vector<Group> groups_;
-  std::vector<Group> decode_groups_;           // region × model: active replicas of decode pools
-  core::SlotPool<serving::Handoff> handoffs_;  // KV transfers in flight
+  std::vector<Group> decode_groups_;  // region × model: active replicas of decode pools
+  runtime::KvHandoffs handoffs_;      // KV transfers in flight
   /// serving.router: one per group (region × model); empty for the default power of two.
   std::vector<std::unique_ptr<serving::Router>> routers_;
   int n_models_ = 1;
-  std::vector<std::vector<int>> region_order_;  // per home region: regions by round trip
-  std::vector<SimTime> user_rtt_ns_;            // per region
+  std::vector<SimTime> user_rtt_ns_;  // per region
   core::SlotPool<Slot> slots_;
   std::vector<workload::RequestSpec> calls_;  // scratch: calls to schedule
   std::vector<std::vector<uint32_t>> wheel_ =
@@ -166,6 +170,7 @@ class FleetSimulation final : public core::EventTarget, private serving::Serving
   int64_t next_flush_ = 0;  // the bucket the next kBucket event moves
   bool ticking_ = false;
   Rng route_rng_, fail_rng_;
+  SpillRouting geo_;  // across regions
   SimTime end_ns_ = 0;
   // Results.
   std::vector<RegionResult> regions_;

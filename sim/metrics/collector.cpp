@@ -134,12 +134,8 @@ void Collector::on_completion(const serving::RequestRecord& rec) {
     // The class's own targets, or the scenario's where the class has none.
     const double t_slo = c.info.slo_ttft_s > 0 ? c.info.slo_ttft_s : slo_ttft_s_.value_or(0);
     const double p_slo = c.info.slo_tpot_s > 0 ? c.info.slo_tpot_s : slo_tpot_s_.value_or(0);
-    bool ok = t_slo <= 0 || ttft <= t_slo;
-    if (tpot >= 0) {
-      c.tpot.add(tpot);
-      ok = ok && (p_slo <= 0 || tpot <= p_slo);
-    }
-    if (ok) ++c.good;
+    if (tpot >= 0) c.tpot.add(tpot);
+    if (meets_slo(ttft, tpot, t_slo, p_slo)) ++c.good;
   }
 }
 

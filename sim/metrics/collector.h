@@ -81,6 +81,15 @@ struct Summary {
   uint64_t escalations = 0;          ///< cascade: requests the large model answered again
 };
 
+/// Whether a completed request met its targets: TTFT within `slo_ttft_s` and, when it had
+/// more than one output token (`tpot_s` ≥ 0; -1 otherwise), TPOT within `slo_tpot_s`. A
+/// target ≤ 0 is no target. Every simulation judges requests with this one rule.
+inline bool meets_slo(double ttft_s, double tpot_s, double slo_ttft_s, double slo_tpot_s) {
+  bool ok = slo_ttft_s <= 0 || ttft_s <= slo_ttft_s;
+  if (tpot_s >= 0) ok = ok && (slo_tpot_s <= 0 || tpot_s <= slo_tpot_s);
+  return ok;
+}
+
 class Collector final : public serving::ServingObserver {
  public:
   Collector(int replicas, std::optional<double> slo_ttft_s, std::optional<double> slo_tpot_s);

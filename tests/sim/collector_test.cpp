@@ -144,5 +144,15 @@ TEST(Collector, ClassTargetsAreCheckedOnTheirClassOnly) {
   EXPECT_TRUE(s.slo_checks[0].met);
 }
 
+TEST(MeetsSlo, TtftAlwaysTpotOnlyWithMoreThanOneTokenAndZeroIsNoTarget) {
+  // Targets TTFT 1 s, TPOT 50 ms.
+  EXPECT_TRUE(meets_slo(0.5, 0.04, 1.0, 0.05));
+  EXPECT_TRUE(meets_slo(1.0, 0.05, 1.0, 0.05));   // at the target: met
+  EXPECT_FALSE(meets_slo(1.5, 0.04, 1.0, 0.05));  // TTFT over
+  EXPECT_FALSE(meets_slo(0.5, 0.06, 1.0, 0.05));  // TPOT over
+  EXPECT_TRUE(meets_slo(0.5, -1, 1.0, 0.05));     // one output token: no TPOT to judge
+  EXPECT_TRUE(meets_slo(9, 9, 0, 0));             // no targets
+}
+
 }  // namespace
 }  // namespace fleetsim::metrics

@@ -55,6 +55,10 @@ TEST(AppRun, SinglePoolIsTheSimulationsResultWithItsTimeBuckets) {
   EXPECT_EQ(r.pool->summary.requests_completed, 300u);
   EXPECT_EQ(r.pool->events, direct.events);
   EXPECT_EQ(r.pool->summary.ttft.p99_s, direct.summary.ttft.p99_s);
+  // The basic figures read the same whichever kind of run.
+  EXPECT_EQ(&r.summary(), &r.pool->summary);
+  EXPECT_EQ(r.events(), r.pool->events);
+  EXPECT_EQ(r.wall_s(), r.pool->wall_s);
   // Many runs: the same simulation, without time buckets.
   const RunRecord m = run_one_of_many(sc);
   ASSERT_TRUE(m.pool);
@@ -70,6 +74,9 @@ TEST(AppRun, FleetIsTheFleetsResultWithItsAnswer) {
   const fleet::FleetResult direct = fleet::run_fleet(sc, {}, 1);
   EXPECT_EQ(r.fleet->summary.requests_completed, direct.summary.requests_completed);
   EXPECT_EQ(r.answer->cost_usd_per_day, fleet::fleet_answer(sc, direct).cost_usd_per_day);
+  EXPECT_EQ(&r.summary(), &r.fleet->summary);
+  EXPECT_EQ(r.events(), r.fleet->events);
+  EXPECT_EQ(r.wall_s(), r.fleet->wall_s);
   // The metrics read the answer (full scale) and the summary (latency).
   for (const auto& [name, v] : metrics_of(r, kSweep)) {
     if (name == "calls_per_day") {
