@@ -232,6 +232,11 @@ ModelSpec load_model_file(const std::string& path) {
   else if (m.has("published_active_params"))
     m.fail("published_active_params", "a dense model has no separate active count",
            "drop the field, or add a 'moe:' section");
+  s.hf_repo = m.str_or("hf_repo", "");
+  if (!s.hf_repo.empty() && (s.hf_repo.find('/') == std::string::npos ||
+                             s.hf_repo.find_first_of(" \t\"'") != std::string::npos))
+    m.fail("hf_repo", "expected a Hugging Face repository 'owner/name', got '" + s.hf_repo + "'",
+           "e.g. meta-llama/Llama-3.1-8B-Instruct");
   s.sources = required_sources(m, "cite the config.json / model card / paper the shape comes from");
   if (s.heads % s.kv_heads != 0)
     m.fail("kv_heads", "heads (" + std::to_string(s.heads) + ") must be a multiple of kv_heads (" +

@@ -109,6 +109,9 @@ struct ModelSpec {
   bool active_excludes_input_embedding = false;
   /// The published figures are rounded to this many parameters ("37B": 1e9); 0 = exact.
   double published_rounding = 0;
+  /// The Hugging Face repository serving engines load it from ("" = none: the deployable
+  /// output then leaves the model path to the user).
+  std::string hf_repo;
   std::vector<std::string> sources;
 
   bool is_moe() const { return moe.has_value(); }

@@ -433,6 +433,10 @@ HfImport import_hf_config(const std::string& json_text, const std::string& file,
          opt.published_active > 0
              ? "the model card's (--active)"
              : "ASSUMPTION: the shape's own count; no model card figure given");
+  if (!opt.hf_repo.empty()) {
+    m.hf_repo = opt.hf_repo;
+    line(y, "", "hf_repo", m.hf_repo, "the weights serving engines load (--hf-repo)");
+  }
   y << "sources:\n  - " << yaml_quoted(m.sources.front()) << "\n";
   r.yaml = y.str();
   return r;

@@ -24,6 +24,7 @@ struct HfImportOptions {
   std::string source;           ///< citation of the config ("" = the file name)
   double published_params = 0;  ///< the model card's total (0 = write the derived count)
   double published_active = 0;  ///< and active count of an MoE model (0 = derived)
+  std::string hf_repo;          ///< the repository serving engines load ("" = not written)
 };
 
 struct HfImport {

@@ -72,4 +72,10 @@ std::string csv_field(const std::string& s) {
 
 std::string duration(double seconds) { return units::format(seconds, units::Dim::kTime); }
 
+std::string general(double v, int digits) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+  return buf;
+}
+
 }  // namespace fleetsim::reports

@@ -19,5 +19,8 @@ std::string csv_field(const std::string& s);
 std::string wrap(const std::string& text);
 /// A duration with its unit (units::format): duration(0.0123) == "12.3 ms".
 std::string duration(double seconds);
+/// printf's %g with `digits` significant digits: general(0.95, 3) == "0.95",
+/// general(1234567, 3) == "1.23e+06" (for CSV and machine-read text).
+std::string general(double v, int digits);
 
 }  // namespace fleetsim::reports

@@ -22,12 +22,6 @@ namespace {
 
 using units::Dim;
 
-std::string num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.10g", v);
-  return buf;
-}
-
 void write_text(const std::string& dir, const std::string& name, const std::string& text) {
   const std::string path = (std::filesystem::path(dir) / name).string();
   files::write_file_atomically(path, text, true);
@@ -39,7 +33,7 @@ struct TimeAxis {
   std::string title;
   double duration_s = 0;
   // gnuplot: the x range [0, run end] in the axis unit.
-  std::string range() const { return "set xrange [0:" + num(duration_s / div) + "]\n"; }
+  std::string range() const { return "set xrange [0:" + general(duration_s / div, 10) + "]\n"; }
 };
 TimeAxis time_axis(double duration_s, const std::string& what) {
   if (duration_s >= 2 * 3600.0) return {3600, what + " (h)", duration_s};
@@ -86,10 +80,10 @@ Figure latency_figure(const BucketGroups& groups, const TimeAxis& ax, const std:
     << "set grid\nset key outside right top\nset style data linespoints\n"
     << "x(a, b) = (a + b) / 2 / " << ax.div << "\n";
   if (slo_ttft_s)
-    s << "set arrow from graph 0, first " << num(*slo_ttft_s) << " to graph 1, first "
-      << num(*slo_ttft_s)
+    s << "set arrow from graph 0, first " << general(*slo_ttft_s, 10) << " to graph 1, first "
+      << general(*slo_ttft_s, 10)
       << " nohead lc rgb '#888888' dt 4\nset label 'TTFT target' at graph 0.01, first "
-      << num(*slo_ttft_s) << " offset 0,0.6 tc rgb '#666666'\n";
+      << general(*slo_ttft_s, 10) << " offset 0,0.6 tc rgb '#666666'\n";
   s << "plot for [i=1:n] 'over_time.csv' using (x($3,$4)):($2==i-1 && $5>0 ? $8 : NaN) lc i pt 7 "
        "ps 0.6 lw 2 "
        "title word(names, i).' p99', \\\n";
@@ -178,13 +172,13 @@ std::string over_time_csv(
       const auto& b = buckets[k];
       const SimTime start = static_cast<SimTime>(k) * tb.width_ns();
       const bool any = b.latency.count() > 0;
-      o << groups[g].first << ',' << g << ',' << num(ns_to_seconds(start)) << ','
-        << num(ns_to_seconds(start + tb.width_ns())) << ',' << b.latency.count() << ','
-        << (any ? num(b.latency.quantile(0.5)) : "") << ','
-        << (any ? num(b.latency.quantile(0.9)) : "") << ','
-        << (any ? num(b.latency.quantile(0.99)) : "") << ','
-        << (b.held_s > 0 ? num(b.busy_s / b.held_s) : "") << ','
-        << (b.iterations > 0 ? num(b.decode_tokens / b.iterations) : "") << '\n';
+      o << groups[g].first << ',' << g << ',' << general(ns_to_seconds(start), 10) << ','
+        << general(ns_to_seconds(start + tb.width_ns()), 10) << ',' << b.latency.count() << ','
+        << (any ? general(b.latency.quantile(0.5), 10) : "") << ','
+        << (any ? general(b.latency.quantile(0.9), 10) : "") << ','
+        << (any ? general(b.latency.quantile(0.99), 10) : "") << ','
+        << (b.held_s > 0 ? general(b.busy_s / b.held_s, 10) : "") << ','
+        << (b.iterations > 0 ? general(b.decode_tokens / b.iterations, 10) : "") << '\n';
     }
   }
   return o.str();
@@ -236,9 +230,10 @@ std::vector<std::string> write_fleet_run_report(const scenario::Scenario& sc,
     const size_t n = res.regions.size(), cols = n > 1 ? 2 : 1, rows = (n + cols - 1) / cols;
     std::ostringstream s;
     s << "names = " << gnuplot_words(names) << "\narray gscale[" << n << "]\n";
-    for (size_t r = 0; r < n; ++r) s << "gscale[" << r + 1 << "] = " << num(scale[r]) << "\n";
-    s << "I = " << num(sc.fleet->report_interval_s) << "\nD = " << num(duration_s)
-      << "\nS = " << num(res.sample)
+    for (size_t r = 0; r < n; ++r)
+      s << "gscale[" << r + 1 << "] = " << general(scale[r], 10) << "\n";
+    s << "I = " << general(sc.fleet->report_interval_s, 10) << "\nD = " << general(duration_s, 10)
+      << "\nS = " << general(res.sample, 10)
       << "\nlen(t) = (t + I < D ? I : D - t)\nx(t) = (t + len(t) / 2) / " << ax.div << "\n"
       << "set multiplot layout " << rows << "," << cols << "\n"
       << ax.range()
@@ -270,8 +265,9 @@ std::vector<std::string> write_fleet_run_report(const scenario::Scenario& sc,
   if (a.cost_usd_per_day > 0) {
     cost_csv = "pool,cloud_usd_per_day,hardware_usd_per_day,electricity_usd_per_day\n";
     for (const auto& c : a.pool_costs)
-      cost_csv += c.pool + "," + num(c.cloud_usd_per_day) + "," + num(c.hardware_usd_per_day) +
-                  "," + num(c.electricity_usd_per_day) + "\n";
+      cost_csv += c.pool + "," + general(c.cloud_usd_per_day, 10) + "," +
+                  general(c.hardware_usd_per_day, 10) + "," +
+                  general(c.electricity_usd_per_day, 10) + "\n";
     // Cloud: one bar per pool; owned: hardware and electricity stacked.
     const std::string s =
         "set style data histograms\nset style histogram rowstacked\nset style fill solid 0.85 "

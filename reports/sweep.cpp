@@ -13,12 +13,6 @@ namespace fleetsim::reports {
 
 namespace {
 
-std::string num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
-}
-
 // Metric names in the order of the first result (every item of a sweep has the same).
 std::vector<std::string> metric_names(const std::vector<std::string>& results) {
   std::vector<std::string> names;
@@ -45,7 +39,7 @@ std::string write_sweep_csv(const app::SweepSpec& spec, uint64_t base_seed,
     for (const auto& o : spec.point_overrides(p)) f << csv_field(o.substr(o.find('=') + 1)) << ',';
     f << base_seed + i % static_cast<std::size_t>(spec.seeds);
     const nlohmann::json j = nlohmann::json::parse(results[i]);
-    for (const auto& n : names) f << ',' << num(j.at(n).get<double>());
+    for (const auto& n : names) f << ',' << general(j.at(n).get<double>(), 6);
     f << '\n';
   }
   file.commit();
@@ -73,10 +67,10 @@ Table sweep_table(const app::SweepSpec& spec, const std::vector<std::string>& re
     }
     for (const auto& n : names) {
       if (spec.seeds == 1) {
-        row.push_back(num(vals[n][0]));
+        row.push_back(general(vals[n][0], 6));
       } else {
         const app::MetricSpread m = app::spread_of(vals[n]);
-        row.push_back(num(m.mean) + " ± " + num(m.ci95));
+        row.push_back(general(m.mean, 6) + " ± " + general(m.ci95, 6));
       }
     }
     t.rows.push_back(row);

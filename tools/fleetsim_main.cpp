@@ -30,6 +30,7 @@
 #include "hw_models/files.h"
 #include "hw_models/hf_import.h"
 #include "hw_models/units.h"
+#include "reports/deploy.h"
 #include "reports/explain.h"
 #include "reports/fleet_report.h"
 #include "reports/plan_report.h"
@@ -476,6 +477,20 @@ int cmd_plan(const std::vector<std::string>& args) {
   for (const auto& f : reports::write_plan_report(res, robust, planner.base(), out_dir))
     files += ", " + f;
   std::cout << "  wrote       " << json_path << ", plan.csv" << files << "\n";
+  if (res.chosen >= 0) {
+    // Deployable output: the answer's launch commands and Kubernetes manifests.
+    const plan::Candidate& win = res.candidates[static_cast<std::size_t>(res.chosen)];
+    const reports::Deployable d =
+        reports::deployable(planner.resolve(win, win.best->replicas), planner.base().name);
+    reports::write_deployable(d, out_dir);
+    std::cout << "  deploy      " << (std::filesystem::path(out_dir) / "deploy").string()
+              << "/ (vllm.sh, sglang.sh, trtllm.sh, kubernetes.yaml, README.md: " << d.notes.size()
+              << " note" << (d.notes.size() == 1 ? "" : "s") << ")\n";
+    for (const auto& l : d.launches)
+      if (l.engine == "vllm")
+        std::cout << "    " << l.pool << " x" << l.replicas << ": " << reports::shell_line(l.argv)
+                  << "\n";
+  }
   dist::remove_checkpoint(out_dir);
   if (res.chosen >= 0) return 0;
   // No configuration meets the SLO: exit 4, with why on stderr: each kind of reason (its
@@ -1013,6 +1028,8 @@ int cmd_import_model(const std::vector<std::string>& args) {
       "active", po::value<std::string>(), "an MoE model card's active parameters per token")(
       "source", po::value<std::string>(),
       "the citation written under sources (default: the config file's name)")(
+      "hf-repo", po::value<std::string>(),
+      "the Hugging Face repository (owner/name) the deployable output loads")(
       "out", po::value<std::string>(), "write the catalog file here (default: standard output)")(
       "force", "replace --out if it exists")("help,h", "show this help");
   po::positional_options_description pos;
@@ -1035,6 +1052,7 @@ int cmd_import_model(const std::vector<std::string>& args) {
     throw po::error("--id must be a file stem without '/', '\\' or spaces, got '" + opt.id + "'");
   if (vm.count("name")) opt.name = vm["name"].as<std::string>();
   if (vm.count("source")) opt.source = vm["source"].as<std::string>();
+  if (vm.count("hf-repo")) opt.hf_repo = vm["hf-repo"].as<std::string>();
   if (vm.count("params"))
     opt.published_params = parse_count("params", vm["params"].as<std::string>());
   if (vm.count("active"))

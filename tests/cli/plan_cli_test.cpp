@@ -40,6 +40,18 @@ TEST_F(Cli, PlanGivesDollarsPerMillionTokensAndWhyConfigurationsAreInvalid) {
   EXPECT_GT(usd, 0.1);
   EXPECT_LT(usd, 100);
   EXPECT_NE(out.find("per million output tokens at the peak hour"), std::string::npos) << out;
+
+  // The answer, deployable: the chosen TP in vLLM's command on the terminal, and each
+  // engine's script a shell accepts (sh -n parses without running).
+  const std::string tp = c["values"]["hardware.tp"].get<std::string>();
+  EXPECT_NE(r.out.find("vllm serve meta-llama/Llama-3.1-70B --tensor-parallel-size " + tp),
+            std::string::npos)
+      << r.out;
+  for (const char* f : {"vllm.sh", "sglang.sh", "trtllm.sh"}) {
+    const std::string path = (dir_ / "p" / "deploy" / f).string();
+    EXPECT_EQ(std::system(("sh -n '" + path + "'").c_str()), 0) << path;
+  }
+  EXPECT_FALSE(slurp(dir_ / "p" / "deploy" / "kubernetes.yaml").empty());
 }
 
 TEST_F(Cli, PlanShowsEveryEquallyCheapAnswerWithMarginsAndPerturbations) {

@@ -321,6 +321,18 @@ TEST_F(BadCatalogFile, ModelShapeTypoIsCaughtByTheParameterCount) {
   EXPECT_NE(e.message().find("more than 10% apart"), std::string::npos) << e.what();
 }
 
+TEST_F(BadCatalogFile, ModelRepositoryMustBeOwnerSlashName) {
+  // Llama-2-7B's shape (6.74e9 parameters) with a repository id that is not owner/name.
+  const std::string text =
+      "name: Repo\nlayers: 32\nhidden: 4096\nheads: 32\nkv_heads: 32\nhead_dim: 128\n"
+      "ffn: 11008\nvocab: 32000\nmax_context_tokens: 4096\npublished_params: 6.74e9\n"
+      "hf_repo: Llama-2-7b-hf\nsources: [test]\n";
+  const InputError e = model_error(text);
+  EXPECT_EQ(e.field(), "hf_repo");
+  EXPECT_EQ(e.line(), 11);
+  EXPECT_NE(e.message().find("owner/name"), std::string::npos) << e.what();
+}
+
 TEST_F(BadCatalogFile, ModelFieldMustBeAWholeNumber) {
   const std::string text =
       "name: Bad\nlayers: 32.5\nhidden: 4096\nheads: 32\nkv_heads: 32\nhead_dim: 128\n"

@@ -99,8 +99,10 @@ INSTANTIATE_TEST_SUITE_P(HfImport, ShippedModel,
                                            "deepseek-v3", "gpt-oss-120b", "llama-4-maverick"));
 
 TEST(HfImport, EachValueNamesTheKeyItCameFrom) {
-  const HfImport r = import_hf_config(read_text(fixture("deepseek-v3")), "dsv3.json",
-                                      {"deepseek-v3", "DeepSeek-V3", "", 671e9, 37e9});
+  const HfImport r =
+      import_hf_config(read_text(fixture("deepseek-v3")), "dsv3.json",
+                       {"deepseek-v3", "DeepSeek-V3", "", 671e9, 37e9, "deepseek-ai/DeepSeek-V3"});
+  EXPECT_NE(r.yaml.find("hf_repo: deepseek-ai/DeepSeek-V3"), std::string::npos);
   EXPECT_NE(r.yaml.find("dense_layers: 3           # first_k_dense_replace 3\n"),
             std::string::npos);
   EXPECT_NE(r.yaml.find("expert_ffn: 2048          # moe_intermediate_size\n"), std::string::npos);
@@ -109,7 +111,7 @@ TEST(HfImport, EachValueNamesTheKeyItCameFrom) {
   EXPECT_TRUE(r.assumed.empty());
   // Llama 4 interleaves its dense layers; the catalog's order differs and the file says so.
   const HfImport l = import_hf_config(read_text(fixture("llama-4-maverick")), "l4.json",
-                                      {"llama-4-maverick", "", "", 0, 0});
+                                      {"llama-4-maverick", "", "", 0, 0, ""});
   EXPECT_NE(l.yaml.find("interleave_moe_layer_step 2 (the catalog puts the dense layers first"),
             std::string::npos);
   // Chunked attention and the missing published figures are listed as assumptions.

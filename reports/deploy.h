@@ -1,0 +1,49 @@
+// Deployable output: a resolved deployment (a plan's answer) as the launch commands of the
+// serving engines and as Kubernetes manifests.
+//
+// For each pool (one, or prefill and decode when disaggregated) the same settings in each
+// engine's words — parallelism, batch and token limits, chunked prefill, KV-cache dtype,
+// memory share, prefix caching, speculative decoding, disaggregation role — for vLLM
+// (`vllm serve`), SGLang (`python3 -m sglang.launch_server`) and TensorRT-LLM
+// (`trtllm-serve` with an --extra_llm_api_options file), and one Kubernetes Deployment and
+// Service per pool (a LeaderWorkerSet when a replica spans several nodes). What an engine
+// cannot express, or what the user must supply (quantized checkpoints, the model path when
+// the catalog has no Hugging Face repository), is said in `notes`, never guessed silently.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "sim/scenario/scenario.h"
+
+namespace fleetsim::reports {
+
+/// One engine's launch of one pool.
+struct Launch {
+  std::string engine;             ///< "vllm" | "sglang" | "trtllm"
+  std::string pool;               ///< "serving", or "prefill" / "decode"
+  int replicas = 0;               ///< copies of this command to run
+  int gpus = 0;                   ///< GPUs each copy uses (tp · pp · dp_attention)
+  std::vector<std::string> argv;  ///< the command, one argument per element
+  std::string extra_name;         ///< TensorRT-LLM's --extra_llm_api_options file ("" = none)
+  std::string extra_yaml;         ///< and its contents
+};
+
+struct Deployable {
+  std::vector<Launch> launches;    ///< every engine × pool
+  std::string kubernetes;          ///< manifests for the scenario's engine (multi-document YAML)
+  std::vector<std::string> notes;  ///< what the user must check or supply
+};
+
+/// The launches and manifests of `sc` (a resolved single-pool scenario: a plan's answer at
+/// its replica count). `name` prefixes the Kubernetes objects (lower-case, '-').
+Deployable deployable(const scenario::Scenario& sc, const std::string& name);
+
+/// `argv` as one shell line, each argument quoted where the shell needs it.
+std::string shell_line(const std::vector<std::string>& argv);
+
+/// Writes DIR/deploy/: one script per engine (vllm.sh, sglang.sh, trtllm.sh with
+/// trtllm-<pool>.yaml), kubernetes.yaml and README.md (the notes). Returns the files.
+std::vector<std::string> write_deployable(const Deployable& d, const std::string& dir);
+
+}  // namespace fleetsim::reports

@@ -1,0 +1,156 @@
+// Deployable output: the launch commands carry the deployment's settings in each engine's
+// words, and the Kubernetes manifests parse and match them.
+#include "reports/deploy.h"
+
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "hw_models/catalog.h"
+
+namespace fleetsim::reports {
+namespace {
+
+const hw::Catalog& shipped_catalog() {
+  static const hw::Catalog c = hw::Catalog::load(hw::Catalog::default_dir());
+  return c;
+}
+
+scenario::Scenario load(const std::string& rel, const std::vector<std::string>& overrides) {
+  return scenario::load(std::string(FLEETSIM_SOURCE_DIR) + "/" + rel, overrides, std::nullopt,
+                        shipped_catalog());
+}
+
+const Launch& launch(const Deployable& d, const std::string& engine, const std::string& pool) {
+  for (const auto& l : d.launches)
+    if (l.engine == engine && l.pool == pool) return l;
+  ADD_FAILURE() << "no " << engine << " launch for pool " << pool;
+  static const Launch none;
+  return none;
+}
+
+// The value after `flag` in `argv` ("" when the flag is absent or last).
+std::string value_of(const std::vector<std::string>& argv, const std::string& flag) {
+  const auto it = std::find(argv.begin(), argv.end(), flag);
+  return it == argv.end() || it + 1 == argv.end() ? "" : *(it + 1);
+}
+
+bool has(const std::vector<std::string>& argv, const std::string& flag) {
+  return std::find(argv.begin(), argv.end(), flag) != argv.end();
+}
+
+TEST(Deploy, EachEngineGetsTheDeploymentsSettings) {
+  // Llama-3.1-70B on H200 at TP 2, FP8 weights and KV, 3 replicas, 128 sequences, a
+  // 4096-token budget, chunked prefill, 0.9 of memory.
+  const scenario::Scenario sc =
+      load("scenarios/plan-llama70b-chat.yaml",
+           {"hardware.gpu=h200-sxm", "hardware.tp=2", "precision.weights=fp8", "precision.kv=fp8",
+            "serving.replicas=3", "serving.max_num_seqs=128", "serving.max_batched_tokens=4096",
+            "serving.policy=sarathi", "serving.gpu_memory_utilization=0.9"});
+  const Deployable d = deployable(sc, "Chat Plan");
+  ASSERT_EQ(d.launches.size(), 3u);  // one pool, three engines
+  const Launch& v = launch(d, "vllm", "serving");
+  EXPECT_EQ(v.replicas, 3);
+  EXPECT_EQ(v.gpus, 2);
+  EXPECT_EQ(std::vector<std::string>(v.argv.begin(), v.argv.begin() + 3),
+            (std::vector<std::string>{"vllm", "serve", "meta-llama/Llama-3.1-70B"}));
+  EXPECT_EQ(value_of(v.argv, "--tensor-parallel-size"), "2");
+  EXPECT_EQ(value_of(v.argv, "--max-num-seqs"), "128");
+  EXPECT_EQ(value_of(v.argv, "--max-num-batched-tokens"), "4096");
+  EXPECT_EQ(value_of(v.argv, "--kv-cache-dtype"), "fp8");
+  EXPECT_EQ(value_of(v.argv, "--quantization"), "fp8");
+  EXPECT_EQ(value_of(v.argv, "--gpu-memory-utilization"), "0.9");
+  const Launch& s = launch(d, "sglang", "serving");
+  EXPECT_EQ(value_of(s.argv, "--tp-size"), "2");
+  EXPECT_EQ(value_of(s.argv, "--max-running-requests"), "128");
+  EXPECT_EQ(value_of(s.argv, "--chunked-prefill-size"), "4096");
+  EXPECT_EQ(value_of(s.argv, "--kv-cache-dtype"), "fp8_e4m3");
+  const Launch& t = launch(d, "trtllm", "serving");
+  EXPECT_EQ(value_of(t.argv, "--tp_size"), "2");
+  EXPECT_EQ(value_of(t.argv, "--max_batch_size"), "128");
+  EXPECT_EQ(value_of(t.argv, "--max_num_tokens"), "4096");
+  EXPECT_EQ(value_of(t.argv, "--extra_llm_api_options"), t.extra_name);
+  const YAML::Node extra = YAML::Load(t.extra_yaml);
+  EXPECT_TRUE(extra["enable_chunked_prefill"].as<bool>());
+  EXPECT_EQ(extra["kv_cache_config"]["dtype"].as<std::string>(), "fp8");
+
+  // The manifests (vLLM is the scenario's engine): a Deployment of 3 pods with 2 GPUs each
+  // running exactly the vLLM command, and its Service.
+  const std::vector<YAML::Node> docs = YAML::LoadAll(d.kubernetes);
+  ASSERT_EQ(docs.size(), 2u);
+  EXPECT_EQ(docs[0]["kind"].as<std::string>(), "Deployment");
+  EXPECT_EQ(docs[0]["metadata"]["name"].as<std::string>(), "chat-plan-serving");
+  EXPECT_EQ(docs[0]["spec"]["replicas"].as<int>(), 3);
+  const YAML::Node c = docs[0]["spec"]["template"]["spec"]["containers"][0];
+  EXPECT_EQ(c["resources"]["limits"]["nvidia.com/gpu"].as<int>(), 2);
+  EXPECT_EQ(c["command"][0].as<std::string>(), "vllm");
+  std::vector<std::string> args;
+  for (const auto& a : c["args"]) args.push_back(a.as<std::string>());
+  EXPECT_EQ(args, std::vector<std::string>(v.argv.begin() + 1, v.argv.end()));
+  EXPECT_EQ(docs[1]["kind"].as<std::string>(), "Service");
+  EXPECT_EQ(docs[1]["spec"]["selector"]["app"].as<std::string>(), "chat-plan-serving");
+}
+
+TEST(Deploy, DisaggregatedPoolsGetTheirRoles) {
+  const scenario::Scenario sc = load("scenarios/examples/disaggregated.yaml", {});
+  ASSERT_TRUE(sc.prefill_pool);
+  const Deployable d = deployable(sc, "disagg");
+  ASSERT_EQ(d.launches.size(), 6u);  // two pools, three engines
+  EXPECT_EQ(value_of(launch(d, "sglang", "prefill").argv, "--disaggregation-mode"), "prefill");
+  EXPECT_EQ(value_of(launch(d, "sglang", "decode").argv, "--disaggregation-mode"), "decode");
+  EXPECT_TRUE(has(launch(d, "vllm", "decode").argv, "--kv-transfer-config"));
+  EXPECT_EQ(launch(d, "vllm", "prefill").replicas, sc.prefill_pool->replicas);
+  EXPECT_EQ(launch(d, "vllm", "decode").replicas, sc.replicas);
+  // Two Deployments and two Services.
+  EXPECT_EQ(YAML::LoadAll(d.kubernetes).size(), 4u);
+}
+
+TEST(Deploy, AReplicaOverSeveralNodesIsALeaderWorkerSet) {
+  // Llama-3.1-405B at TP 8 × PP 2 on HGX H200 servers (8 GPUs each): 16 GPUs, 2 nodes.
+  const scenario::Scenario sc =
+      load("scenarios/plan-llama70b-chat.yaml",
+           {"model=llama-3.1-405b", "hardware.gpu=h200-sxm", "hardware.tp=8", "hardware.pp=2",
+            "precision.weights=fp8", "serving.replicas=2"});
+  const Deployable d = deployable(sc, "big");
+  const std::vector<YAML::Node> docs = YAML::LoadAll(d.kubernetes);
+  ASSERT_EQ(docs.size(), 2u);
+  EXPECT_EQ(docs[0]["kind"].as<std::string>(), "LeaderWorkerSet");
+  EXPECT_EQ(docs[0]["spec"]["replicas"].as<int>(), 2);
+  EXPECT_EQ(docs[0]["spec"]["leaderWorkerTemplate"]["size"].as<int>(), 2);  // 16 / 8
+  const YAML::Node c =
+      docs[0]["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0];
+  EXPECT_EQ(c["resources"]["limits"]["nvidia.com/gpu"].as<int>(), 8);
+  EXPECT_EQ(value_of(launch(d, "vllm", "serving").argv, "--pipeline-parallel-size"), "2");
+  const bool noted = std::any_of(d.notes.begin(), d.notes.end(), [](const std::string& n) {
+    return n.find("span 2 nodes") != std::string::npos;
+  });
+  EXPECT_TRUE(noted);
+}
+
+TEST(Deploy, AModelWithoutARepositoryAsksForItsPath) {
+  const scenario::Scenario sc =
+      load("scenarios/plan-llama70b-chat.yaml",
+           {"model=gpt4-class-moe", "hardware.gpu=h200-sxm", "hardware.tp=8",
+            "hardware.pp=2", "precision.weights=fp8", "hardware.node=hgx-h200"});
+  const Deployable d = deployable(sc, "x");
+  EXPECT_EQ(launch(d, "vllm", "serving").argv[2], "${MODEL_PATH:?the weights of gpt4-class-moe}");
+  const bool noted = std::any_of(d.notes.begin(), d.notes.end(), [](const std::string& n) {
+    return n.find("set MODEL_PATH") != std::string::npos;
+  });
+  EXPECT_TRUE(noted);
+}
+
+TEST(Deploy, ShellLineQuotesWhatTheShellWouldSplit) {
+  // Plain words as they are; a space or a quote single-quoted (' as '\''); a ${...}
+  // expansion double-quoted so that it still expands.
+  EXPECT_EQ(shell_line({"vllm", "serve", "a/b", "--x", "0.9"}), "vllm serve a/b --x 0.9");
+  EXPECT_EQ(shell_line({"--c", "{\"k\": 1}"}), "--c '{\"k\": 1}'");
+  EXPECT_EQ(shell_line({"it's"}), "'it'\\''s'");
+  EXPECT_EQ(shell_line({"${MODEL_PATH:?m}"}), "\"${MODEL_PATH:?m}\"");
+}
+
+}  // namespace
+}  // namespace fleetsim::reports
