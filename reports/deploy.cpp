@@ -281,6 +281,12 @@ Deployable deployable(const scenario::Scenario& sc, const std::string& name) {
   else if (w != "bf16" && w != "fp16")
     d.notes.push_back("weights " + w + ": point the model path at a checkpoint quantized to " + w +
                       " (the engines read its quantization from its config)");
+  if (sc.vllm_family() && !sc.vllm.chunked_prefill && engine == "vllm" &&
+      sc.engine.id.rfind("vllm-v1", 0) == 0)
+    d.notes.push_back(
+        "prefill-first scheduling: vLLM's V1 engine always chunks prefills; the "
+        "closest it gets is a --max-num-batched-tokens of at least the longest "
+        "prompt, which the command sets from the plan's budget");
   if (sc.prefill_pool)
     d.notes.push_back(
         "disaggregated: the prefill and decode pools exchange KV caches (vLLM's "

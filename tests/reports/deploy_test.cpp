@@ -94,6 +94,26 @@ TEST(Deploy, EachEngineGetsTheDeploymentsSettings) {
   EXPECT_EQ(docs[1]["spec"]["selector"]["app"].as<std::string>(), "chat-plan-serving");
 }
 
+TEST(Deploy, PrefillFirstOnVllmV1IsSaidNotSilentlyChunked) {
+  // policy vllm without chunked prefill (prefill-first) on the vllm-v1 engine: V1 cannot
+  // turn chunking off, so a note says what the command does instead; chunked prefill
+  // (policy sarathi) needs no such note.
+  auto noted = [](const Deployable& d) {
+    return std::any_of(d.notes.begin(), d.notes.end(), [](const std::string& n) {
+      return n.find("always chunks prefills") != std::string::npos;
+    });
+  };
+  const std::vector<std::string> base = {"hardware.gpu=h200-sxm", "hardware.tp=2",
+                                         "serving.engine=vllm-v1"};
+  std::vector<std::string> first = base, chunked = base;
+  first.push_back("serving.policy=vllm");
+  first.push_back("serving.chunked_prefill=false");
+  first.push_back("serving.max_batched_tokens=16384");
+  chunked.push_back("serving.policy=sarathi");
+  EXPECT_TRUE(noted(deployable(load("scenarios/plan-llama70b-chat.yaml", first), "a")));
+  EXPECT_FALSE(noted(deployable(load("scenarios/plan-llama70b-chat.yaml", chunked), "b")));
+}
+
 TEST(Deploy, DisaggregatedPoolsGetTheirRoles) {
   const scenario::Scenario sc = load("scenarios/examples/disaggregated.yaml", {});
   ASSERT_TRUE(sc.prefill_pool);
@@ -133,8 +153,8 @@ TEST(Deploy, AReplicaOverSeveralNodesIsALeaderWorkerSet) {
 TEST(Deploy, AModelWithoutARepositoryAsksForItsPath) {
   const scenario::Scenario sc =
       load("scenarios/plan-llama70b-chat.yaml",
-           {"model=gpt4-class-moe", "hardware.gpu=h200-sxm", "hardware.tp=8",
-            "hardware.pp=2", "precision.weights=fp8", "hardware.node=hgx-h200"});
+           {"model=gpt4-class-moe", "hardware.gpu=h200-sxm", "hardware.tp=8", "hardware.pp=2",
+            "precision.weights=fp8", "hardware.node=hgx-h200"});
   const Deployable d = deployable(sc, "x");
   EXPECT_EQ(launch(d, "vllm", "serving").argv[2], "${MODEL_PATH:?the weights of gpt4-class-moe}");
   const bool noted = std::any_of(d.notes.begin(), d.notes.end(), [](const std::string& n) {
