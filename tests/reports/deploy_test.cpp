@@ -38,6 +38,12 @@ std::string value_of(const std::vector<std::string>& argv, const std::string& fl
   return it == argv.end() || it + 1 == argv.end() ? "" : *(it + 1);
 }
 
+// Whether one of `d`'s notes contains `text`.
+bool has_note(const Deployable& d, const std::string& text) {
+  return std::any_of(d.notes.begin(), d.notes.end(),
+                     [&](const std::string& n) { return n.find(text) != std::string::npos; });
+}
+
 bool has(const std::vector<std::string>& argv, const std::string& flag) {
   return std::find(argv.begin(), argv.end(), flag) != argv.end();
 }
@@ -98,11 +104,6 @@ TEST(Deploy, PrefillFirstOnVllmV1IsSaidNotSilentlyChunked) {
   // policy vllm without chunked prefill (prefill-first) on the vllm-v1 engine: V1 cannot
   // turn chunking off, so a note says what the command does instead; chunked prefill
   // (policy sarathi) needs no such note.
-  auto noted = [](const Deployable& d) {
-    return std::any_of(d.notes.begin(), d.notes.end(), [](const std::string& n) {
-      return n.find("always chunks prefills") != std::string::npos;
-    });
-  };
   const std::vector<std::string> base = {"hardware.gpu=h200-sxm", "hardware.tp=2",
                                          "serving.engine=vllm-v1"};
   std::vector<std::string> first = base, chunked = base;
@@ -110,8 +111,10 @@ TEST(Deploy, PrefillFirstOnVllmV1IsSaidNotSilentlyChunked) {
   first.push_back("serving.chunked_prefill=false");
   first.push_back("serving.max_batched_tokens=16384");
   chunked.push_back("serving.policy=sarathi");
-  EXPECT_TRUE(noted(deployable(load("scenarios/plan-llama70b-chat.yaml", first), "a")));
-  EXPECT_FALSE(noted(deployable(load("scenarios/plan-llama70b-chat.yaml", chunked), "b")));
+  EXPECT_TRUE(has_note(deployable(load("scenarios/plan-llama70b-chat.yaml", first), "a"),
+                       "always chunks prefills"));
+  EXPECT_FALSE(has_note(deployable(load("scenarios/plan-llama70b-chat.yaml", chunked), "b"),
+                        "always chunks prefills"));
 }
 
 TEST(Deploy, DisaggregatedPoolsGetTheirRoles) {
@@ -144,10 +147,7 @@ TEST(Deploy, AReplicaOverSeveralNodesIsALeaderWorkerSet) {
       docs[0]["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0];
   EXPECT_EQ(c["resources"]["limits"]["nvidia.com/gpu"].as<int>(), 8);
   EXPECT_EQ(value_of(launch(d, "vllm", "serving").argv, "--pipeline-parallel-size"), "2");
-  const bool noted = std::any_of(d.notes.begin(), d.notes.end(), [](const std::string& n) {
-    return n.find("span 2 nodes") != std::string::npos;
-  });
-  EXPECT_TRUE(noted);
+  EXPECT_TRUE(has_note(d, "span 2 nodes"));
 }
 
 TEST(Deploy, AModelWithoutARepositoryAsksForItsPath) {
@@ -157,10 +157,7 @@ TEST(Deploy, AModelWithoutARepositoryAsksForItsPath) {
             "precision.weights=fp8", "hardware.node=hgx-h200"});
   const Deployable d = deployable(sc, "x");
   EXPECT_EQ(launch(d, "vllm", "serving").argv[2], "${MODEL_PATH:?the weights of gpt4-class-moe}");
-  const bool noted = std::any_of(d.notes.begin(), d.notes.end(), [](const std::string& n) {
-    return n.find("set MODEL_PATH") != std::string::npos;
-  });
-  EXPECT_TRUE(noted);
+  EXPECT_TRUE(has_note(d, "set MODEL_PATH"));
 }
 
 TEST(Deploy, ShellLineQuotesWhatTheShellWouldSplit) {
