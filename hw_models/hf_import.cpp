@@ -23,14 +23,9 @@ bool ungated_family(const std::string& model_type) {
   return false;
 }
 
-std::string yaml_quoted(const std::string& s) {
-  std::string out = "\"";
-  for (const char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
+// A double-quoted scalar: a JSON string is one in YAML, with JSON's escapes (quotes,
+// backslashes and control characters).
+std::string yaml_quoted(const std::string& s) { return json(s).dump(); }
 
 // The config's decoder keys (a multimodal config's text_config over the top level), with
 // the line each key first appears on for errors.

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdio>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "hw_models/files.h"
@@ -173,18 +174,10 @@ std::string k8s_name(const std::string& s) {
   return out.empty() ? "fleetsim" : out.substr(0, 50);
 }
 
-// A YAML flow sequence of strings, each double-quoted.
+// A YAML flow sequence of v[from..]: a JSON array of strings is one, with JSON's escapes.
 std::string yaml_list(const std::vector<std::string>& v, size_t from) {
-  std::string s = "[";
-  for (size_t i = from; i < v.size(); ++i) {
-    std::string q;
-    for (const char ch : v[i]) {
-      if (ch == '"' || ch == '\\') q += '\\';
-      q += ch;
-    }
-    s += (i > from ? ", \"" : "\"") + q + "\"";
-  }
-  return s + "]";
+  return nlohmann::json(std::vector<std::string>(v.begin() + static_cast<long>(from), v.end()))
+      .dump();
 }
 
 std::string image_of(const std::string& engine, bool amd) {
