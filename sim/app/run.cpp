@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "sim/fleet/fleet_sim.h"
+#include "sim/fleet/one_pool.h"
 #include "sim/network/table_network.h"
 #include "sim/simulation.h"
 
@@ -35,9 +36,8 @@ RunRecord run(const scenario::Scenario& sc, const RunOptions& options, int threa
   RunOptions opts = options;
   metrics::TimeBucketsObserver over_time(sc.replicas_all_pools());
   opts.observers.push_back(&over_time);
-  Simulation sim(sc, opts);
   RunRecord r;
-  r.pool = sim.run();
+  r.pool = fleet::run_one_pool(sc, opts);
   over_time.finish(seconds_to_ns(r.pool->summary.sim_duration_s));
   r.over_time = over_time.buckets();
   return r;

@@ -7,9 +7,11 @@
 #include <chrono>
 #include <cmath>
 #include <exception>
+#include <limits>
 #include <numeric>
 #include <thread>
 
+#include "sim/fleet/one_pool.h"
 #include "sim/runtime/cascade.h"
 #include "sim/runtime/drive.h"
 #include "sim/runtime/routers.h"
@@ -43,28 +45,46 @@ int scaled(int n, double s, int at_least) {
 
 FleetSimulation::FleetSimulation(const scenario::Scenario& sc, RunOptions options,
                                  std::vector<int> models)
+    : FleetSimulation(sc, sc.make_population(sc.seed), nullptr, std::move(options),
+                      std::move(models)) {}
+
+FleetSimulation::FleetSimulation(const scenario::Scenario& sc, OnePool, RunOptions options)
+    : FleetSimulation(sc, nullptr, sc.make_workload(sc.seed), std::move(options), {}) {}
+
+FleetSimulation::FleetSimulation(const scenario::Scenario& sc, std::unique_ptr<Population> pop,
+                                 std::unique_ptr<workload::Workload> workload, RunOptions options,
+                                 std::vector<int> models)
     : sc_(sc),
-      spec_(*sc.fleet),
+      workload_(std::move(workload)),
+      own_spec_(workload_
+                    ? std::make_unique<FleetSpec>(one_pool_fleet(sc, workload_->classes().size()))
+                    : nullptr),
+      spec_(own_spec_ ? *own_spec_ : *sc.fleet),
       options_(std::move(options)),
-      pop_(sc.make_population(sc.seed)),
-      collector_(1, sc.slo_ttft_s, sc.slo_tpot_s),
+      pop_(std::move(pop)),
+      collector_(workload_ ? sc.replicas_all_pools() : 1, sc.slo_ttft_s, sc.slo_tpot_s),
       out_(collector_, options_.observers),
       cache_(sc.response_cache, sc.response_cache_hit_rate, sc.response_cache_capacity,
-             sc.response_cache_latency_s, nullptr),
+             sc.response_cache_latency_s,
+             workload_ && workload_->trace() != nullptr ? &workload_->trace()->hashes : nullptr),
       handoffs_(engine_, this, kHandoff, collector_),
       route_rng_(RngStreams(sc.seed).stream("fleet-routing")),
       fail_rng_(RngStreams(sc.seed).stream("failures")),
       geo_(spec_.wan_rtt_s, spec_.spill_load) {
-  collector_.set_classes(pop_->request_classes());
+  collector_.set_classes(workload_ ? workload_->classes() : pop_->request_classes());
   collector_.set_slo_targets(sc.slo_targets);
-  end_ns_ = pop_->duration_ns();
+  if (workload_) collector_.set_warmup_requests(workload_->warmup_requests());
+  // A fleet of one runs until its workload is done: its span is known at the end (run()).
+  end_ns_ = pop_ ? pop_->duration_ns() : std::numeric_limits<SimTime>::max() / 4;
   n_models_ = static_cast<int>(spec_.models.size());
   if (models.empty())
     for (int m = 0; m < n_models_; ++m) models.push_back(m);
   auto mine = [&](int m) { return std::find(models.begin(), models.end(), m) != models.end(); };
-  std::vector<bool> keep;
-  for (int m : spec_.class_model) keep.push_back(mine(m));
-  pop_->keep_classes(keep);
+  if (pop_) {
+    std::vector<bool> keep;
+    for (int m : spec_.class_model) keep.push_back(mine(m));
+    pop_->keep_classes(keep);
+  }
   const size_t nr = spec_.regions.size();
   groups_.resize(nr * static_cast<size_t>(n_models_));
   decode_groups_.resize(groups_.size());
@@ -83,14 +103,22 @@ FleetSimulation::FleetSimulation(const scenario::Scenario& sc, RunOptions option
     n_pools += reg.pools.size();
     for (const auto& fp : reg.pools) prefix = prefix || fp.pool.vllm.prefix_caching;
   }
-  // Prefix caching: the calls carry their prompts' generated block hashes (a session's
-  // turns share its context, all sessions the system prompt).
-  if (prefix) pop_->set_prefix_blocks(sc.vllm.prefix_block_tokens);
-  if (!spec_.router.empty())
+  // Prefix caching: a fleet's calls carry their prompts' generated block hashes (a
+  // session's turns share its context, all sessions the system prompt); a fleet of one's
+  // come from its trace.
+  const workload::Trace* trace = workload_ ? workload_->trace() : nullptr;
+  if (prefix && pop_) pop_->set_prefix_blocks(sc.vllm.prefix_block_tokens);
+  if (workload_) {
+    routers_.push_back(runtime::numbered_router(spec_.router, sc.seed, 0, sc.router_params));
+    decode_router_ = runtime::numbered_router(spec_.router, sc.seed, 1, sc.router_params);
+  } else if (!spec_.router.empty()) {
     for (size_t gi = 0; gi < groups_.size(); ++gi)
       routers_.push_back(runtime::numbered_router(spec_.router, sc.seed, gi + 1, sc.router_params));
+  }
+  if (workload_ && sc.prefill_pool && sc.network_model != "simgrid" && sc.fabric.regions > 1)
+    wan_net_ = std::make_unique<hw::AnalyticNetwork>(sc.fabric);
   pools_.reserve(n_pools);  // replicas keep references to a pool's step model and config
-  const double s = pop_->sample();
+  const double s = pop_ ? pop_->sample() : 1.0;
   int index = 0;
   for (size_t r = 0; r < nr; ++r) {
     for (const auto& fp : spec_.regions[r].pools) {
@@ -102,11 +130,19 @@ FleetSimulation::FleetSimulation(const scenario::Scenario& sc, RunOptions option
           static_cast<int>(std::find(spec_.models.begin(), spec_.models.end(), fp.pool.model.id) -
                            spec_.models.begin());
       if (!mine(p.model)) continue;
+      const std::optional<serving::Lora> lora =
+          fp.pool.lora_rank > 0 ? std::optional<serving::Lora>(
+                                      serving::Lora{fp.pool.lora_rank, fp.pool.vllm.lora_slots})
+                                : std::nullopt;
       p.steps = std::make_unique<serving::StepModel>(
-          serving::StepModelConfig{fp.pool.dep, fp.pool.spec, std::nullopt},
-          fp.pool.vllm.max_num_seqs);
+          serving::StepModelConfig{fp.pool.dep, fp.pool.spec, lora}, fp.pool.vllm.max_num_seqs);
       p.vllm = fp.pool.vllm;
-      if (p.vllm.prefix_caching) {
+      if (p.vllm.prefix_caching && trace != nullptr) {
+        p.vllm.hashes = &trace->hashes;
+        p.vllm.prefix_block_tokens = trace->block_tokens;
+        p.vllm.prefix_host_entries =
+            sc.prefix_host_blocks / (trace->block_tokens / p.vllm.block_tokens);
+      } else if (p.vllm.prefix_caching) {
         p.vllm.hashes = nullptr;
         p.vllm.generated_shared_blocks = pop_->shared_prefix_blocks();
       }
@@ -257,6 +293,13 @@ uint32_t FleetSimulation::new_slot(const workload::RequestSpec& r) {
   return slot;
 }
 
+void FleetSimulation::schedule_request(const workload::RequestSpec& r) {
+  // A fleet of one keeps one open-loop request scheduled at a time (memory does not grow
+  // with the number of requests) and sends its users' next requests as they come.
+  engine_.schedule(r.arrival_ns + front_door_ns(r), serving::kPhaseArrival, this, kArrive,
+                   new_slot(r));
+}
+
 void FleetSimulation::schedule_calls() {
   // A full-scale day holds millions of next turns waiting out their users' think time. In
   // the event heap they made every push and pop a chain of cache misses (170k calls/s);
@@ -299,21 +342,31 @@ void FleetSimulation::flush_bucket() {
 }
 
 void FleetSimulation::arrive(uint32_t slot, SimTime now) {
-  Slot& s = slots_[slot];
-  const int home = s.spec.region;
-  if (!s.counted) {
-    s.counted = true;
+  const int home = slots_[slot].spec.region;
+  if (!slots_[slot].counted) {
+    slots_[slot].counted = true;
     ++regions_[static_cast<size_t>(home)].arrivals;
     ++current_[static_cast<size_t>(home)].arrivals;
-    collector_.on_arrival(s.spec, -1, now);
+    if (workload_) {
+      // The next open-loop request (or trace session) is scheduled as this one arrives
+      // (adding a slot may move the others). The replica that takes the call counts its
+      // arrival (on_arrival).
+      const workload::RequestSpec& r = slots_[slot].spec;
+      if (r.client < 0 || r.first_turn)
+        if (auto next = workload_->next_arrival()) schedule_request(*next);
+    } else {
+      collector_.on_arrival(slots_[slot].spec, -1, now);
+    }
     // The response cache at the users' front door answers its share of calls (chosen per
-    // call id, as in single-pool runs) without a model call.
-    if (cache_.hit(s.spec)) {
-      s.region = static_cast<int16_t>(home);
+    // call id) without a model call.
+    if (cache_.hit(slots_[slot].spec)) {
+      if (workload_) out_.on_arrival(slots_[slot].spec, -1, now);
+      slots_[slot].region = static_cast<int16_t>(home);
       engine_.schedule(now + cache_.latency_ns(), serving::kPhaseArrival, this, kCacheHit, slot);
       return;
     }
   }
+  Slot& s = slots_[slot];
   const int model = target_model(s);
   int r = geo_.pick(home, [&](int region) -> const Group& { return group(region, model); });
   if (r < 0) {
@@ -356,17 +409,26 @@ void FleetSimulation::deliver(uint32_t slot, SimTime now) {
     arrive(slot, now);
     return;
   }
-  int32_t pick = -1;
-  if (!routers_.empty()) {
-    const size_t gi = static_cast<size_t>(s.region * n_models_ + model);
-    pick = g.active[routers_[gi]->route(s.spec, serving::ReplicaSet(replicas_, g.active))];
-  } else {
-    pick = power_of_two(g);
-  }
+  serving::Router* router = router_for(static_cast<size_t>(s.region * n_models_ + model));
+  const int32_t pick =
+      router != nullptr ? g.active[router->route(s.spec, serving::ReplicaSet(replicas_, g.active))]
+                        : power_of_two(g);
   assign(s, g, pick);
   auto& cur = current_[static_cast<size_t>(s.region)];
   cur.outstanding_peak = std::max(cur.outstanding_peak, g.outstanding);
   replicas_[static_cast<size_t>(pick)]->submit(s.spec);  // may reject at once (on_reject)
+}
+
+serving::Router* FleetSimulation::router_for(size_t group) {
+  if (routers_.empty()) return nullptr;
+  return routers_.size() == 1 ? routers_[0].get() : routers_[group].get();
+}
+
+bool FleetSimulation::escalating(const workload::RequestSpec& r, int replica) const {
+  return spec_.cascade_model >= 0 && spec_.class_model[r.cls] == 0 &&
+         pools_[static_cast<size_t>(info_[static_cast<size_t>(replica)].pool)].model ==
+             spec_.cascade_model &&
+         runtime::escalates(r.id, spec_.escalation);
 }
 
 int FleetSimulation::target_model(const Slot& s) const {
@@ -403,6 +465,12 @@ void FleetSimulation::finish_call(uint32_t slot, SimTime now) {
   release_replica(s, now);
   const workload::RequestSpec spec = s.spec;
   slots_.release(slot);
+  if (workload_) {
+    // A closed-loop user sends its next request (or a trace session its next turn).
+    if (spec.client >= 0)
+      if (auto next = workload_->on_completion(spec, now)) schedule_request(*next);
+    return;
+  }
   pop_->on_done(spec, now, calls_);
   schedule_calls();
 }
@@ -440,7 +508,10 @@ void FleetSimulation::cache_hit(uint32_t slot, SimTime now) {
 }
 
 bool FleetSimulation::meets_slo(const serving::RequestRecord& rec) const {
-  const auto& cls = pop_->classes()[rec.spec->cls].info;
+  workload::RequestClass none;
+  const workload::RequestClass& cls =
+      pop_ ? pop_->classes()[rec.spec->cls].info
+           : (workload_->classes().empty() ? none : workload_->classes()[rec.spec->cls]);
   const double t_slo = cls.slo_ttft_s > 0 ? cls.slo_ttft_s : sc_.slo_ttft_s.value_or(0);
   const double p_slo = cls.slo_tpot_s > 0 ? cls.slo_tpot_s : sc_.slo_tpot_s.value_or(0);
   const double ttft = ns_to_seconds(rec.first_token_ns - rec.spec->arrival_ns);
@@ -472,7 +543,12 @@ void FleetSimulation::on_completion(const serving::RequestRecord& rec) {
     deliver(slot, engine_.now());
     return;
   }
+  cache_.insert(*rec.spec);  // exact matching remembers the prompt
   out_.on_completion(rec);
+  if (workload_) {  // a fleet of one reports its collector's summary only
+    finish_call(slot, engine_.now());
+    return;
+  }
   const auto region = static_cast<size_t>(s.region);
   ++regions_[region].served;
   ++current_[region].served;
@@ -507,8 +583,29 @@ void FleetSimulation::on_reject(const workload::RequestSpec& r, int replica,
   finish_call(r.tag, t);
 }
 
-// Inter-token gaps are not collected in fleet runs: the report does not use them, and a
-// fleet day has billions of iterations (bucketing each gap cost ~18 % of the run).
+void FleetSimulation::on_arrival(const workload::RequestSpec& r, int replica, SimTime t) {
+  // A fleet counts its calls at the front door; a fleet of one where its replicas take
+  // them, as the one-pool reports expect (a cascade's escalated call arrived once already).
+  if (!workload_ || !alive(replica) || slots_[r.tag].escalated) return;
+  out_.on_arrival(r, replica, t);
+}
+
+void FleetSimulation::on_first_token(const workload::RequestSpec& r, int replica, SimTime t) {
+  if (!workload_ || !alive(replica) || escalating(r, replica)) return;  // not the answer
+  out_.on_first_token(r, replica, t);
+}
+
+// Inter-token gaps are collected in a fleet of one only: a fleet's report does not use
+// them, and a fleet day has billions of iterations (bucketing each gap cost ~18 % of it).
+void FleetSimulation::on_token_gaps(SimTime gap_ns, uint64_t count) {
+  if (workload_) out_.on_token_gaps(gap_ns, count);
+}
+void FleetSimulation::on_token_gap_series(const StepSeries& s, int64_t k, uint64_t per) {
+  if (workload_) out_.on_token_gap_series(s, k, per);
+}
+void FleetSimulation::on_prefix_host_load(int replica, int64_t tokens) {
+  if (alive(replica)) out_.on_prefix_host_load(replica, tokens);
+}
 void FleetSimulation::on_preemption(const workload::RequestSpec& r, int replica, SimTime t) {
   if (alive(replica)) out_.on_preemption(r, replica, t);
 }
@@ -527,18 +624,23 @@ void FleetSimulation::on_prefill_done(const serving::Handoff& h, int replica) {
   ++p.result.completed;
   p.result.input_tokens += static_cast<uint64_t>(h.spec.prompt_tokens);
   release_replica(s, engine_.now());
+  // One rule for every run: the transfer is priced on the receiving pool's network (the
+  // region's decode pool of the model; the prefill pool's while none is up) over
+  // min(prefill GPUs, decode GPUs) links.
   const scenario::Pool& pool = p.result.spec->pool;
   const double bytes = runtime::kv_bytes(pool.model, pool.dep.prec.kv_bytes, h.spec.prompt_tokens);
   const Group& dg = decode_groups_[static_cast<size_t>(p.region * n_models_ + p.model)];
   int links = pool.par.gpus();
+  const hw::NetworkModel* network = pool.dep.network.get();
   if (!dg.active.empty()) {
-    const int decode_gpus =
-        pools_[static_cast<size_t>(info_[static_cast<size_t>(dg.active[0])].pool)]
-            .result.gpus_per_replica;
-    links = std::min(links, decode_gpus);
+    const PoolState& d = pools_[static_cast<size_t>(info_[static_cast<size_t>(dg.active[0])].pool)];
+    links = std::min(links, d.result.gpus_per_replica);
+    network = d.result.spec->pool.dep.network.get();
   }
+  // A single pool's two regions (network.regions: 2): the transfer crosses the WAN link.
   handoffs_.priced(handoffs_.add(h), bytes,
-                   runtime::kv_transfer_s(*pool.dep.network, bytes, links));
+                   wan_net_ ? wan_net_->wan_transfer_s(bytes, links)
+                            : runtime::kv_transfer_s(*network, bytes, links));
 }
 
 void FleetSimulation::hand_over(uint32_t handoff, SimTime now) {
@@ -566,7 +668,11 @@ void FleetSimulation::hand_over(uint32_t handoff, SimTime now) {
     return;
   }
   const serving::Handoff h = handoffs_.take(handoff, now);
-  assign(s, g, power_of_two(g));  // among the region's decode replicas of the model
+  // Among the region's decode replicas of the model.
+  assign(s, g,
+         decode_router_
+             ? g.active[decode_router_->route(h.spec, serving::ReplicaSet(replicas_, g.active))]
+             : power_of_two(g));
   const int32_t pick = s.replica;
   replicas_[static_cast<size_t>(pick)]->submit_prefilled(h);
 }
@@ -574,6 +680,7 @@ void FleetSimulation::hand_over(uint32_t handoff, SimTime now) {
 void FleetSimulation::on_segment(const serving::SegmentRecord& seg) {
   if (!alive(seg.replica)) return;
   out_.on_segment(seg);
+  if (workload_) return;  // a fleet of one reports its collector's summary only
   PoolState& p = pools_[static_cast<size_t>(info_[static_cast<size_t>(seg.replica)].pool)];
   const SimTime start = std::min(seg.start_ns, end_ns_), end = std::min(seg.end_ns, end_ns_);
   p.result.busy_hours += ns_to_seconds(end - start) / 3600.0;
@@ -753,15 +860,25 @@ FleetResult FleetSimulation::run() {
   for (size_t i = 0; i < pools_.size(); ++i)
     for (int k = 0; k < pools_[i].result.replicas_simulated; ++k)
       start_replica(static_cast<int>(i), 0);
-  engine_.schedule(0, serving::kPhaseArrival, this, kNextSession);
-  if (spec_.autoscaling.mode != Autoscaling::Mode::kOff)
-    engine_.schedule(0, serving::kPhaseReplica + 1, this, kAutoscale);
-  engine_.schedule(std::min(end_ns_, seconds_to_ns(spec_.report_interval_s)),
-                   serving::kPhaseReplica + 1, this, kSample);
+  if (workload_) {
+    // Closed-loop workloads yield one first request per user (in any order), then
+    // nothing; open-loop ones yield requests in order, pulled one at a time (arrive()).
+    while (auto first = workload_->next_arrival()) {
+      schedule_request(*first);
+      if (first->client < 0 || first->first_turn) break;
+    }
+  } else {
+    engine_.schedule(0, serving::kPhaseArrival, this, kNextSession);
+    if (spec_.autoscaling.mode != Autoscaling::Mode::kOff)
+      engine_.schedule(0, serving::kPhaseReplica + 1, this, kAutoscale);
+    engine_.schedule(std::min(end_ns_, seconds_to_ns(spec_.report_interval_s)),
+                     serving::kPhaseReplica + 1, this, kSample);
+  }
   runtime::drive(engine_, options_, collector_, t0, [&] {
     for (size_t r = 0; r < replicas_.size(); ++r)
       if (alive(static_cast<int>(r))) replicas_[r]->check_invariants();
   });
+  if (workload_) end_ns_ = engine_.now();
   const SimTime end = std::max(engine_.now(), end_ns_);
   FleetResult res;
   res.summary = collector_.summarize(end);
@@ -788,8 +905,8 @@ FleetResult FleetSimulation::run() {
   res.retried_completed = retried_completed_;
   res.retried_e2e = metrics::stats_of(retried_e2e_);
   res.failed_calls = failed_calls_;
-  res.sessions = pop_->sessions_started();
-  res.sample = pop_->sample();
+  res.sessions = pop_ ? pop_->sessions_started() : 0;
+  res.sample = pop_ ? pop_->sample() : 1.0;
   res.sim_end_s = ns_to_seconds(end);
   res.events = engine_.events_dispatched();
   res.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "hw_models/network.h"
 #include "sim/core/engine.h"
 #include "sim/core/slot_pool.h"
 #include "sim/fleet/fleet_result.h"
@@ -54,7 +55,15 @@ class FleetSimulation final : public core::EventTarget, private serving::Serving
   /// Simulates the pools serving `models` (indices into FleetSpec::models; empty = all).
   FleetSimulation(const scenario::Scenario& sc, RunOptions options = {},
                   std::vector<int> models = {});
+  /// A single-pool scenario as a fleet of one (sim/fleet/one_pool.h), its requests from its
+  /// workload: open loop, closed loop or a trace (whose prefix hashes the prefix and
+  /// response caches match). Observers see every replica's notifications (arrivals, first
+  /// tokens, token gaps), as the one-pool reports need.
+  struct OnePool {};
+  FleetSimulation(const scenario::Scenario& sc, OnePool, RunOptions options = {});
   ~FleetSimulation() override;
+  FleetSimulation(const FleetSimulation&) = delete;
+  FleetSimulation& operator=(const FleetSimulation&) = delete;
   FleetResult run();
   void on_event(const core::Event& e) override;
   const metrics::Collector& collector() const { return collector_; }
@@ -96,7 +105,16 @@ class FleetSimulation final : public core::EventTarget, private serving::Serving
     PoolResult result;
   };
 
+  FleetSimulation(const scenario::Scenario& sc, std::unique_ptr<Population> pop,
+                  std::unique_ptr<workload::Workload> workload, RunOptions options,
+                  std::vector<int> models);
+
   // ServingObserver (replica notifications; a failed replica's are dropped).
+  void on_arrival(const workload::RequestSpec& r, int replica, SimTime t) override;
+  void on_first_token(const workload::RequestSpec& r, int replica, SimTime t) override;
+  void on_token_gaps(SimTime gap_ns, uint64_t count) override;
+  void on_token_gap_series(const StepSeries& s, int64_t k, uint64_t per) override;
+  void on_prefix_host_load(int replica, int64_t tokens) override;
   void on_reject(const workload::RequestSpec& r, int replica, serving::RejectReason why,
                  SimTime t) override;
   void on_completion(const serving::RequestRecord& rec) override;
@@ -107,6 +125,10 @@ class FleetSimulation final : public core::EventTarget, private serving::Serving
   void hand_over(uint32_t handoff, SimTime now);  // the KV transfer ended: to a decode replica
 
   uint32_t new_slot(const workload::RequestSpec& r);
+  void schedule_request(const workload::RequestSpec& r);  // a fleet of one's: straight in
+  /// The small model of a cascade answered a call that the large model answers again.
+  bool escalating(const workload::RequestSpec& r, int replica) const;
+  serving::Router* router_for(size_t group);
   SimTime front_door_ns(const workload::RequestSpec& r) const;  // the users' round trip
   void schedule_calls();  // calls_ → arrival events (or the wheel)
   void flush_bucket();
@@ -145,10 +167,12 @@ class FleetSimulation final : public core::EventTarget, private serving::Serving
   bool meets_slo(const serving::RequestRecord& rec) const;
 
   const scenario::Scenario& sc_;
+  std::unique_ptr<workload::Workload> workload_;  // a fleet of one's requests, else null
+  std::unique_ptr<FleetSpec> own_spec_;           // a fleet of one's spec
   const FleetSpec& spec_;
   RunOptions options_;
   core::Engine engine_;
-  std::unique_ptr<Population> pop_;
+  std::unique_ptr<Population> pop_;  // a fleet's users, else null
   metrics::Collector collector_;
   runtime::Fanout out_;  // collector_, then options_.observers
   runtime::ResponseCache cache_;
@@ -159,7 +183,13 @@ class FleetSimulation final : public core::EventTarget, private serving::Serving
   std::vector<Group> decode_groups_;  // region × model: active replicas of decode pools
   runtime::KvHandoffs handoffs_;      // KV transfers in flight
   /// serving.router: one per group (region × model); empty for the default power of two.
+  /// A fleet of one has one for all its groups (router 0 of the run, as a single pool's
+  /// arrivals and a cascade's escalations share it) and one for its decode pool (router 1).
   std::vector<std::unique_ptr<serving::Router>> routers_;
+  std::unique_ptr<serving::Router> decode_router_;
+  /// A single pool whose prefill and decode pools are in two regions (network.regions: 2,
+  /// analytic): its KV transfers cross the WAN link (α-β).
+  std::unique_ptr<hw::AnalyticNetwork> wan_net_;
   int n_models_ = 1;
   std::vector<SimTime> user_rtt_ns_;  // per region
   core::SlotPool<Slot> slots_;
