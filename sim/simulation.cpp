@@ -1,8 +1,17 @@
 #include "sim/simulation.h"
 
-#include <chrono>
+#include <sys/resource.h>
 
-#include "sim/network/live_transfers.h"
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <exception>
+#include <limits>
+#include <numeric>
+#include <thread>
+
+#include "sim/fleet/one_pool.h"
 #include "sim/runtime/cascade.h"
 #include "sim/runtime/drive.h"
 #include "sim/runtime/routers.h"
@@ -10,222 +19,991 @@
 
 namespace fleetsim {
 
-Simulation::Simulation(const scenario::Scenario& sc, RunOptions options)
-    : sc_(sc),
-      options_(std::move(options)),
-      collector_(sc.replicas_all_pools(), sc.slo_ttft_s, sc.slo_tpot_s),
-      out_(collector_, options_.observers),
-      handoffs_(engine_, this, kKindHandoff, collector_) {
-  workload_ = sc.make_workload(sc.seed);
-  collector_.set_classes(workload_->classes());
-  collector_.set_slo_targets(sc.slo_targets);
-  collector_.set_warmup_requests(workload_->warmup_requests());
-  steps_ = std::make_unique<serving::StepModel>(
-      serving::StepModelConfig{sc.dep, sc.spec,
-                               sc.lora_rank > 0 ? std::optional<serving::Lora>(serving::Lora{
-                                                      sc.lora_rank, sc.vllm.lora_slots})
-                                                : std::nullopt},
-      sc.vllm.max_num_seqs);
-  router_ = runtime::numbered_router(sc.router, sc.seed, 0, sc.router_params);
-  serving::ServingConfig vcfg = sc.vllm;
-  // A live all-to-all runs one iteration per event (its flows start with each iteration).
-  if (sc.live_alltoall) vcfg.fast_forward = false;
-  if (vcfg.prefix_caching) {
-    // The prefix hashes come with the workload (a trace with hash_ids).
-    const workload::Trace* trace = workload_->trace();
-    vcfg.hashes = &trace->hashes;
-    vcfg.prefix_block_tokens = trace->block_tokens;
-    vcfg.prefix_host_entries = sc.prefix_host_blocks / (trace->block_tokens / vcfg.block_tokens);
-  }
-  auto& self = static_cast<serving::ServingObserver&>(*this);
-  // Disaggregated: prefill replicas are 0..P-1 and take the arrivals; the decode pool
-  // (the scenario's own hardware) follows, P..P+D-1, and takes the handed-over requests.
-  int index = 0;
-  if (sc.prefill_pool) {
-    prefill_steps_ = std::make_unique<serving::StepModel>(
-        serving::StepModelConfig{sc.prefill_pool->dep, std::nullopt,
-                                 sc.lora_rank > 0 ? std::optional<serving::Lora>(serving::Lora{
-                                                        sc.lora_rank, sc.vllm.lora_slots})
-                                                  : std::nullopt},
-        sc.prefill_pool->vllm.max_num_seqs);
-    serving::ServingConfig pcfg = sc.prefill_pool->vllm;
-    if (sc.live_alltoall) pcfg.fast_forward = false;
-    for (int i = 0; i < sc.prefill_pool->replicas; ++i)
-      prefill_replicas_.push_back(
-          serving::policy(sc.policy).make(index++, engine_, self, *prefill_steps_, pcfg));
-    decode_router_ = runtime::numbered_router(sc.router, sc.seed, 1, sc.router_params);
-    // The KV cache of the whole model moves over min(GPUs) parallel links.
-    kv_links_ = std::min(sc.prefill_pool->par.gpus(), sc.par.gpus());
-  }
-  if (sc.small_pool) {
-    // Cascade: the small model's replicas are 0..S-1 and take the arrivals.
-    first_pool_steps_ = std::make_unique<serving::StepModel>(
-        serving::StepModelConfig{sc.small_pool->dep, std::nullopt, std::nullopt},
-        sc.small_pool->vllm.max_num_seqs);
-    for (int i = 0; i < sc.small_pool->replicas; ++i)
-      prefill_replicas_.push_back(serving::policy(sc.policy).make(
-          index++, engine_, self, *first_pool_steps_, sc.small_pool->vllm));
-    first_pool_size_ = sc.small_pool->replicas;
-  }
-  if (sc.prefill_pool) first_pool_size_ = sc.prefill_pool->replicas;
-  for (int i = 0; i < sc.replicas; ++i)
-    replicas_.push_back(serving::policy(sc.policy).make(index++, engine_, self, *steps_, vcfg));
-  if (needs_own_engine(sc)) init_live_network();
-  if (sc.prefill_pool && sc.network_model != "simgrid" && sc.fabric.regions > 1)
-    wan_net_ = std::make_unique<hw::AnalyticNetwork>(sc.fabric);
-  const workload::Trace* trace = workload_->trace();
-  cache_ = std::make_unique<runtime::ResponseCache>(
-      sc.response_cache, sc.response_cache_hit_rate, sc.response_cache_capacity,
-      sc.response_cache_latency_s, trace != nullptr ? &trace->hashes : nullptr);
+namespace {
+
+enum Kind : uint32_t {
+  kArrive = 0,   // a call reaches its users' region (data: slot); routed there
+  kDeliver = 1,  // a spilled call reaches the region that serves it (data: slot)
+  kReady = 2,    // a replica finished loading (data: replica)
+  kFail = 3,     // a replica's hardware fails (data: replica)
+  kRepair = 4,   // a failed replica is repaired (data: replica)
+  kAutoscale = 5,
+  kSample = 6,       // end of a report interval
+  kNextSession = 7,  // pull the next session from the population
+  kBucket = 8,       // move the next second's calls from the wheel into the event queue
+  kCacheHit = 9,     // a call answered from the response cache (data: slot)
+  kHandoff = 10,     // a KV transfer from a prefill to a decode pool ended (data: handoff)
+  // 11: Simulation::kNetWake, the live network changes next (fleet_network.cpp)
+};
+
+constexpr SimTime kBucketNs = 1'000'000'000;
+
+int scaled(int n, double s, int at_least) {
+  return std::max(at_least, static_cast<int>(std::llround(n * s)));
 }
 
-bool Simulation::escalates(const workload::RequestSpec& r) const {
-  return sc_.small_pool && runtime::escalates(r.id, sc_.escalation);
+}  // namespace
+
+Simulation::Simulation(const scenario::Scenario& sc, RunOptions options, std::vector<int> models)
+    : Simulation(sc, sc.fleet ? sc.make_population(sc.seed) : nullptr,
+                 sc.fleet ? nullptr : sc.make_workload(sc.seed), std::move(options),
+                 std::move(models)) {}
+
+Simulation::Simulation(const scenario::Scenario& sc, std::unique_ptr<fleet::Population> pop,
+                       std::unique_ptr<workload::Workload> workload, RunOptions options,
+                       std::vector<int> models)
+    : sc_(sc),
+      workload_(std::move(workload)),
+      own_spec_(workload_ ? std::make_unique<fleet::FleetSpec>(
+                                fleet::one_pool_fleet(sc, workload_->classes().size()))
+                          : nullptr),
+      spec_(own_spec_ ? *own_spec_ : *sc.fleet),
+      options_(std::move(options)),
+      pop_(std::move(pop)),
+      collector_(workload_ ? sc.replicas_all_pools() : 1, sc.slo_ttft_s, sc.slo_tpot_s),
+      out_(collector_, options_.observers),
+      cache_(sc.response_cache, sc.response_cache_hit_rate, sc.response_cache_capacity,
+             sc.response_cache_latency_s,
+             workload_ && workload_->trace() != nullptr ? &workload_->trace()->hashes : nullptr),
+      handoffs_(engine_, this, kHandoff, collector_),
+      route_rng_(RngStreams(sc.seed).stream("fleet-routing")),
+      fail_rng_(RngStreams(sc.seed).stream("failures")),
+      geo_(spec_.wan_rtt_s, spec_.spill_load) {
+  collector_.set_classes(workload_ ? workload_->classes() : pop_->request_classes());
+  collector_.set_slo_targets(sc.slo_targets);
+  if (workload_) collector_.set_warmup_requests(workload_->warmup_requests());
+  // A fleet of one runs until its workload is done: its span is known at the end (run()).
+  end_ns_ = pop_ ? pop_->duration_ns() : std::numeric_limits<SimTime>::max() / 4;
+  n_models_ = static_cast<int>(spec_.models.size());
+  if (models.empty())
+    for (int m = 0; m < n_models_; ++m) models.push_back(m);
+  auto mine = [&](int m) { return std::find(models.begin(), models.end(), m) != models.end(); };
+  if (pop_) {
+    std::vector<bool> keep;
+    for (int m : spec_.class_model) keep.push_back(mine(m));
+    pop_->keep_classes(keep);
+  }
+  const size_t nr = spec_.regions.size();
+  groups_.resize(nr * static_cast<size_t>(n_models_));
+  decode_groups_.resize(groups_.size());
+  regions_.resize(nr);
+  current_.resize(nr);
+  held_ns_acc_.assign(nr, 0.0);
+  gpu_ns_acc_.assign(nr, 0.0);
+  for (size_t r = 0; r < nr; ++r) {
+    user_rtt_ns_.push_back(seconds_to_ns(spec_.regions[r].user_rtt_s));
+    regions_[r].name = spec_.regions[r].traffic.name;
+    regions_[r].over_time = metrics::TimeBuckets(seconds_to_ns(spec_.report_interval_s));
+  }
+  size_t n_pools = 0;
+  bool prefix = false;
+  for (const auto& reg : spec_.regions) {
+    n_pools += reg.pools.size();
+    for (const auto& fp : reg.pools) prefix = prefix || fp.pool.vllm.prefix_caching;
+  }
+  // Prefix caching: a fleet's calls carry their prompts' generated block hashes (a
+  // session's turns share its context, all sessions the system prompt); a fleet of one's
+  // come from its trace.
+  const workload::Trace* trace = workload_ ? workload_->trace() : nullptr;
+  if (prefix && pop_) pop_->set_prefix_blocks(sc.vllm.prefix_block_tokens);
+  if (workload_) {
+    routers_.push_back(runtime::numbered_router(spec_.router, sc.seed, 0, sc.router_params));
+    decode_router_ = runtime::numbered_router(spec_.router, sc.seed, 1, sc.router_params);
+  } else if (!spec_.router.empty()) {
+    for (size_t gi = 0; gi < groups_.size(); ++gi)
+      routers_.push_back(runtime::numbered_router(spec_.router, sc.seed, gi + 1, sc.router_params));
+  }
+  if (workload_ && sc.prefill_pool && sc.network_model != "simgrid" && sc.fabric.regions > 1)
+    wan_net_ = std::make_unique<hw::AnalyticNetwork>(sc.fabric);
+  // The KV cache of the whole model moves over min(GPUs) parallel links.
+  if (sc.prefill_pool) kv_links_ = std::min(sc.prefill_pool->par.gpus(), sc.par.gpus());
+  const bool live = workload_ && needs_own_engine(sc);
+  pools_.reserve(n_pools);  // replicas keep references to a pool's step model and config
+  const double s = pop_ ? pop_->sample() : 1.0;
+  int index = 0;
+  for (size_t r = 0; r < nr; ++r) {
+    for (const auto& fp : spec_.regions[r].pools) {
+      PoolState p;
+      p.result.index = index++;
+      p.result.region = static_cast<int>(r);
+      p.region = static_cast<int>(r);
+      p.model =
+          static_cast<int>(std::find(spec_.models.begin(), spec_.models.end(), fp.pool.model.id) -
+                           spec_.models.begin());
+      if (!mine(p.model)) continue;
+      const std::optional<serving::Lora> lora =
+          fp.pool.lora_rank > 0 ? std::optional<serving::Lora>(
+                                      serving::Lora{fp.pool.lora_rank, fp.pool.vllm.lora_slots})
+                                : std::nullopt;
+      p.steps = std::make_unique<serving::StepModel>(
+          serving::StepModelConfig{fp.pool.dep, fp.pool.spec, lora}, fp.pool.vllm.max_num_seqs);
+      p.vllm = fp.pool.vllm;
+      if (live) {
+        // On the fabric: the prefill pool from GPU 0, the main pool from decode_gpu_base (a
+        // cascade's small model is not). A live all-to-all runs one iteration per event
+        // (its flows start with each iteration).
+        if (p.vllm.role == serving::EngineConfig::Role::kPrefill)
+          p.gpu_base = 0;
+        else if (&fp == &spec_.regions[r].pools.back())
+          p.gpu_base = sc.decode_gpu_base;
+        if (p.gpu_base >= 0 && sc.live_alltoall) p.vllm.fast_forward = false;
+      }
+      if (p.vllm.prefix_caching && trace != nullptr) {
+        p.vllm.hashes = &trace->hashes;
+        p.vllm.prefix_block_tokens = trace->block_tokens;
+        p.vllm.prefix_host_entries =
+            sc.prefix_host_blocks / (trace->block_tokens / p.vllm.block_tokens);
+      } else if (p.vllm.prefix_caching) {
+        p.vllm.hashes = nullptr;
+        p.vllm.generated_shared_blocks = pop_->shared_prefix_blocks();
+      }
+      p.result.name = fp.name;
+      p.result.model = fp.pool.model.id;
+      p.result.gpu = fp.pool.gpu.id;
+      p.result.gpus_per_replica = fp.pool.par.gpus();
+      p.result.replicas_configured = fp.pool.replicas + fp.spares;
+      p.result.load_time_s = fp.load_time_s;
+      p.result.spec = &fp;
+      const int n =
+          fp.pool.replicas + fp.spares == 0 ? 0 : scaled(fp.pool.replicas + fp.spares, s, 1);
+      p.desired = n;
+      p.result.replicas_simulated = n;
+      pools_.push_back(std::move(p));
+    }
+  }
+  if (live) init_live_network();
 }
 
 Simulation::~Simulation() = default;
 
-void Simulation::schedule_arrival(const workload::RequestSpec& r) {
-  engine_.schedule(r.arrival_ns, serving::kPhaseArrival, this, 0, pending_.add(r));
+// ---- replicas ------------------------------------------------------------------------
+
+int Simulation::start_replica(int pool, SimTime ready_at) {
+  PoolState& p = pools_[static_cast<size_t>(pool)];
+  const int index = static_cast<int>(replicas_.size());
+  replicas_.push_back(serving::policy(sc_.policy).make(index, engine_, *this, *p.steps, p.vllm));
+  ReplicaInfo ri;
+  ri.pool = pool;
+  ri.state = State::kStarting;
+  ri.in_pool = p.started++;
+  ri.held_since = engine_.now();
+  info_.push_back(ri);
+  ++p.held;
+  ++p.starting;
+  p.result.replicas_peak = std::max(p.result.replicas_peak, p.held);
+  if (ready_at <= engine_.now())
+    activate(index, engine_.now());
+  else
+    engine_.schedule(ready_at, serving::kPhaseArrival, this, kReady, static_cast<uint64_t>(index));
+  return index;
 }
 
-void Simulation::pull_open_loop() {
-  // Open-loop and trace workloads yield requests in arrival order: keep exactly one
-  // scheduled, so memory does not grow with the number of requests.
-  if (auto next = workload_->next_arrival()) schedule_arrival(*next);
+void Simulation::activate(int replica, SimTime now) {
+  ReplicaInfo& ri = info_[static_cast<size_t>(replica)];
+  if (ri.state != State::kStarting) return;
+  PoolState& p = pools_[static_cast<size_t>(ri.pool)];
+  --p.starting;
+  ++p.active;
+  held_ns_acc_[static_cast<size_t>(p.region)] -= static_cast<double>(now);  // + now at the end
+  gpu_ns_acc_[static_cast<size_t>(p.region)] -=
+      static_cast<double>(now) * p.result.gpus_per_replica;
+  ri.state = State::kActive;
+  Group& g = group_of(p);
+  ri.active_pos = static_cast<int32_t>(g.active.size());
+  g.active.push_back(replica);
+  g.slots += p.vllm.max_num_seqs;
+  g.outstanding += ri.outstanding;
+  if (spec_.failures.enabled && p.result.spec->failure_rate_per_s > 0) {
+    const SimTime t =
+        now + seconds_to_ns(fail_rng_.exponential(1.0 / p.result.spec->failure_rate_per_s));
+    if (t < end_ns_)
+      engine_.schedule(t, serving::kPhaseArrival, this, kFail, static_cast<uint64_t>(replica));
+  }
 }
 
-void Simulation::on_event(const core::Event& e) {
-  if (e.kind() == kKindNetWake) {
-    on_network_wake(e.time);
-    return;
-  }
-  if (e.kind() == kKindHandoff) {
-    // A KV transfer from the prefill pool ended: the decode pool takes the request.
-    const serving::Handoff h = handoffs_.take(static_cast<uint32_t>(e.data), e.time);
-    const size_t target =
-        live_net_ ? handoff_target_[e.data] : decode_router_->route(h.spec, replicas_);
-    replicas_[target]->submit_prefilled(h);
-    return;
-  }
-  if (e.kind() == kKindCacheHit) {
-    // Answered from the response cache: no model call.
-    const workload::RequestSpec r = cached_[static_cast<uint32_t>(e.data)];
-    cached_.release(static_cast<uint32_t>(e.data));
-    out_.on_response_cache_hit(r, e.time);
-    client_done(r);
-    return;
-  }
-  const auto slot = static_cast<uint32_t>(e.data);
-  const workload::RequestSpec r = pending_[slot];
-  pending_.release(slot);
-  if (r.client < 0 || r.first_turn) pull_open_loop();
-  if (cache_->hit(r)) {
-    out_.on_arrival(r, -1, e.time);
-    const uint32_t c = cached_.add(r);
-    engine_.schedule(e.time + cache_->latency_ns(), serving::kPhaseArrival, this, kKindCacheHit, c);
-    return;
-  }
-  auto& pool = prefill_replicas_.empty() ? replicas_ : prefill_replicas_;
-  const size_t target = router_->route(r, pool);
-  pool[target]->submit(r);
+void Simulation::deactivate(int replica) {
+  ReplicaInfo& ri = info_[static_cast<size_t>(replica)];
+  if (ri.state != State::kActive) return;
+  PoolState& p = pools_[static_cast<size_t>(ri.pool)];
+  --p.active;
+  held_ns_acc_[static_cast<size_t>(p.region)] += static_cast<double>(engine_.now());
+  gpu_ns_acc_[static_cast<size_t>(p.region)] +=
+      static_cast<double>(engine_.now()) * p.result.gpus_per_replica;
+  Group& g = group_of(p);
+  const int32_t last = g.active.back();
+  g.active[static_cast<size_t>(ri.active_pos)] = last;
+  info_[static_cast<size_t>(last)].active_pos = ri.active_pos;
+  g.active.pop_back();
+  ri.active_pos = -1;
+  g.slots -= p.vllm.max_num_seqs;
+  g.outstanding -= ri.outstanding;
 }
 
-void Simulation::on_prefill_done(const serving::Handoff& h, int replica) {
-  out_.on_prefill_done(h, replica);
-  const double bytes = runtime::kv_bytes(sc_.model, sc_.prec.kv_bytes, h.spec.prompt_tokens);
-  const uint32_t slot = handoffs_.add(h);
-  if (live_net_) {
-    start_kv_transfer(slot, replica, bytes);
+void Simulation::hold_end(int replica, SimTime now) {
+  ReplicaInfo& ri = info_[static_cast<size_t>(replica)];
+  PoolState& p = pools_[static_cast<size_t>(ri.pool)];
+  // GPU time is counted within the run's span only: calls that finish after it do not
+  // make the day longer.
+  p.result.replica_hours +=
+      ns_to_seconds(std::min(now, end_ns_) - std::min(ri.held_since, end_ns_)) / 3600.0;
+  regions_[static_cast<size_t>(p.region)].over_time.add_held(std::min(ri.held_since, end_ns_),
+                                                             std::min(now, end_ns_));
+  --p.held;
+}
+
+void Simulation::fail(int replica, SimTime now) {
+  ReplicaInfo& ri = info_[static_cast<size_t>(replica)];
+  if (ri.state != State::kActive && ri.state != State::kDraining) return;
+  PoolState& p = pools_[static_cast<size_t>(ri.pool)];
+  if (ri.state == State::kDraining) --p.draining;
+  deactivate(replica);
+  ri.state = State::kFailed;
+  ++p.failed;
+  ++p.result.failures;
+  ++current_[static_cast<size_t>(p.region)].failures;
+  replicas_[static_cast<size_t>(replica)]->halt();
+  // Its calls in flight are lost: the clients retry after retry_delay.
+  const SimTime retry_at = now + seconds_to_ns(spec_.failures.retry_delay_s);
+  // One pass over the calls (no per-replica list: linking every call into one cost two
+  // cache misses per call, ~10 % of a full-scale run; a failure is rare next to a call).
+  for (uint32_t slot = 0; slot < slots_.capacity(); ++slot) {
+    if (slots_[slot].replica != replica) continue;
+    slots_[slot].replica = -1;
+    slots_[slot].retried = true;
+    ++retried_;
+    engine_.schedule(retry_at + front_door_ns(slots_[slot].spec), serving::kPhaseArrival, this,
+                     kArrive, slot);
+  }
+  p.outstanding -= ri.outstanding;
+  ri.outstanding = 0;
+  // Which part failed decides the repair time.
+  const fleet::FleetPool& fp = *p.result.spec;
+  const double u = fail_rng_.uniform01();
+  const double mttr = u < fp.gpu_fail_share                        ? spec_.failures.gpu_mttr_s
+                      : u < fp.gpu_fail_share + fp.node_fail_share ? spec_.failures.node_mttr_s
+                                                                   : spec_.failures.link_mttr_s;
+  // A repair after the end of the run is not simulated: the replica stays failed (and
+  // held) to the end.
+  const SimTime repaired = now + seconds_to_ns(fail_rng_.exponential(mttr));
+  if (repaired < end_ns_) {
+    ++p.repairs;
+    engine_.schedule(repaired, serving::kPhaseArrival, this, kRepair,
+                     static_cast<uint64_t>(replica));
+  }
+}
+
+// ---- calls ---------------------------------------------------------------------------
+
+SimTime Simulation::front_door_ns(const workload::RequestSpec& r) const {
+  return user_rtt_ns_[r.region];
+}
+
+uint32_t Simulation::new_slot(const workload::RequestSpec& r) {
+  Slot s;
+  s.spec = r;
+  const uint32_t slot = slots_.add(s);
+  slots_[slot].spec.tag = slot;
+  return slot;
+}
+
+void Simulation::schedule_request(const workload::RequestSpec& r) {
+  // A fleet of one keeps one open-loop request scheduled at a time (memory does not grow
+  // with the number of requests) and sends its users' next requests as they come.
+  engine_.schedule(r.arrival_ns + front_door_ns(r), serving::kPhaseArrival, this, kArrive,
+                   new_slot(r));
+}
+
+void Simulation::schedule_calls() {
+  // A full-scale day holds millions of next turns waiting out their users' think time. In
+  // the event heap they made every push and pop a chain of cache misses (170k calls/s);
+  // they wait in a wheel of one-second buckets instead, and enter the heap a second ahead.
+  const SimTime now = engine_.now();
+  for (const auto& r : calls_) {
+    const uint32_t slot = new_slot(r);
+    const SimTime at = r.arrival_ns + front_door_ns(r);
+    const int64_t b = at / kBucketNs;
+    if (!ticking_) {
+      next_flush_ = now / kBucketNs + 2;
+    }
+    if (b < next_flush_ || b >= next_flush_ + static_cast<int64_t>(wheel_.size())) {
+      engine_.schedule(at, serving::kPhaseArrival, this, kArrive, slot);
+      continue;
+    }
+    wheel_[static_cast<size_t>(b) % wheel_.size()].push_back(slot);
+    ++wheel_count_;
+    if (!ticking_) {
+      ticking_ = true;
+      engine_.schedule((next_flush_ - 1) * kBucketNs, serving::kPhaseArrival, this, kBucket);
+    }
+  }
+  calls_.clear();
+}
+
+void Simulation::flush_bucket() {
+  auto& bucket = wheel_[static_cast<size_t>(next_flush_) % wheel_.size()];
+  for (uint32_t slot : bucket) {
+    const workload::RequestSpec& r = slots_[slot].spec;
+    engine_.schedule(r.arrival_ns + front_door_ns(r), serving::kPhaseArrival, this, kArrive, slot);
+  }
+  wheel_count_ -= bucket.size();
+  bucket.clear();
+  ++next_flush_;
+  if (wheel_count_ > 0)
+    engine_.schedule((next_flush_ - 1) * kBucketNs, serving::kPhaseArrival, this, kBucket);
+  else
+    ticking_ = false;
+}
+
+void Simulation::arrive(uint32_t slot, SimTime now) {
+  const int home = slots_[slot].spec.region;
+  if (!slots_[slot].counted) {
+    slots_[slot].counted = true;
+    ++regions_[static_cast<size_t>(home)].arrivals;
+    ++current_[static_cast<size_t>(home)].arrivals;
+    if (workload_) {
+      // The next open-loop request (or trace session) is scheduled as this one arrives
+      // (adding a slot may move the others). The replica that takes the call counts its
+      // arrival (on_arrival).
+      const workload::RequestSpec& r = slots_[slot].spec;
+      if (r.client < 0 || r.first_turn)
+        if (auto next = workload_->next_arrival()) schedule_request(*next);
+    } else {
+      collector_.on_arrival(slots_[slot].spec, -1, now);
+    }
+    // The response cache at the users' front door answers its share of calls (chosen per
+    // call id) without a model call.
+    if (cache_.hit(slots_[slot].spec)) {
+      if (workload_) out_.on_arrival(slots_[slot].spec, -1, now);
+      slots_[slot].region = static_cast<int16_t>(home);
+      engine_.schedule(now + cache_.latency_ns(), serving::kPhaseArrival, this, kCacheHit, slot);
+      return;
+    }
+  }
+  Slot& s = slots_[slot];
+  const int model = target_model(s);
+  int r = geo_.pick(home, [&](int region) -> const Group& { return group(region, model); });
+  if (r < 0) {
+    // No active replica of this model anywhere. Wait for one that is starting or being
+    // repaired within the run; with none coming, the call fails.
+    bool coming = false;
+    for (const auto& p : pools_)
+      coming = coming || (p.model == model && (p.starting > 0 || p.repairs > 0));
+    if (!coming) {
+      collector_.on_reject(s.spec, -1, serving::RejectReason::kQueueFull, now);
+      ++failed_calls_;
+      finish_call(slot, now);
+      return;
+    }
+    engine_.schedule(now + seconds_to_ns(std::max(1.0, spec_.failures.retry_delay_s)),
+                     serving::kPhaseArrival, this, kArrive, slot);
     return;
   }
-  // Transfer time over the decode pool's scale-out level, or the WAN link between the
-  // pools' regions (α-β; contention between transfers is not modelled by the analytic
-  // network).
-  const double t = wan_net_ ? wan_net_->wan_transfer_s(bytes, kv_links_)
-                            : runtime::kv_transfer_s(*sc_.dep.network, bytes, kv_links_);
-  handoffs_.priced(slot, bytes, t);
-}
-
-RunResult Simulation::run() {
-  using Clock = std::chrono::steady_clock;
-  const auto t0 = Clock::now();
-  // Closed-loop workloads yield one first request per user (in any order), then nothing;
-  // open-loop ones yield requests in order, pulled one at a time.
-  while (auto first = workload_->next_arrival()) {
-    schedule_arrival(*first);
-    if (first->client < 0 || first->first_turn) break;
+  if (r != home) {
+    ++regions_[static_cast<size_t>(home)].spilled_out;
+    ++regions_[static_cast<size_t>(r)].spilled_in;
   }
-  runtime::drive(engine_, options_, collector_, t0, [&] {
-    for (const auto& rep : replicas_) rep->check_invariants();
-    for (const auto& rep : prefill_replicas_) rep->check_invariants();  // or the small pool
-  });
-  RunResult res;
-  res.summary = collector_.summarize(engine_.now());
-  res.events = engine_.events_dispatched();
-  res.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
-  return res;
+  s.region = static_cast<int16_t>(r);
+  // The users' round trip is behind it (the call arrived at their region's front door);
+  // a spilled call pays the WAN round trip on top.
+  if (r == home) {
+    deliver(slot, now);
+    return;
+  }
+  const double wan = spec_.wan_rtt_s[static_cast<size_t>(home)][static_cast<size_t>(r)];
+  engine_.schedule(now + seconds_to_ns(wan), serving::kPhaseArrival, this, kDeliver, slot);
 }
 
-// ---- observer fan-out ------------------------------------------------------------------
+void Simulation::deliver(uint32_t slot, SimTime now) {
+  Slot& s = slots_[slot];
+  const int model = target_model(s);
+  Group& g = group(s.region, model);
+  if (g.active.empty()) {
+    // The region lost its replicas while the call travelled: route again.
+    arrive(slot, now);
+    return;
+  }
+  serving::Router* router = router_for(static_cast<size_t>(s.region * n_models_ + model));
+  const int32_t pick =
+      router != nullptr ? g.active[router->route(s.spec, serving::ReplicaSet(replicas_, g.active))]
+                        : power_of_two(g);
+  assign(s, g, pick);
+  auto& cur = current_[static_cast<size_t>(s.region)];
+  cur.outstanding_peak = std::max(cur.outstanding_peak, g.outstanding);
+  replicas_[static_cast<size_t>(pick)]->submit(s.spec);  // may reject at once (on_reject)
+}
 
-void Simulation::on_arrival(const workload::RequestSpec& r, int replica, SimTime t) {
-  // A cascade's escalated request arrived once already, at the small model.
-  if (sc_.small_pool && replica >= first_pool_size_ && escalates(r)) return;
-  out_.on_arrival(r, replica, t);
+serving::Router* Simulation::router_for(size_t group) {
+  if (routers_.empty()) return nullptr;
+  return routers_.size() == 1 ? routers_[0].get() : routers_[group].get();
+}
+
+bool Simulation::escalating(const workload::RequestSpec& r, int replica) const {
+  return spec_.cascade_model >= 0 && spec_.class_model[r.cls] == 0 &&
+         pools_[static_cast<size_t>(info_[static_cast<size_t>(replica)].pool)].model ==
+             spec_.cascade_model &&
+         runtime::escalates(r.id, spec_.escalation);
+}
+
+int Simulation::target_model(const Slot& s) const {
+  const int m = spec_.class_model[s.spec.cls];
+  return m == 0 && spec_.cascade_model >= 0 && !s.escalated ? spec_.cascade_model : m;
+}
+
+int32_t Simulation::power_of_two(const Group& g) {
+  // Two replicas at random (possibly the same), the one with fewer outstanding calls per
+  // batch slot: pools of different batch sizes are weighed fairly.
+  const size_t n = g.active.size();
+  int32_t pick = g.active[route_rng_.uniform_u64(n)];
+  if (n > 1) {
+    const int32_t other = g.active[route_rng_.uniform_u64(n)];
+    const auto& a = info_[static_cast<size_t>(pick)];
+    const auto& b = info_[static_cast<size_t>(other)];
+    const int64_t sa = pools_[static_cast<size_t>(a.pool)].vllm.max_num_seqs;
+    const int64_t sb = pools_[static_cast<size_t>(b.pool)].vllm.max_num_seqs;
+    if (b.outstanding * sa < a.outstanding * sb) pick = other;
+  }
+  return pick;
+}
+
+void Simulation::assign(Slot& s, Group& g, int32_t replica) {
+  ReplicaInfo& ri = info_[static_cast<size_t>(replica)];
+  s.replica = replica;
+  ++ri.outstanding;
+  ++g.outstanding;
+  ++pools_[static_cast<size_t>(ri.pool)].outstanding;
+}
+
+void Simulation::finish_call(uint32_t slot, SimTime now) {
+  Slot& s = slots_[slot];
+  release_replica(s, now);
+  const workload::RequestSpec spec = s.spec;
+  slots_.release(slot);
+  if (workload_) {
+    // A closed-loop user sends its next request (or a trace session its next turn).
+    if (spec.client >= 0)
+      if (auto next = workload_->on_completion(spec, now)) schedule_request(*next);
+    return;
+  }
+  pop_->on_done(spec, now, calls_);
+  schedule_calls();
+}
+
+void Simulation::release_replica(Slot& s, SimTime now) {
+  if (s.replica >= 0) {
+    const int rep = s.replica;
+    ReplicaInfo& ri = info_[static_cast<size_t>(rep)];
+    PoolState& p = pools_[static_cast<size_t>(ri.pool)];
+    s.replica = -1;
+    --ri.outstanding;
+    --p.outstanding;
+    if (ri.state == State::kActive) --group_of(p).outstanding;
+    if (ri.state == State::kDraining && ri.outstanding == 0) {
+      ri.state = State::kRetired;
+      --p.draining;
+      hold_end(rep, now);
+    }
+  }
+}
+
+void Simulation::cache_hit(uint32_t slot, SimTime now) {
+  Slot& s = slots_[slot];
+  const serving::RequestRecord rec = out_.on_response_cache_hit(s.spec, now);
+  const auto region = static_cast<size_t>(s.region);
+  ++regions_[region].served;
+  ++current_[region].served;
+  if (meets_slo(rec)) {
+    ++regions_[region].good;
+    ++current_[region].good;
+  }
+  regions_[region].over_time.add_latency(std::min(now, end_ns_ - 1),
+                                         ns_to_seconds(now - s.spec.arrival_ns));
+  finish_call(slot, now);
+}
+
+bool Simulation::meets_slo(const serving::RequestRecord& rec) const {
+  workload::RequestClass none;
+  const workload::RequestClass& cls =
+      pop_ ? pop_->classes()[rec.spec->cls].info
+           : (workload_->classes().empty() ? none : workload_->classes()[rec.spec->cls]);
+  const double t_slo = cls.slo_ttft_s > 0 ? cls.slo_ttft_s : sc_.slo_ttft_s.value_or(0);
+  const double p_slo = cls.slo_tpot_s > 0 ? cls.slo_tpot_s : sc_.slo_tpot_s.value_or(0);
+  const double ttft = ns_to_seconds(rec.first_token_ns - rec.spec->arrival_ns);
+  const double tpot =
+      rec.spec->output_tokens > 1
+          ? ns_to_seconds(rec.done_ns - rec.first_token_ns) / (rec.spec->output_tokens - 1)
+          : -1;
+  return metrics::meets_slo(ttft, tpot, t_slo, p_slo);
+}
+
+// ---- replica notifications -----------------------------------------------------------
+
+void Simulation::on_completion(const serving::RequestRecord& rec) {
+  if (!alive(rec.replica)) return;
+  const uint32_t slot = rec.spec->tag;
+  Slot& s = slots_[slot];
+  PoolState& pool = pools_[static_cast<size_t>(info_[static_cast<size_t>(rec.replica)].pool)];
+  if (spec_.cascade_model >= 0 && !s.escalated && spec_.class_model[s.spec.cls] == 0 &&
+      runtime::escalates(s.spec.id, spec_.escalation)) {
+    // Cascade: the small model's answer is not good enough (the same share and choice as in
+    // single-pool runs); the large model answers again in the same region. The call keeps
+    // its arrival time, so its TTFT and end-to-end latency include the small model's.
+    ++pool.result.completed;
+    pool.result.input_tokens += static_cast<uint64_t>(rec.spec->prompt_tokens);
+    pool.result.output_tokens += static_cast<uint64_t>(rec.spec->output_tokens);
+    collector_.on_escalation();
+    s.escalated = true;
+    release_replica(s, engine_.now());
+    deliver(slot, engine_.now());
+    return;
+  }
+  cache_.insert(*rec.spec);  // exact matching remembers the prompt
+  out_.on_completion(rec);
+  if (workload_) {  // a fleet of one reports its collector's summary only
+    finish_call(slot, engine_.now());
+    return;
+  }
+  const auto region = static_cast<size_t>(s.region);
+  ++regions_[region].served;
+  ++current_[region].served;
+  ++pool.window_done;
+  if (meets_slo(rec)) {
+    ++regions_[region].good;
+    ++current_[region].good;
+    ++pool.window_good;
+  }
+  // A first token after the run's end counts in its last bucket (the plots cover the run).
+  regions_[region].over_time.add_latency(std::min(rec.first_token_ns, end_ns_ - 1),
+                                         ns_to_seconds(rec.first_token_ns - rec.spec->arrival_ns));
+  if (s.retried) {
+    ++retried_completed_;
+    retried_e2e_.add(ns_to_seconds(rec.done_ns - rec.spec->arrival_ns));
+  }
+  ++pool.result.completed;
+  // A decode pool's calls were prefilled (and counted) by a prefill pool.
+  if (pool.vllm.role != serving::EngineConfig::Role::kDecode)
+    pool.result.input_tokens += static_cast<uint64_t>(rec.spec->prompt_tokens);
+  pool.result.output_tokens += static_cast<uint64_t>(rec.spec->output_tokens);
+  if (rec.spec->output_tokens > 1)
+    pool.tpot.add(ns_to_seconds(rec.done_ns - rec.first_token_ns) / (rec.spec->output_tokens - 1));
+  finish_call(slot, engine_.now());
 }
 
 void Simulation::on_reject(const workload::RequestSpec& r, int replica, serving::RejectReason why,
                            SimTime t) {
+  if (!alive(replica)) return;
   out_.on_reject(r, replica, why, t);
-  client_done(r);
+  ++failed_calls_;
+  finish_call(r.tag, t);
+}
+
+void Simulation::on_arrival(const workload::RequestSpec& r, int replica, SimTime t) {
+  // A fleet counts its calls at the front door; a fleet of one where its replicas take
+  // them, as the one-pool reports expect (a cascade's escalated call arrived once already).
+  if (!workload_ || !alive(replica) || slots_[r.tag].escalated) return;
+  out_.on_arrival(r, replica, t);
 }
 
 void Simulation::on_first_token(const workload::RequestSpec& r, int replica, SimTime t) {
-  if (sc_.small_pool && replica < first_pool_size_ && escalates(r)) return;  // not the answer
+  if (!workload_ || !alive(replica) || escalating(r, replica)) return;  // not the answer
   out_.on_first_token(r, replica, t);
 }
 
+// Inter-token gaps are collected in a fleet of one only: a fleet's report does not use
+// them, and a fleet day has billions of iterations (bucketing each gap cost ~18 % of it).
+void Simulation::on_token_gaps(SimTime gap_ns, uint64_t count) {
+  if (workload_) out_.on_token_gaps(gap_ns, count);
+}
+void Simulation::on_token_gap_series(const StepSeries& s, int64_t k, uint64_t per) {
+  if (workload_) out_.on_token_gap_series(s, k, per);
+}
+void Simulation::on_prefix_host_load(int replica, int64_t tokens) {
+  if (alive(replica)) out_.on_prefix_host_load(replica, tokens);
+}
+void Simulation::on_preemption(const workload::RequestSpec& r, int replica, SimTime t) {
+  if (alive(replica)) out_.on_preemption(r, replica, t);
+}
 void Simulation::on_prefix_lookup(int replica, int64_t prefill_tokens, int64_t hit_tokens) {
+  if (!alive(replica)) return;
   out_.on_prefix_lookup(replica, prefill_tokens, hit_tokens);
 }
-
-void Simulation::on_prefix_host_load(int replica, int64_t tokens) {
-  out_.on_prefix_host_load(replica, tokens);
-}
-
-void Simulation::on_preemption(const workload::RequestSpec& r, int replica, SimTime t) {
-  out_.on_preemption(r, replica, t);
-}
-
-void Simulation::on_completion(const serving::RequestRecord& rec) {
-  if (sc_.small_pool && rec.replica >= 0 && rec.replica < first_pool_size_ &&
-      escalates(*rec.spec)) {
-    // The small model's answer is not good enough: the large model answers again. The
-    // request keeps its arrival time, so its TTFT and end-to-end include the small model's.
-    collector_.on_escalation();
-    const workload::RequestSpec spec = *rec.spec;
-    replicas_[router_->route(spec, replicas_)]->submit(spec);
+void Simulation::on_prefill_done(const serving::Handoff& h, int replica) {
+  if (!alive(replica)) return;
+  out_.on_prefill_done(h, replica);
+  // The prompt is done: the call leaves its prefill replica and its KV cache travels to a
+  // decode replica of the region over the scale-out network (α-β, over min(GPUs) links in
+  // parallel, as in single-pool runs; contention is not modelled).
+  PoolState& p = pools_[static_cast<size_t>(info_[static_cast<size_t>(replica)].pool)];
+  Slot& s = slots_[h.spec.tag];
+  ++p.result.completed;
+  p.result.input_tokens += static_cast<uint64_t>(h.spec.prompt_tokens);
+  release_replica(s, engine_.now());
+  // One rule for every run: the transfer is priced on the receiving pool's network (the
+  // region's decode pool of the model; the prefill pool's while none is up) over
+  // min(prefill GPUs, decode GPUs) links.
+  const scenario::Pool& pool = p.result.spec->pool;
+  const double bytes = runtime::kv_bytes(pool.model, pool.dep.prec.kv_bytes, h.spec.prompt_tokens);
+  if (live_net_) {
+    start_kv_transfer(handoffs_.add(h), replica, bytes);
     return;
   }
-  if (rec.replica >= 0) cache_->insert(*rec.spec);
-  out_.on_completion(rec);
-  client_done(*rec.spec);
+  const Group& dg = decode_groups_[static_cast<size_t>(p.region * n_models_ + p.model)];
+  int links = pool.par.gpus();
+  const hw::NetworkModel* network = pool.dep.network.get();
+  if (!dg.active.empty()) {
+    const PoolState& d = pools_[static_cast<size_t>(info_[static_cast<size_t>(dg.active[0])].pool)];
+    links = std::min(links, d.result.gpus_per_replica);
+    network = d.result.spec->pool.dep.network.get();
+  }
+  // A single pool's two regions (network.regions: 2): the transfer crosses the WAN link.
+  handoffs_.priced(handoffs_.add(h), bytes,
+                   wan_net_ ? wan_net_->wan_transfer_s(bytes, links)
+                            : runtime::kv_transfer_s(*network, bytes, links));
 }
 
-void Simulation::client_done(const workload::RequestSpec& r) {
-  if (r.client < 0) return;
-  if (auto next = workload_->on_completion(r, engine_.now())) schedule_arrival(*next);
+void Simulation::hand_over(uint32_t handoff, SimTime now) {
+  const uint32_t slot = handoffs_[handoff].spec.tag;
+  Slot& s = slots_[slot];
+  const int model = target_model(s);
+  Group& g = decode_groups_[static_cast<size_t>(s.region * n_models_ + model)];
+  if (live_net_) {  // the KV cache went to the decode replica chosen when it left
+    const int32_t target = handoff_target_[handoff];
+    const serving::Handoff h = handoffs_.take(handoff, now);
+    assign(s, g, target);
+    replicas_[static_cast<size_t>(target)]->submit_prefilled(h);
+    return;
+  }
+  if (g.active.empty()) {
+    // No decode replica is up in the region (failures, or all still starting): the KV
+    // cache waits for one that is starting or being repaired within the run; with none
+    // coming, the call fails.
+    bool coming = false;
+    for (const auto& p : pools_)
+      coming = coming || (p.region == s.region && p.model == model &&
+                          p.vllm.role == serving::EngineConfig::Role::kDecode &&
+                          (p.starting > 0 || p.repairs > 0));
+    if (!coming) {
+      collector_.on_reject(s.spec, -1, serving::RejectReason::kQueueFull, now);
+      ++failed_calls_;
+      handoffs_.drop(handoff);
+      finish_call(slot, now);
+      return;
+    }
+    handoffs_.end_at(handoff, now + seconds_to_ns(std::max(1.0, spec_.failures.retry_delay_s)));
+    return;
+  }
+  const serving::Handoff h = handoffs_.take(handoff, now);
+  // Among the region's decode replicas of the model.
+  assign(s, g,
+         decode_router_
+             ? g.active[decode_router_->route(h.spec, serving::ReplicaSet(replicas_, g.active))]
+             : power_of_two(g));
+  const int32_t pick = s.replica;
+  replicas_[static_cast<size_t>(pick)]->submit_prefilled(h);
 }
 
-void Simulation::on_token_gaps(SimTime gap_ns, uint64_t count) {
-  out_.on_token_gaps(gap_ns, count);
+void Simulation::on_segment(const serving::SegmentRecord& seg) {
+  if (!alive(seg.replica)) return;
+  out_.on_segment(seg);
+  if (workload_) return;  // a fleet of one reports its collector's summary only
+  PoolState& p = pools_[static_cast<size_t>(info_[static_cast<size_t>(seg.replica)].pool)];
+  const SimTime start = std::min(seg.start_ns, end_ns_), end = std::min(seg.end_ns, end_ns_);
+  p.result.busy_hours += ns_to_seconds(end - start) / 3600.0;
+  p.result.iterations += static_cast<uint64_t>(seg.iterations);
+  p.result.decode_tokens += static_cast<uint64_t>(seg.decode_tokens);
+  regions_[static_cast<size_t>(p.region)].over_time.add_segment(start, end, seg.iterations,
+                                                                seg.decode_tokens);
 }
 
-void Simulation::on_token_gap_series(const StepSeries& s, int64_t k, uint64_t per) {
-  out_.on_token_gap_series(s, k, per);
+// ---- control -------------------------------------------------------------------------
+
+void Simulation::autoscale(SimTime now) {
+  const fleet::Autoscaling& a = spec_.autoscaling;
+  const double s = pop_->sample();
+  for (size_t i = 0; i < pools_.size(); ++i) {
+    PoolState& p = pools_[i];
+    const fleet::FleetPool& fp = *p.result.spec;
+    if (fp.pool.replicas + fp.spares == 0) continue;
+    const int lo = scaled(fp.min_replicas, s, 0), hi = scaled(fp.max_replicas, s, 1);
+    const double slots = static_cast<double>(p.vllm.max_num_seqs);
+    int desired = p.active + p.starting;
+    if (a.mode == fleet::Autoscaling::Mode::kScheduled) {
+      // Follow the region's curve, one provisioning delay plus one interval ahead, so the
+      // replicas are up when the load arrives: the peak hour gets max_replicas.
+      const fleet::RegionTraffic& tr = spec_.regions[static_cast<size_t>(p.region)].traffic;
+      const double peak = *std::max_element(tr.hourly.begin(), tr.hourly.end()) *
+                          *std::max_element(tr.weekly.begin(), tr.weekly.end());
+      const SimTime ahead = now + seconds_to_ns(fp.load_time_s + a.interval_s);
+      const double per_s = pop_->sessions_per_day(static_cast<size_t>(p.region)) * s / 86400.0;
+      const double m =
+          per_s > 0 ? pop_->session_rate(static_cast<size_t>(p.region), ahead) / per_s : 0;
+      desired = static_cast<int>(std::ceil(hi * m / peak - 1e-9));
+    } else if (a.metric == fleet::Autoscaling::Metric::kSlo) {
+      // Below the target attainment over the last interval: 10 % more replicas (at least
+      // one). Well above it with batch slots to spare: shrink toward 60 % utilization.
+      const double util = static_cast<double>(p.outstanding) / (std::max(1, p.active) * slots);
+      if (p.window_done > 0) {
+        const double att = static_cast<double>(p.window_good) / static_cast<double>(p.window_done);
+        if (att < a.target)
+          desired = p.active + std::max(1, static_cast<int>(std::ceil(0.1 * p.active)));
+        else if (util < 0.5)
+          desired = static_cast<int>(std::ceil(p.active * util / 0.6 - 1e-9));
+      }
+      p.window_done = p.window_good = 0;
+    } else if (a.metric == fleet::Autoscaling::Metric::kUtilization) {
+      const double cap = std::max(1, p.active) * slots;
+      const double util = static_cast<double>(p.outstanding) / cap;
+      desired = static_cast<int>(std::ceil(std::max(1, p.active) * util / a.target - 1e-9));
+    } else {
+      const double queued = std::max(0.0, static_cast<double>(p.outstanding) - p.active * slots);
+      if (queued / std::max(1, p.active) > a.target) {
+        desired = p.active + static_cast<int>(std::ceil(queued / slots));
+      } else if (queued == 0) {
+        const double util = static_cast<double>(p.outstanding) / (std::max(1, p.active) * slots);
+        if (util < 0.5) desired = static_cast<int>(std::ceil(p.active * util / 0.7));
+      }
+    }
+    desired = std::clamp(desired, lo, hi);
+    p.desired = desired;
+    const int provisioned = p.active + p.starting;
+    if (desired > provisioned) {
+      for (int k = provisioned; k < desired; ++k)
+        start_replica(static_cast<int>(i), now + seconds_to_ns(fp.load_time_s));
+      p.result.scale_ups += static_cast<uint64_t>(desired - provisioned);
+      p.last_change = now;
+    } else if (desired < p.active && now - p.last_change >= seconds_to_ns(a.cooldown_s)) {
+      // Drain the least loaded replicas of this pool: they take no new calls and leave
+      // when their last call completes.
+      std::vector<int32_t> mine;
+      for (int32_t r : group_of(p).active)
+        if (info_[static_cast<size_t>(r)].pool == static_cast<int>(i)) mine.push_back(r);
+      std::stable_sort(mine.begin(), mine.end(), [&](int32_t x, int32_t y) {
+        return info_[static_cast<size_t>(x)].outstanding <
+               info_[static_cast<size_t>(y)].outstanding;
+      });
+      const int n = p.active - desired;
+      for (int k = 0; k < n; ++k) {
+        const int r = mine[static_cast<size_t>(k)];
+        deactivate(r);
+        ReplicaInfo& ri = info_[static_cast<size_t>(r)];
+        if (ri.outstanding == 0) {
+          ri.state = State::kRetired;
+          hold_end(r, now);
+        } else {
+          ri.state = State::kDraining;
+          ++p.draining;
+        }
+      }
+      p.result.scale_downs += static_cast<uint64_t>(n);
+      p.last_change = now;
+    }
+  }
 }
 
-void Simulation::on_segment(const serving::SegmentRecord& seg) { out_.on_segment(seg); }
+void Simulation::sample_series(SimTime now) {
+  const double dt = ns_to_seconds(now - last_sample_);
+  for (size_t r = 0; r < regions_.size(); ++r) {
+    // Active replica·ns: the running sum holds −t at each activation and +t at each
+    // deactivation; the replicas still active contribute +now.
+    int active = 0, gpus = 0;
+    for (const auto& p : pools_)
+      if (p.region == static_cast<int>(r)) {
+        active += p.active;
+        gpus += p.active * p.result.gpus_per_replica;
+      }
+    const double acc = held_ns_acc_[r] + static_cast<double>(active) * static_cast<double>(now);
+    const double gacc = gpu_ns_acc_[r] + static_cast<double>(gpus) * static_cast<double>(now);
+    fleet::RegionSample& cur = current_[r];
+    cur.t_s = ns_to_seconds(last_sample_);
+    cur.replicas_mean = dt > 0 ? acc / 1e9 / dt : active;
+    cur.gpus_mean = dt > 0 ? gacc / 1e9 / dt : gpus;
+    double slots = 0;
+    for (const auto& p : pools_)
+      if (p.region == static_cast<int>(r))
+        slots += static_cast<double>(p.active) * static_cast<double>(p.vllm.max_num_seqs);
+    cur.capacity_slots = slots;
+    regions_[r].series.push_back(cur);
+    cur = fleet::RegionSample{};
+    held_ns_acc_[r] = -static_cast<double>(active) * static_cast<double>(now);
+    gpu_ns_acc_[r] = -static_cast<double>(gpus) * static_cast<double>(now);
+  }
+  last_sample_ = now;
+}
+
+void Simulation::on_event(const core::Event& e) {
+  const SimTime now = e.time;
+  switch (e.kind()) {
+    case kNextSession:
+      if (pop_->next_session(calls_)) {
+        const SimTime t = calls_.front().arrival_ns;
+        schedule_calls();
+        engine_.schedule(t, serving::kPhaseArrival, this, kNextSession);
+      }
+      return;
+    case kArrive: arrive(static_cast<uint32_t>(e.data), now); return;
+    case kBucket: flush_bucket(); return;
+    case kCacheHit: cache_hit(static_cast<uint32_t>(e.data), now); return;
+    case kHandoff: hand_over(static_cast<uint32_t>(e.data), now); return;
+    case kNetWake: on_network_wake(now); return;
+    case kDeliver: deliver(static_cast<uint32_t>(e.data), now); return;
+    case kReady: activate(static_cast<int>(e.data), now); return;
+    case kFail:
+      if (now < end_ns_) fail(static_cast<int>(e.data), now);
+      return;
+    case kRepair: {
+      const int old = static_cast<int>(e.data);
+      ReplicaInfo& ri = info_[static_cast<size_t>(old)];
+      PoolState& p = pools_[static_cast<size_t>(ri.pool)];
+      --p.failed;
+      --p.repairs;
+      ri.state = State::kRetired;
+      hold_end(old, now);
+      // The repaired hardware loads the weights again and rejoins, unless the pool has
+      // since scaled down below what it holds.
+      if (now < end_ns_ && p.active + p.starting < std::max(p.desired, 1))
+        start_replica(ri.pool, now + seconds_to_ns(p.result.load_time_s));
+      return;
+    }
+    case kAutoscale:
+      autoscale(now);
+      if (now + seconds_to_ns(spec_.autoscaling.interval_s) < end_ns_)
+        engine_.schedule(now + seconds_to_ns(spec_.autoscaling.interval_s),
+                         serving::kPhaseReplica + 1, this, kAutoscale);
+      return;
+    case kSample:
+      sample_series(now);
+      if (now < end_ns_)
+        engine_.schedule(std::min(end_ns_, now + seconds_to_ns(spec_.report_interval_s)),
+                         serving::kPhaseReplica + 1, this, kSample);
+      return;
+    default: throw std::logic_error("Simulation: unknown event kind");
+  }
+}
+
+fleet::FleetResult Simulation::run() {
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  for (size_t i = 0; i < pools_.size(); ++i)
+    for (int k = 0; k < pools_[i].result.replicas_simulated; ++k)
+      start_replica(static_cast<int>(i), 0);
+  if (live_net_ && sc_.live_alltoall) init_live_alltoall();
+  if (workload_) {
+    // Closed-loop workloads yield one first request per user (in any order), then
+    // nothing; open-loop ones yield requests in order, pulled one at a time (arrive()).
+    while (auto first = workload_->next_arrival()) {
+      schedule_request(*first);
+      if (first->client < 0 || first->first_turn) break;
+    }
+  } else {
+    engine_.schedule(0, serving::kPhaseArrival, this, kNextSession);
+    if (spec_.autoscaling.mode != fleet::Autoscaling::Mode::kOff)
+      engine_.schedule(0, serving::kPhaseReplica + 1, this, kAutoscale);
+    engine_.schedule(std::min(end_ns_, seconds_to_ns(spec_.report_interval_s)),
+                     serving::kPhaseReplica + 1, this, kSample);
+  }
+  runtime::drive(engine_, options_, collector_, t0, [&] {
+    for (size_t r = 0; r < replicas_.size(); ++r)
+      if (alive(static_cast<int>(r))) replicas_[r]->check_invariants();
+  });
+  if (workload_) end_ns_ = engine_.now();
+  const SimTime end = std::max(engine_.now(), end_ns_);
+  fleet::FleetResult res;
+  res.summary = collector_.summarize(end);
+  // The collector counts one busy denominator: report busy per pool instead.
+  for (size_t i = 0; i < pools_.size(); ++i) {
+    for (size_t r = 0; r < info_.size(); ++r) {
+      const ReplicaInfo& ri = info_[r];
+      if (ri.pool == static_cast<int>(i) && ri.state != State::kRetired) {
+        pools_[i].result.replica_hours +=
+            ns_to_seconds(end_ns_ - std::min(ri.held_since, end_ns_)) / 3600.0;
+        regions_[static_cast<size_t>(pools_[i].region)].over_time.add_held(
+            std::min(ri.held_since, end_ns_), end_ns_);
+      }
+    }
+    pools_[i].result.tpot = metrics::stats_of(pools_[i].tpot);
+    res.pools.push_back(pools_[i].result);
+  }
+  for (size_t r = 0; r < regions_.size(); ++r) {
+    regions_[r].ttft = metrics::stats_of(regions_[r].over_time.total_latency());
+    res.regions.push_back(regions_[r]);
+  }
+  res.unfinished = slots_.live();
+  res.retried = retried_;
+  res.retried_completed = retried_completed_;
+  res.retried_e2e = metrics::stats_of(retried_e2e_);
+  res.failed_calls = failed_calls_;
+  res.sessions = pop_ ? pop_->sessions_started() : 0;
+  res.sample = pop_ ? pop_->sample() : 1.0;
+  res.sim_end_s = ns_to_seconds(end);
+  res.events = engine_.events_dispatched();
+  res.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  res.peak_rss_bytes = static_cast<double>(ru.ru_maxrss) * 1024.0;
+  return res;
+}
+
+RunResult run_one_pool(const scenario::Scenario& sc, const RunOptions& options) {
+  return RunResult(Simulation(sc, options).run());
+}
+
+fleet::FleetResult run_fleet(const scenario::Scenario& sc, const RunOptions& options, int threads) {
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  const std::vector<std::vector<int>> partitions = sc.fleet->partitions();
+  const int n = static_cast<int>(partitions.size());
+  if (!options.observers.empty()) threads = 1;
+  threads = std::clamp(threads, 1, n);
+  std::vector<std::unique_ptr<Simulation>> sims(static_cast<size_t>(n));
+  std::vector<fleet::FleetResult> parts(static_cast<size_t>(n));
+  std::vector<std::exception_ptr> errors(static_cast<size_t>(n));
+  std::atomic<int> next{0};
+  auto worker = [&](bool first) {
+    for (int m; (m = next++) < n;) {
+      try {
+        RunOptions o = options;
+        if (!(first && m == 0)) o.progress = nullptr;  // one thread reports progress
+        sims[static_cast<size_t>(m)] =
+            std::make_unique<Simulation>(sc, o, partitions[static_cast<size_t>(m)]);
+        parts[static_cast<size_t>(m)] = sims[static_cast<size_t>(m)]->run();
+      } catch (...) {
+        errors[static_cast<size_t>(m)] = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(worker, false);
+  worker(true);
+  for (auto& t : pool) t.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  // Merge in partition order: the same for any thread count.
+  fleet::FleetResult res = parts[0];
+  metrics::Collector all = sims[0]->collector();
+  metrics::Histogram retried_e2e = sims[0]->retried_e2e();
+  for (int m = 1; m < n; ++m) {
+    const fleet::FleetResult& p = parts[static_cast<size_t>(m)];
+    all.merge(sims[static_cast<size_t>(m)]->collector());
+    retried_e2e.merge(sims[static_cast<size_t>(m)]->retried_e2e());
+    for (size_t r = 0; r < res.regions.size(); ++r) res.regions[r].add(p.regions[r]);
+    res.pools.insert(res.pools.end(), p.pools.begin(), p.pools.end());
+    res.retried += p.retried;
+    res.retried_completed += p.retried_completed;
+    res.failed_calls += p.failed_calls;
+    res.unfinished += p.unfinished;
+    res.sessions += p.sessions;
+    res.events += p.events;
+    res.sim_end_s = std::max(res.sim_end_s, p.sim_end_s);
+  }
+  std::stable_sort(
+      res.pools.begin(), res.pools.end(),
+      [](const fleet::PoolResult& a, const fleet::PoolResult& b) { return a.index < b.index; });
+  res.summary = all.summarize(seconds_to_ns(res.sim_end_s));
+  res.retried_e2e = metrics::stats_of(retried_e2e);
+  res.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  res.peak_rss_bytes = static_cast<double>(ru.ru_maxrss) * 1024.0;
+  return res;
+}
 
 }  // namespace fleetsim

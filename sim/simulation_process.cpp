@@ -17,7 +17,6 @@
 #include <vector>
 
 #include "hw_models/error.h"
-#include "sim/fleet/one_pool.h"
 #include "sim/metrics/summary_codec.h"
 #include "sim/network/table_network.h"
 #include "sim/simulation.h"
@@ -53,7 +52,7 @@ void make_pipe(Fd& r, Fd& w) {
 }  // namespace
 
 RunResult run_in_own_process(const scenario::Scenario& sc) {
-  if (!needs_own_engine(sc)) return fleet::run_one_pool(sc);
+  if (!needs_own_engine(sc)) return run_one_pool(sc);
   const nlohmann::json request = {{"document", sc.document},
                                   {"file", sc.file},
                                   {"overrides", sc.overrides},

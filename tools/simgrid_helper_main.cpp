@@ -69,8 +69,7 @@ int run() {
     // The caller's targets: the scenario's, and any the caller added (the planner's margins).
     if (in.contains("slo_targets"))
       sc.slo_targets = metrics::decode_slo_targets(in["slo_targets"].get<std::string>());
-    Simulation sim(sc, {});
-    const RunResult r = sim.run();
+    const RunResult r = run_one_pool(sc);
     out["events"] = r.events;
     out["wall_s"] = r.wall_s;
     out["summary"] = nlohmann::json::parse(metrics::encode_summary(r.summary));

@@ -2,8 +2,6 @@
 
 #include <utility>
 
-#include "sim/fleet/fleet_sim.h"
-#include "sim/fleet/one_pool.h"
 #include "sim/network/table_network.h"
 #include "sim/simulation.h"
 
@@ -32,12 +30,12 @@ RunRecord fleet_record(const scenario::Scenario& sc, fleet::FleetResult res) {
 
 RunRecord run(const scenario::Scenario& sc, const RunOptions& options, int threads) {
   prepare_network(sc);
-  if (sc.fleet) return fleet_record(sc, fleet::run_fleet(sc, options, threads));
+  if (sc.fleet) return fleet_record(sc, run_fleet(sc, options, threads));
   RunOptions opts = options;
   metrics::TimeBucketsObserver over_time(sc.replicas_all_pools());
   opts.observers.push_back(&over_time);
   RunRecord r;
-  r.pool = fleet::run_one_pool(sc, opts);
+  r.pool = run_one_pool(sc, opts);
   over_time.finish(seconds_to_ns(r.pool->summary.sim_duration_s));
   r.over_time = over_time.buckets();
   return r;
@@ -45,7 +43,7 @@ RunRecord run(const scenario::Scenario& sc, const RunOptions& options, int threa
 
 RunRecord run_one_of_many(const scenario::Scenario& sc) {
   prepare_network(sc);
-  if (sc.fleet) return fleet_record(sc, fleet::run_fleet(sc, {}, 1));
+  if (sc.fleet) return fleet_record(sc, run_fleet(sc, {}, 1));
   RunRecord r;
   r.pool = run_in_own_process(sc);
   return r;

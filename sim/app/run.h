@@ -1,7 +1,7 @@
 // Running a loaded scenario: one entry point for single-pool and fleet scenarios, the step
 // that builds what a run needs and loading does not, and the record a run returns.
 //
-// The app layer sits above the simulator (sim/simulation.h, sim/fleet/fleet_sim.h) and
+// The app layer sits above the simulator (sim/simulation.h, sim/simulation.h) and
 // below reports/, which formats its records and never loads or runs a scenario.
 #pragma once
 

@@ -1,5 +1,5 @@
 // What a run of a fleet scenario returns: per region and pool, counts, latency and held
-// replica-time. Apart from sim/fleet/fleet_sim.h so that code which only reads results
+// replica-time. Apart from sim/simulation.h so that code which only reads results
 // (the cost model, reports/) does not see the simulator.
 #pragma once
 

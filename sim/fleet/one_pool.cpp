@@ -2,9 +2,6 @@
 
 #include <algorithm>
 
-#include "sim/fleet/fleet_sim.h"
-#include "sim/simulation.h"
-
 namespace fleetsim::fleet {
 
 scenario::Pool main_pool(const scenario::Scenario& sc) {
@@ -57,20 +54,6 @@ FleetSpec one_pool_fleet(const scenario::Scenario& sc, size_t classes) {
   }
   f.class_model.assign(std::max<size_t>(1, classes), 0);
   return f;
-}
-
-bool runs_as_fleet_of_one(const scenario::Scenario& sc) {
-  return !sc.fleet && !needs_own_engine(sc);
-}
-
-RunResult run_one_pool(const scenario::Scenario& sc, const RunOptions& options) {
-  if (!runs_as_fleet_of_one(sc)) return Simulation(sc, options).run();
-  FleetResult f = FleetSimulation(sc, FleetSimulation::OnePool{}, options).run();
-  RunResult r;
-  r.summary = std::move(f.summary);
-  r.events = f.events;
-  r.wall_s = f.wall_s;
-  return r;
 }
 
 }  // namespace fleetsim::fleet

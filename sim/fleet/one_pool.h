@@ -5,7 +5,6 @@
 #pragma once
 
 #include "sim/fleet/spec.h"
-#include "sim/run_result.h"
 #include "sim/scenario/scenario.h"
 
 namespace fleetsim::fleet {
@@ -18,14 +17,5 @@ FleetSpec one_pool_fleet(const scenario::Scenario& sc, size_t classes);
 /// The scenario's main pool (its own hardware, serving.replicas and serving settings) as a
 /// pool of a fleet.
 scenario::Pool main_pool(const scenario::Scenario& sc);
-
-/// Whether the fleet simulator runs `sc` as a fleet of one. Not yet: transfers that run
-/// live on the SimGrid fabric (network: {model: simgrid} with disaggregation, or a live
-/// all-to-all); sim/simulation.h runs those.
-bool runs_as_fleet_of_one(const scenario::Scenario& sc);
-
-/// Runs the single-pool scenario `sc` in this process: as a fleet of one when it can,
-/// else on sim/simulation.h (which needs the process's SimGrid engine for live transfers).
-RunResult run_one_pool(const scenario::Scenario& sc, const RunOptions& options = {});
 
 }  // namespace fleetsim::fleet

@@ -416,8 +416,7 @@ TEST(BatchingPolicies, RunTheDefaultScenarioEndToEnd) {
         {std::string("serving.policy=") + policy, "workload.requests=400"}, std::nullopt, catalog);
     RunOptions opt;
     opt.check_invariants = true;
-    Simulation sim(sc, opt);
-    const metrics::Summary s = sim.run().summary;
+    const metrics::Summary s = run_one_pool(sc, opt).summary;
     EXPECT_EQ(s.requests_arrived, 400u);
     EXPECT_EQ(s.requests_completed + s.requests_rejected, 400u);
     EXPECT_GT(s.iterations, 0u);

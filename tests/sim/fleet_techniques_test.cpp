@@ -11,7 +11,7 @@
 
 #include "hw_models/error.h"
 #include "scenario_text.h"
-#include "sim/fleet/fleet_sim.h"
+#include "sim/simulation.h"
 
 namespace fleetsim::fleet {
 namespace techniques_test {  // named: the tests build as one unit with fleet_test.cpp

@@ -1,7 +1,7 @@
 // Tests for sim/fleet: geo routing and spillover (with the WAN round trip in TTFT), the
 // autoscaler's reaction time, failures that lose no call, identical results for any thread
 // count, and input errors of the fleet section.
-#include "sim/fleet/fleet_sim.h"
+#include "sim/simulation.h"
 
 #include <gtest/gtest.h>
 

@@ -2,12 +2,12 @@
 // network on the same disaggregated scenario, with the bandwidth arithmetic by hand.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <unistd.h>
 
 #include "hw_models/catalog.h"
 #include "sim/scenario/scenario.h"
@@ -23,7 +23,9 @@ struct Times : serving::ServingObserver {
     prefill_done[h.spec.id] = h.prefill_done_ns;
     arrival[h.spec.id] = h.spec.arrival_ns;
   }
-  void on_completion(const serving::RequestRecord& r) override { first_token[r.spec->id] = r.first_token_ns; }
+  void on_completion(const serving::RequestRecord& r) override {
+    first_token[r.spec->id] = r.first_token_ns;
+  }
 };
 
 // 1 prefill replica (GPU 0 of node 0) and 4 decode replicas (GPUs 8..11, node 1) of
@@ -47,7 +49,8 @@ workload:
 
 Times run(const std::string& model) {
   ::setenv("FLEETSIM_CACHE_DIR", FLEETSIM_TEST_CACHE_DIR, 0);  // tables go to the build tree
-  const auto dir = std::filesystem::temp_directory_path() / ("fleetsim-kv-storm-" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("fleetsim-kv-storm-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const auto file = dir / "kv-storm.yaml";
   std::ofstream(file) << kScenario;
@@ -58,8 +61,7 @@ Times run(const std::string& model) {
   RunOptions opt;
   opt.observers.push_back(&t);
   opt.check_invariants = true;
-  Simulation sim(sc, opt);
-  const auto res = sim.run();
+  const auto res = run_one_pool(sc, opt);
   EXPECT_EQ(res.summary.requests_completed, 16u);
   return t;
 }

@@ -27,7 +27,8 @@ namespace {
 
 std::string write_scenario(const std::string& name, const std::string& text) {
   ::setenv("FLEETSIM_CACHE_DIR", FLEETSIM_TEST_CACHE_DIR, 0);  // tables go to the build tree
-  const auto dir = std::filesystem::temp_directory_path() / ("fleetsim-a2a-" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("fleetsim-a2a-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const auto file = dir / (name + ".yaml");
   std::ofstream(file) << text;
@@ -159,8 +160,8 @@ TEST(LiveAllToAll, AloneItEndsEveryIterationWhereTheTablesDo) {
   const scenario::Scenario table_sc = load(file, {"network.live_alltoall=false"});
   ASSERT_TRUE(live_sc.live_alltoall);
   ASSERT_FALSE(table_sc.live_alltoall);
-  const RunResult t = Simulation(table_sc).run();
-  const RunResult l = Simulation(live_sc).run();
+  const RunResult t = run_one_pool(table_sc);
+  const RunResult l = run_one_pool(live_sc);
   const metrics::Summary &a = t.summary, &b = l.summary;
   ASSERT_EQ(b.requests_completed, 300u);
   EXPECT_EQ(a.requests_completed, b.requests_completed);
@@ -182,7 +183,8 @@ TEST(LiveAllToAll, AloneItEndsEveryIterationWhereTheTablesDo) {
   // tokens · 58 MoE layers · 2 · 8 · 7,168 B · 8/16.
   const double per_token = 58 * 2 * 8 * 7168.0 * 8 / 16;
   const double tokens = static_cast<double>(b.input_tokens - b.prefix_hit_tokens) +
-                        static_cast<double>(b.output_tokens) - static_cast<double>(b.requests_completed);
+                        static_cast<double>(b.output_tokens) -
+                        static_cast<double>(b.requests_completed);
   // Prompt tokens computed once each and every output token but the first decoded once;
   // a preemption (none expected here) would recompute.
   ASSERT_EQ(b.preemptions, 0u);
@@ -197,8 +199,8 @@ TEST(LiveAllToAll, KvTransfersAndAllToAllsSlowEachOther) {
   text.replace(text.find("  max_batched_tokens: 8192\n"), 26,
                "  max_batched_tokens: 8192\n  disaggregation: {prefill_replicas: 2}\n");
   const std::string file = write_scenario("ep16-dg", text);
-  const RunResult t = Simulation(load(file, {"network.live_alltoall=false"})).run();
-  const RunResult l = Simulation(load(file)).run();
+  const RunResult t = run_one_pool(load(file, {"network.live_alltoall=false"}));
+  const RunResult l = run_one_pool(load(file));
   EXPECT_EQ(l.summary.requests_completed, 300u);
   EXPECT_EQ(l.summary.kv_transfers, 300u);
   EXPECT_GT(l.summary.kv_transfer_mean_s, t.summary.kv_transfer_mean_s);
@@ -222,7 +224,7 @@ TEST(OwnProcess, SimGridRunsOnDifferentFabricsSideBySide) {
   EXPECT_EQ(a.summary.requests_completed, 300u);
   EXPECT_EQ(b.summary.requests_completed, 300u);
   EXPECT_GT(a.summary.ttft.p99_s, b.summary.ttft.p99_s);  // the same load on half the GPUs
-  const RunResult here = Simulation(two).run();
+  const RunResult here = run_one_pool(two);
   EXPECT_EQ(metrics::encode_summary(here.summary), metrics::encode_summary(b.summary));
   EXPECT_EQ(here.events, b.events);
   // And after this process has used its engine, a helper still starts from nothing.
@@ -235,14 +237,18 @@ namespace {
 // region 1. KV: 2 · 32 layers · 8 KV heads · 128 · 2 B = 131,072 B per token, 134,217,728 B.
 std::string wan_scenario(int tp, const std::string& wan_bw) {
   return "name: wan\nmodel: llama-3.1-8b\n"
-         "hardware: {gpu: h100-sxm, node: hgx-h100, tp: " + std::to_string(tp) + "}\n"
+         "hardware: {gpu: h100-sxm, node: hgx-h100, tp: " +
+         std::to_string(tp) +
+         "}\n"
          "serving: {replicas: 1, disaggregation: {prefill_replicas: 1}}\n"
-         "workload: {requests: 1, arrival: {process: poisson, rate: 1/s}, prompt_tokens: 1024, output_tokens: 4}\n"
-         "network: {regions: 2, wan: {bandwidth: " + wan_bw + ", latency: 10ms}}\n";
+         "workload: {requests: 1, arrival: {process: poisson, rate: 1/s}, prompt_tokens: 1024, "
+         "output_tokens: 4}\n"
+         "network: {regions: 2, wan: {bandwidth: " +
+         wan_bw + ", latency: 10ms}}\n";
 }
 double kv_seconds(const std::string& text, const std::string& model) {
   const scenario::Scenario sc = load(write_scenario("wan", text), {"network.model=" + model});
-  const RunResult r = Simulation(sc).run();
+  const RunResult r = run_one_pool(sc);
   EXPECT_EQ(r.summary.kv_transfers, 1u);
   return r.summary.kv_transfer_mean_s;
 }
@@ -277,20 +283,22 @@ TEST(Wan, OneFlowIsHeldByItsNic) {
 
 TEST(LiveAllToAllScenario, WhatCannotRunIsALocatedError) {
   const std::string workload =
-      "workload: {requests: 4, arrival: {process: poisson, rate: 1/s}, prompt_tokens: 100, output_tokens: 10}\n";
+      "workload: {requests: 4, arrival: {process: poisson, rate: 1/s}, prompt_tokens: 100, "
+      "output_tokens: 10}\n";
   // live_alltoall needs the SimGrid fabric.
   std::string e = error_of(
-      "model: deepseek-v3\nhardware: {gpu: h100-sxm, node: hgx-h100, tp: 1, dp_attention: 16, expert_parallel: true}\n"
-      "precision: {weights: fp8, activations: fp8, kv: bf16}\nserving: {replicas: 1}\n" + workload +
-      "network: {model: analytic, live_alltoall: true}\n");
+      "model: deepseek-v3\nhardware: {gpu: h100-sxm, node: hgx-h100, tp: 1, dp_attention: 16, "
+      "expert_parallel: true}\n"
+      "precision: {weights: fp8, activations: fp8, kv: bf16}\nserving: {replicas: 1}\n" +
+      workload + "network: {model: analytic, live_alltoall: true}\n");
   EXPECT_NE(e.find("bad.yaml:6"), std::string::npos) << e;
   EXPECT_NE(e.find("network.live_alltoall"), std::string::npos) << e;
   EXPECT_NE(e.find("model: simgrid"), std::string::npos) << e;
   // Llama-3.1-8B on HGX H100 at `tp`, with `serving` and `network` sections.
   auto llama8b = [&](int tp, const std::string& serving, const std::string& network) {
-    return error_of("model: llama-3.1-8b\nhardware: {gpu: h100-sxm, node: hgx-h100, tp: " +
-                    std::to_string(tp) + "}\nserving: " + serving + "\n" + workload +
-                    "network: " + network + "\n");
+    return error_of(
+        "model: llama-3.1-8b\nhardware: {gpu: h100-sxm, node: hgx-h100, tp: " + std::to_string(tp) +
+        "}\nserving: " + serving + "\n" + workload + "network: " + network + "\n");
   };
   // A dense model on one node has no all-to-all that leaves the domain.
   e = llama8b(8, "{replicas: 1}", "{model: simgrid, live_alltoall: true}");

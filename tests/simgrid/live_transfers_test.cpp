@@ -22,8 +22,9 @@ std::map<uint64_t, SimTime> run_pattern(net::LiveTransfers& lt) {
     double bytes_per_link;
     SimTime start;
   };
-  const G groups[] = {{1, 0, 1, 2e8, 0},       {2, 0, 2, 1e8, 0},         {3, 3, 1, 3e8, 500'000},
-                      {4, 0, 1, 5e7, 900'000}, {5, 2, 3, 4e8, 1'200'000}, {6, 1, 0, 1e8, 1'200'000}};
+  const G groups[] = {{1, 0, 1, 2e8, 0},         {2, 0, 2, 1e8, 0},
+                      {3, 3, 1, 3e8, 500'000},   {4, 0, 1, 5e7, 900'000},
+                      {5, 2, 3, 4e8, 1'200'000}, {6, 1, 0, 1e8, 1'200'000}};
   std::map<uint64_t, SimTime> end;
   size_t next = 0;
   SimTime now = 0;

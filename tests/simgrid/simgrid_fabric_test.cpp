@@ -29,10 +29,11 @@ SimGridFabric* fabric_or_skip(const hw::Fabric& f) {
     return nullptr;
   }
 }
-#define ACQUIRE(var, fab)                                                                     \
-  SimGridFabric* var = fabric_or_skip(fab);                                                   \
-  if (var == nullptr) GTEST_SKIP() << "another fabric owns this process's SimGrid engine; " \
-                                      "run under ctest (one process per test)"
+#define ACQUIRE(var, fab)                                               \
+  SimGridFabric* var = fabric_or_skip(fab);                             \
+  if (var == nullptr)                                                   \
+  GTEST_SKIP() << "another fabric owns this process's SimGrid engine; " \
+                  "run under ctest (one process per test)"
 
 // Runs the network until `id` ends; returns its end time.
 double finish_time(SimGridFabric& f, uint64_t id, std::vector<net::Completion>* others = nullptr) {
@@ -43,8 +44,10 @@ double finish_time(SimGridFabric& f, uint64_t id, std::vector<net::Completion>* 
     f.advance_to(t, done);
     double found = -1;
     for (const auto& c : done) {
-      if (c.id == id) found = c.time_s;
-      else if (others) others->push_back(c);
+      if (c.id == id)
+        found = c.time_s;
+      else if (others)
+        others->push_back(c);
     }
     done.clear();
     if (found >= 0) return found;
@@ -109,7 +112,8 @@ TEST(SimGridFabric, OversubscribedLeafUplinkIsShared) {
   fab.oversubscription = 2.0;
   ACQUIRE(f, fab);
   f->reset_origin();
-  EXPECT_EQ(f->route(0, 8), (std::vector<std::string>{"nic_up0_0", "leaf_up0_rail0", "leaf_dn1_rail0", "nic_dn1_0"}));
+  EXPECT_EQ(f->route(0, 8), (std::vector<std::string>{"nic_up0_0", "leaf_up0_rail0",
+                                                      "leaf_dn1_rail0", "nic_dn1_0"}));
   const uint64_t a = f->start_transfer(0, 8, 1e9, 0.0);
   EXPECT_NEAR(finish_time(*f, a), 1e-6 + 1e9 / 25e9, 1e-9);
 }
@@ -119,7 +123,8 @@ TEST(SimGridFabric, CollectivesAgreeWithAnalyticWithinATenthOfAPercent) {
   ACQUIRE(f, fab);
   f->reset_origin();
   const hw::AnalyticNetwork a(fab);
-  const std::vector<hw::CommGroup> groups{{2, 2}, {4, 4}, {8, 8}, {16, 8}, {32, 8}, {16, 4}, {4, 1}};
+  const std::vector<hw::CommGroup> groups{{2, 2},  {4, 4},  {8, 8}, {16, 8},
+                                          {32, 8}, {16, 4}, {4, 1}};
   double worst = 0;  // largest |SimGrid − analytic| / analytic seen
   for (double bytes : {0.0, 4096.0, 1e6, 3.3e8}) {
     for (const auto& g : groups) {
@@ -162,7 +167,7 @@ TEST(SimGridFabric, RegionsMeetOverOneSharedWanLink) {
   ACQUIRE(f, fab);
   f->reset_origin();
   EXPECT_EQ(f->route(0, 16), (std::vector<std::string>{"nic_up0_0", "leaf_up0_rail0", "wan0_1",
-                                                        "leaf_dn1_rail0", "nic_dn2_0"}));
+                                                       "leaf_dn1_rail0", "nic_dn2_0"}));
   EXPECT_EQ(f->route(0, 8).size(), 2u);  // same region, same leaf: no WAN
   const hw::AnalyticNetwork a(fab);
   const uint64_t x = f->start_transfer(0, 16, 1e9, 0.0);
@@ -200,7 +205,8 @@ TEST(SimGridFabric, DrivingByNextEventGivesTheSameTimesAsFixedSteps) {
     const int a = static_cast<int>(next() * 32), b = (a + 1 + static_cast<int>(next() * 31)) % 32;
     flows.push_back({a, b, 1e6 * std::pow(1e3, next()), std::floor(next() * 50) * 1e-3});
   }
-  std::sort(flows.begin(), flows.end(), [](const Flow& x, const Flow& y) { return x.start < y.start; });
+  std::sort(flows.begin(), flows.end(),
+            [](const Flow& x, const Flow& y) { return x.start < y.start; });
   auto run = [&](bool by_event) {
     f->reset_origin();
     std::map<uint64_t, size_t> index;

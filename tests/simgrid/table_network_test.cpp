@@ -23,7 +23,8 @@ hw::Fabric dgx2() {
 }  // namespace
 
 TEST(TableNetwork, BuildsOnceCachesAndInterpolatesBetweenGridSizes) {
-  const auto dir = std::filesystem::path(FLEETSIM_TEST_CACHE_DIR) / ("tables-" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::path(FLEETSIM_TEST_CACHE_DIR) / ("tables-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   ::setenv("FLEETSIM_CACHE_DIR", dir.c_str(), 1);
   const auto a = net::TableNetwork::load_or_build(dgx2(), {{8, 8}, {16, 8}});

@@ -9,7 +9,6 @@
 
 #include "sim/app/metrics.h"
 #include "sim/app/sweep.h"
-#include "sim/fleet/fleet_sim.h"
 #include "sim/simulation.h"
 
 namespace fleetsim::app {
@@ -45,13 +44,12 @@ fleet:
 slo: {ttft: 2s, tpot: 100ms}
 )";
 
-TEST(AppRun, SinglePoolIsTheSimulationsResultWithItsTimeBuckets) {
+TEST(AppRun, SinglePoolIsTheSimulatorsResultWithItsTimeBuckets) {
   const scenario::Scenario sc = load(kPool);
   const RunRecord r = run(sc);
   ASSERT_TRUE(r.pool && r.over_time);
   EXPECT_FALSE(r.fleet || r.answer);
-  Simulation sim(sc);
-  const RunResult direct = sim.run();
+  const RunResult direct = run_one_pool(sc);
   EXPECT_EQ(r.pool->summary.requests_completed, 300u);
   EXPECT_EQ(r.pool->events, direct.events);
   EXPECT_EQ(r.pool->summary.ttft.p99_s, direct.summary.ttft.p99_s);
@@ -71,7 +69,7 @@ TEST(AppRun, FleetIsTheFleetsResultWithItsAnswer) {
   const RunRecord r = run(sc, {}, 2);
   ASSERT_TRUE(r.fleet && r.answer);
   EXPECT_FALSE(r.pool || r.over_time);
-  const fleet::FleetResult direct = fleet::run_fleet(sc, {}, 1);
+  const fleet::FleetResult direct = run_fleet(sc, {}, 1);
   EXPECT_EQ(r.fleet->summary.requests_completed, direct.summary.requests_completed);
   EXPECT_EQ(r.answer->cost_usd_per_day, fleet::fleet_answer(sc, direct).cost_usd_per_day);
   EXPECT_EQ(&r.summary(), &r.fleet->summary);

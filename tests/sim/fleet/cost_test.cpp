@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "hw_models/error.h"
-#include "sim/fleet/fleet_sim.h"
+#include "sim/simulation.h"
 
 namespace fleetsim::fleet {
 namespace {

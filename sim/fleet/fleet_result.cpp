@@ -1,0 +1,39 @@
+#include "sim/fleet/fleet_result.h"
+
+#include <algorithm>
+
+namespace fleetsim::fleet {
+
+void RegionSample::add(const RegionSample& o) {
+  arrivals += o.arrivals;
+  served += o.served;
+  good += o.good;
+  replicas_mean += o.replicas_mean;
+  gpus_mean += o.gpus_mean;
+  capacity_slots += o.capacity_slots;
+  outstanding_peak = std::max(outstanding_peak, o.outstanding_peak);
+  failures += o.failures;
+}
+
+void RegionResult::add(const RegionResult& o) {
+  arrivals += o.arrivals;
+  served += o.served;
+  good += o.good;
+  spilled_out += o.spilled_out;
+  spilled_in += o.spilled_in;
+  for (size_t k = 0; k < series.size() && k < o.series.size(); ++k) series[k].add(o.series[k]);
+  over_time.merge(o.over_time);
+  ttft = metrics::stats_of(over_time.total_latency());
+}
+
+std::vector<std::vector<int>> FleetSpec::partitions() const {
+  std::vector<std::vector<int>> parts;
+  for (int m = 0; m < static_cast<int>(models.size()); ++m) {
+    if (m == cascade_model) continue;  // with models[0]
+    parts.push_back({m});
+    if (m == 0 && cascade_model >= 0) parts.back().push_back(cascade_model);
+  }
+  return parts;
+}
+
+}  // namespace fleetsim::fleet
