@@ -68,7 +68,8 @@ Simulation::Simulation(const scenario::Scenario& sc, std::unique_ptr<fleet::Popu
       handoffs_(engine_, this, kHandoff, collector_),
       route_rng_(RngStreams(sc.seed).stream("fleet-routing")),
       fail_rng_(RngStreams(sc.seed).stream("failures")),
-      geo_(spec_.wan_rtt_s, spec_.spill_load) {
+      geo_(spec_.wan_rtt_s, spec_.spill_load, spec_.region_router,
+           RngStreams(sc.seed).stream("region-routing")) {
   collector_.set_classes(workload_ ? workload_->classes() : pop_->request_classes());
   collector_.set_slo_targets(sc.slo_targets);
   if (workload_) collector_.set_warmup_requests(workload_->warmup_requests());

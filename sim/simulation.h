@@ -277,7 +277,7 @@ class Simulation final : public core::EventTarget,
   int64_t next_flush_ = 0;  // the bucket the next kBucket event moves
   bool ticking_ = false;
   Rng route_rng_, fail_rng_;
-  fleet::SpillRouting geo_;  // across regions
+  fleet::RegionRouting geo_;  // across regions
   SimTime end_ns_ = 0;
   // Results.
   std::vector<fleet::RegionResult> regions_;

@@ -82,6 +82,9 @@ struct FleetSpec {
   /// its batch slots (active replicas × max_num_seqs); requests then spill to the nearest
   /// region that is not.
   double spill_load = 1.0;
+  /// fleet.routing.across_regions: "spill" (the above), or a registry router's rule over
+  /// the regions that have replicas of the call's model (sim/fleet/geo_routing.h).
+  std::string region_router = "spill";
   /// Inside a region: a router of the registry (serving.router) over the active replicas
   /// serving the call's model, or "" for power of two choices by outstanding calls per
   /// batch slot (the default; it weighs pools of different batch sizes).

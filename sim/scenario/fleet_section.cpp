@@ -198,6 +198,8 @@ void load_fleet(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
 
   if (auto rt = fl.map_opt(schema::key("fleet.routing"))) {
     spec.spill_load = rt->number_or(schema::key("fleet.routing.spill_load"));
+    spec.region_router =
+        rt->choice_or(schema::key("fleet.routing.across_regions"), spec.region_router);
     rt->finish();
   }
   if (auto rk = fl.map_opt(schema::key("fleet.datacenter"))) {

@@ -7,6 +7,7 @@
 
 #include "hw_models/catalog.h"
 #include "hw_models/error.h"
+#include "sim/fleet/geo_routing.h"
 #include "sim/serving/registry.h"
 
 namespace fleetsim::scenario::schema {
@@ -407,6 +408,9 @@ std::vector<Key> build() {
         "price of one server (cost basis owned)"),
       N("fleet.routing.spill_load", 0.01, 100, "1",
         "a region is saturated at this share of its batch slots"),
+      C("fleet.routing.across_regions", fleet::region_router_names(), "spill",
+        "which region serves a call: spill (home unless saturated, then the nearest that is "
+        "not) or a router's rule over the regions, by outstanding calls per batch slot"),
       N("fleet.datacenter.pue", 1, 3, "1.2", "facility power / IT power"),
       N("fleet.datacenter.floor_m2_per_rack", 0.1, 100, "2.5", "floor per rack, aisles included"),
       doc(Q("fleet.datacenter.rack_power", Dim::kPower, 0, kBig, "", "power cap per rack"),

@@ -69,6 +69,31 @@ TEST(Fleet, RegionWithoutDatacenterSpillsEverythingAndPaysTheRoundTrip) {
   EXPECT_GE(r.summary.ttft.max_s, 0.190);
 }
 
+TEST(Fleet, RoundRobinAcrossRegionsSendsEveryOtherCallAway) {
+  // Two equal regions, half the users each; round-robin across regions alternates between
+  // them whatever the home region: about half of each region's calls are served by the
+  // other (every call pays the 100 ms WAN round trip when it goes away), and each region
+  // serves about half of all calls. With the default (spill), nothing leaves home: the
+  // regions are far from saturated.
+  const std::string regions = R"(
+    - {name: a, utc_offset: 0h, users: 0.5, diurnal: flat, user_rtt: 10ms, wan_rtt: {b: 100ms},
+       pools: [{name: h100, replicas: 10}]}
+    - {name: b, utc_offset: 0h, users: 0.5, diurnal: flat, user_rtt: 10ms, pools: [{name: h100, replicas: 10}]}
+)";
+  const FleetResult rr =
+      run_fleet(load(scenario_text(regions, "  routing: {across_regions: round-robin}\n")), {}, 1);
+  const FleetResult spill = run_fleet(load(scenario_text(regions)), {}, 1);
+  const RegionResult &a = rr.regions[0], &b = rr.regions[1];
+  ASSERT_GT(a.arrivals, 1000u);
+  EXPECT_NEAR(static_cast<double>(a.spilled_out), 0.5 * static_cast<double>(a.arrivals),
+              0.05 * static_cast<double>(a.arrivals));
+  EXPECT_NEAR(static_cast<double>(a.served), 0.5 * static_cast<double>(a.served + b.served),
+              1.0);  // strict alternation: the two differ by at most one call
+  EXPECT_EQ(spill.regions[0].spilled_out + spill.regions[1].spilled_out, 0u);
+  // The calls sent away pay the WAN: the mean TTFT grows by about half of 100 ms.
+  EXPECT_GT(rr.summary.ttft.mean_s - spill.summary.ttft.mean_s, 0.04);
+}
+
 // "small" (10 replicas, all the users), "near" (30 ms away) and "far" (200 ms), 100 each.
 const char* kThreeRegions = R"(
     - {name: small, utc_offset: 0h, users: 1, diurnal: flat, user_rtt: 10ms,
