@@ -80,9 +80,13 @@ Simulation::Simulation(const scenario::Scenario& sc, std::unique_ptr<fleet::Popu
     for (int m = 0; m < n_models_; ++m) models.push_back(m);
   auto mine = [&](int m) { return std::find(models.begin(), models.end(), m) != models.end(); };
   if (pop_) {
-    std::vector<bool> keep;
-    for (int m : spec_.class_model) keep.push_back(mine(m));
+    std::vector<bool> keep, lora;
+    for (int m : spec_.class_model) {
+      keep.push_back(mine(m));
+      lora.push_back(m == 0);  // LoRA adapters are the scenario's model's
+    }
     pop_->keep_classes(keep);
+    pop_->set_adapter_classes(lora);
   }
   const size_t nr = spec_.regions.size();
   groups_.resize(nr * static_cast<size_t>(n_models_));
@@ -153,10 +157,12 @@ Simulation::Simulation(const scenario::Scenario& sc, std::unique_ptr<fleet::Popu
         p.vllm.hashes = &trace->hashes;
         p.vllm.prefix_block_tokens = trace->block_tokens;
         p.vllm.prefix_host_entries =
-            sc.prefix_host_blocks / (trace->block_tokens / p.vllm.block_tokens);
+            fp.pool.prefix_host_blocks / (trace->block_tokens / p.vllm.block_tokens);
       } else if (p.vllm.prefix_caching) {
         p.vllm.hashes = nullptr;
         p.vllm.generated_shared_blocks = pop_->shared_prefix_blocks();
+        p.vllm.prefix_host_entries =
+            fp.pool.prefix_host_blocks / (sc.vllm.prefix_block_tokens / p.vllm.block_tokens);
       }
       p.result.name = fp.name;
       p.result.model = fp.pool.model.id;

@@ -17,6 +17,7 @@ scenario::Pool main_pool(const scenario::Scenario& sc) {
   p.efficiency_source = sc.efficiency_source;
   p.spec = sc.spec;
   p.lora_rank = sc.lora_rank;
+  p.prefix_host_blocks = sc.prefix_host_blocks;
   return p;
 }
 
@@ -36,11 +37,7 @@ FleetSpec one_pool_fleet(const scenario::Scenario& sc, size_t classes) {
   FleetSpec f;
   FleetRegion region;
   region.traffic.name = "local";
-  if (sc.prefill_pool) {
-    scenario::Pool p = *sc.prefill_pool;
-    p.lora_rank = sc.lora_rank;
-    region.pools.push_back(as_fleet_pool("prefill", std::move(p)));
-  }
+  if (sc.prefill_pool) region.pools.push_back(as_fleet_pool("prefill", *sc.prefill_pool));
   if (sc.small_pool) region.pools.push_back(as_fleet_pool("small", *sc.small_pool));
   region.pools.push_back(as_fleet_pool("main", main_pool(sc)));
   f.regions.push_back(std::move(region));

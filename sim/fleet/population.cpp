@@ -132,6 +132,17 @@ Population::Population(yaml::Map& u, std::vector<RegionTraffic> regions, const R
     st->finish();
     start_s_ = day * 86400.0 + hour * 3600.0;
   }
+  if (auto ad = u.map_opt(key("adapters"))) {
+    // A session is one user's conversation with one fine-tune (a tenant's adapter).
+    const int64_t count = ad->integer(scenario::schema::key_in(*ad, "count"));
+    const double zipf = ad->number_or(scenario::schema::key_in(*ad, "popularity_zipf"));
+    ad->finish();
+    double sum = 0;
+    for (int64_t i = 1; i <= count; ++i) sum += std::pow(static_cast<double>(i), -zipf);
+    double acc = 0;
+    for (int64_t i = 1; i <= count; ++i)
+      adapter_cdf_.push_back((acc += std::pow(static_cast<double>(i), -zipf)) / sum);
+  }
   if (u.has("classes")) {
     const YAML::Node list = u.node()["classes"];
     if (!list.IsSequence() || list.size() == 0 || list.size() > 255)
@@ -284,6 +295,12 @@ bool Population::next_session(std::vector<RequestSpec>& out) {
     const auto& k = classes_[s.cls];
     s.turns_left = std::max<int32_t>(
         1, workload::to_tokens((k.turns ? k.turns.get() : turns_.get())->sample(s.rng)));
+    if (!adapter_cdf_.empty() && (adapter_classes_.empty() || adapter_classes_[s.cls])) {
+      const double a = s.rng.uniform01();
+      s.adapter =
+          static_cast<uint32_t>(std::upper_bound(adapter_cdf_.begin(), adapter_cdf_.end() - 1, a) -
+                                adapter_cdf_.begin() + 1);
+    }
     s.context = system_;
     ++sessions_started_;
     if (make_turn(slot, t_ns_, true, out)) return true;
@@ -316,6 +333,7 @@ bool Population::make_turn(uint32_t slot, SimTime t, bool first, std::vector<Req
     r.cls = s.cls;
     r.priority = static_cast<uint8_t>(k.info.priority);
     r.region = s.region;
+    r.adapter = s.adapter;
     if (prefix_block_tokens_ > 0) {
       r.hash_begin = static_cast<uint32_t>(s.index + 1);
       r.hash_count = static_cast<uint32_t>(r.prompt_tokens / prefix_block_tokens_);

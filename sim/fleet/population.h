@@ -101,6 +101,11 @@ class Population {
   void on_done(const workload::RequestSpec& r, SimTime now,
                std::vector<workload::RequestSpec>& out);
 
+  /// LoRA adapters the sessions use (users.adapters.count; 0 = none).
+  size_t adapters() const { return adapter_cdf_.size(); }
+  /// Only sessions of these classes (by index) use an adapter: those of the model the
+  /// adapters were trained for. Default: every class.
+  void set_adapter_classes(std::vector<bool> classes) { adapter_classes_ = std::move(classes); }
   /// Expected sessions per full-scale day in region r (no sampling).
   double sessions_per_day(size_t r) const;
   /// Expected model calls per full-scale day, all regions: sessions × E[turns] × E[fanout]
@@ -134,9 +139,10 @@ class Population {
     int32_t turn_prompt = 0;  // this turn's prompt
     int32_t turn_output = 0;  // answers of this turn so far (join the context)
     uint8_t cls = 0, region = 0;
-    Rng rng{0};          // the session's own stream: lengths, turns, think times
-    uint64_t index = 0;  // among all sessions drawn (kept or not)
-    uint32_t calls = 0;  // calls made so far
+    Rng rng{0};            // the session's own stream: lengths, turns, think times
+    uint64_t index = 0;    // among all sessions drawn (kept or not)
+    uint32_t calls = 0;    // calls made so far
+    uint32_t adapter = 0;  // LoRA adapter (1-based; 0: the base model)
   };
   /// The calls of the session's next turn at t (false: the session ends).
   bool make_turn(uint32_t slot, SimTime t, bool first, std::vector<workload::RequestSpec>& out);
@@ -145,6 +151,8 @@ class Population {
   std::vector<RegionTraffic> regions_;
   std::vector<SessionClass> classes_;
   std::vector<double> class_cdf_;
+  std::vector<double> adapter_cdf_;  // users.adapters: adapter i with probability ∝ i^-s
+  std::vector<bool> adapter_classes_;
   std::unique_ptr<workload::Distribution> sessions_per_user_, turns_, think_, prompt_, output_;
   double wau_ = 0, dau_ = 0, sample_ = 1, start_s_ = 0, sessions_mean_ = 0;
   int32_t system_ = 0, max_context_ = 0;

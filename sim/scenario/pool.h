@@ -27,6 +27,7 @@ struct Pool {
   /// Speculative decoding in this pool (fleet pools of the scenario's model when the
   /// scenario has serving.speculative); the draft's memory is in dep and the fit.
   std::optional<serving::Speculative> spec;
+  int64_t prefix_host_blocks = 0;  ///< host tier of the prefix cache, in this pool's KV blocks
   int lora_rank = 0;  ///< multi-LoRA: adapter rank (0 = none; slots in vllm.lora_slots)
 };
 

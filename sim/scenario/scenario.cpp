@@ -371,6 +371,13 @@ Pool load_pool(const yaml::Map& root, yaml::Map& section, const std::string& ove
   pool.par = tmp.par;
   pool.dep = tmp.dep;
   pool.efficiency_source = tmp.efficiency_source;
+  if (sc.lora_rank > 0 && model.id == sc.model.id) {
+    // Multi-LoRA in a pool of the scenario's model: its adapter slots take GPU memory, and
+    // a load moves one adapter over the pool's host link.
+    const double bytes = hw::lora_adapter_bytes(model, sc.lora_rank, pool.dep.prec.weight_bytes);
+    pool.dep.extra_weight_bytes_per_gpu += sc.vllm.lora_slots * bytes / pool.par.gpus();
+    pool.lora_rank = sc.lora_rank;
+  }
   if (draft) {
     if (!draft->mtp && draft->draft.heads % pool.par.tp != 0)
       section.fail(override_key,
@@ -407,6 +414,23 @@ Pool load_pool(const yaml::Map& root, yaml::Map& section, const std::string& ove
   }
   pool.vllm.kv_blocks = pool.memory.kv_blocks;
   pool.vllm.max_context_tokens = model.max_context_tokens;
+  if (pool.lora_rank > 0) {
+    const double bytes = hw::lora_adapter_bytes(model, sc.lora_rank, pool.dep.prec.weight_bytes);
+    const hw::InterconnectSpec& host = catalog.interconnect(pool.gpu.host_link);
+    pool.vllm.lora_load_ns =
+        seconds_to_ns(host.latency_s + bytes / pool.par.tp / host.bw_bytes_per_s);
+  } else {
+    pool.vllm.lora_slots = 0;  // adapters belong to the scenario's model
+  }
+  if (sc.prefix_host_bytes > 0) {
+    // The prefix cache's host tier holds the same bytes in this pool's KV blocks, which
+    // move over this pool's GPU's host link.
+    const double block_bytes = pool.memory.kv_bytes_per_token * sc.vllm.block_tokens;
+    const hw::InterconnectSpec& host = catalog.interconnect(pool.gpu.host_link);
+    pool.prefix_host_blocks = static_cast<int64_t>(sc.prefix_host_bytes / block_bytes);
+    pool.vllm.swap_ns_per_block = block_bytes / host.bw_bytes_per_s * 1e9;
+    pool.vllm.swap_latency_ns = seconds_to_ns(host.latency_s);
+  }
   return pool;
 }
 
@@ -818,6 +842,7 @@ Scenario load_map(yaml::Map root, const std::string& file,
       // Entries are whole trace prefix blocks; their size is known once the trace is read
       // (Simulation divides by the KV blocks per entry).
       sc.prefix_host_blocks = static_cast<int64_t>(bytes / block_bytes);
+      sc.prefix_host_bytes = bytes;
       sc.vllm.swap_ns_per_block = block_bytes / host.bw_bytes_per_s * 1e9;
       sc.vllm.swap_latency_ns = seconds_to_ns(host.latency_s);
     }
@@ -890,18 +915,17 @@ Scenario load_map(yaml::Map root, const std::string& file,
               "drop serving.disaggregation and give fleet.regions[].pools[] roles, e.g. "
               "{name: b200-prefill, replicas: 300, role: prefill} and {name: b200-decode, "
               "replicas: 900, role: decode}");
-    // Each technique either runs in every pool of the fleet or is refused with its reason.
-    struct Missing {
-      const char* key;
-      const char* why;
-    };
-    for (const Missing& m :
-         {Missing{"lora", "fleet users do not name LoRA adapters"},
-          Missing{"prefix_cache_host_space",
-                  "the host tier of the prefix cache is modelled in single-pool scenarios only"}})
-      if (sv.has(m.key))
-        sv.fail(m.key, std::string(m.key) + " is not modelled in fleet scenarios: " + m.why,
-                std::string("drop serving.") + m.key + ", or study it in a single-pool scenario");
+    // Multi-LoRA: each session uses one adapter (users.adapters), served by the pools of
+    // the scenario's model, which hold serving.lora's adapter slots.
+    const bool adapters = root.map("users").has("adapters");
+    if (adapters && sc.vllm.lora_slots == 0)
+      root.map("users").fail("adapters",
+                             "the users' sessions name LoRA adapters but serving has no lora "
+                             "section",
+                             "add serving.lora: {max_loras: 8, rank: 16}");
+    if (!adapters && sc.vllm.lora_slots > 0)
+      sv.fail("lora", "serving.lora needs users whose sessions name adapters",
+              "add users.adapters: {count: 100, popularity_zipf: 1.0}, or drop serving.lora");
     if (sc.response_cache && sc.response_cache_hit_rate < 0)
       sv.map("response_cache")
           .fail("capacity",

@@ -109,6 +109,7 @@ struct Scenario {
            (small_pool ? small_pool->replicas : 0);
   }
   int64_t prefix_host_blocks = 0;   ///< host-memory tier of the prefix cache, in KV blocks
+  double prefix_host_bytes = 0;     ///< the same in bytes (each pool's blocks from it)
   int lora_rank = 0;                ///< multi-LoRA: adapter rank (0 = none)
   double escalation = 0;            ///< cascade: share of requests sent on to the large model
   std::string cascade_small_model;  ///< fleet cascade: the small model (its pools are the fleet's)

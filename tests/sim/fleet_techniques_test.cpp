@@ -75,6 +75,44 @@ TEST(FleetTechniques, PrefixCachingReusesEachSessionsContextAndTheSystemPrompt) 
   EXPECT_LT(s.ttft.mean_s, off.summary.ttft.mean_s);
 }
 
+TEST(FleetTechniques, PrefixCacheHostTierKeepsWhatTheGpuEvicts) {
+  // A KV cache too small for the sessions' contexts: with gpu_memory_utilization 0.26 an
+  // 80 GB H100 keeps ~20.8 GB, ~16 GB of it the 8B model's weights, ~4.6 GB of KV at
+  // 131,072 B/token ≈ 35k tokens. ~1,670 sessions in 30 min whose turns are 30 s apart keep
+  // ~80 sessions between turns at any time, each with up to 1,612 tokens (~100k): the GPU
+  // evicts blocks that their next turns need. A 64 GB host tier (~490k tokens, each pool's
+  // blocks from the same bytes) keeps them, so next turns load them back over PCIe instead
+  // of computing them again: more hit tokens, some of them from the host.
+  auto scenario = [](const std::string& host) {
+    return R"(
+name: t
+seed: 5
+model: llama-3.1-8b
+hardware: {gpu: h100-sxm, tp: 1}
+serving: {engine: ideal, policy: vllm, chunked_prefill: true, max_num_seqs: 32,
+          max_batched_tokens: 2048, prefix_caching: true, gpu_memory_utilization: 0.26)" +
+           host + R"(}
+users: {weekly_active: 2e5, daily_active_fraction: 0.4, sessions_per_day: 1, turns_per_session: 3,
+        think_time: 30s, system_prompt_tokens: 512, prompt_tokens: 300, output_tokens: 100,
+        duration: 30min}
+fleet:
+  regions:
+    - {name: dc, utc_offset: 0h, users: 1, diurnal: flat, user_rtt: 10ms, pools: [{name: h100, replicas: 1}]}
+)";
+  };
+  const auto with_host = load(scenario(", prefix_cache_host_space: 64GB"));
+  const auto& pool = with_host.fleet->regions[0].pools[0].pool;
+  // 64 GB / (131,072 B/token · 16 tokens per block) = 30,517 blocks of the pool's model.
+  EXPECT_EQ(pool.prefix_host_blocks, static_cast<int64_t>(64e9 / (131072.0 * 16)));
+  const FleetResult on = run_fleet(with_host, {}, 1);
+  const FleetResult off = run_fleet(load(scenario("")), {}, 1);
+  ASSERT_GT(on.summary.requests_completed, 4000u);
+  ASSERT_EQ(on.summary.requests_completed, off.summary.requests_completed);
+  EXPECT_EQ(off.summary.prefix_host_tokens, 0u);
+  EXPECT_GT(on.summary.prefix_host_tokens, 0u);
+  EXPECT_GT(on.summary.prefix_hit_tokens, off.summary.prefix_hit_tokens);
+}
+
 TEST(FleetTechniques, SpeculativeDecodingRunsInThePoolsOfTheScenariosModel) {
   const std::string spec = ", speculative: {draft_model: llama-3.2-1b, k: 4, acceptance: 0.8}";
   const std::string pools =
@@ -238,6 +276,62 @@ TEST(FleetTechniques, CallsWhoseDecodePoolNeverComesBackFailInsteadOfLooping) {
   EXPECT_EQ(r.unfinished, 0u);
   EXPECT_EQ(r.summary.requests_arrived, r.summary.requests_completed + r.failed_calls);
   EXPECT_LT(r.sim_end_s, 3600.0);
+}
+
+// Which adapters the calls carry.
+struct Adapters : serving::ServingObserver {
+  std::map<uint32_t, uint64_t> calls;
+  void on_completion(const serving::RequestRecord& rec) override { ++calls[rec.spec->adapter]; }
+};
+
+TEST(FleetTechniques, MultiLoraSessionsUseOneAdapterServedByTheScenariosModel) {
+  // 50 adapters of rank 16, 4 resident per replica, in the pools of Llama-3.1-8B; a
+  // Llama-3.2-1B pool serves a class of its own without them. Every session of the 8B
+  // model names one adapter (1..50), so every call of theirs carries one.
+  const std::string lora = ", lora: {max_loras: 4, rank: 16}";
+  const std::string pools =
+      "[{name: h100, replicas: 2}, {name: small, replicas: 1, model: llama-3.2-1b}]";
+  const std::string users =
+      "  adapters: {count: 50, popularity_zipf: 1.0}\n"
+      "  classes: [{name: chat, share: 0.8}, {name: mini, share: 0.2, model: llama-3.2-1b}]\n";
+  const auto sc = load(text(lora, pools, users));
+  const auto& big = sc.fleet->regions[0].pools[0].pool;
+  const auto& small = sc.fleet->regions[0].pools[1].pool;
+  // The 8B pool holds the 4 adapter slots in its memory exactly as the single-pool
+  // scenario's own deployment does (same hardware), and loads one over its host link.
+  EXPECT_EQ(big.lora_rank, 16);
+  EXPECT_EQ(big.vllm.lora_slots, 4);
+  EXPECT_DOUBLE_EQ(big.dep.extra_weight_bytes_per_gpu, sc.dep.extra_weight_bytes_per_gpu);
+  EXPECT_EQ(big.vllm.lora_load_ns, sc.vllm.lora_load_ns);
+  EXPECT_EQ(big.memory.kv_blocks, sc.memory.kv_blocks);
+  EXPECT_EQ(small.lora_rank, 0);
+  EXPECT_EQ(small.vllm.lora_slots, 0);
+  Adapters seen;
+  RunOptions opt;
+  opt.observers.push_back(&seen);
+  const FleetResult r = run_fleet(sc, opt, 1);
+  ASSERT_GT(r.summary.requests_completed, 100u);
+  uint64_t with = 0;
+  for (const auto& [adapter, n] : seen.calls) {
+    EXPECT_LE(adapter, 50u);
+    if (adapter > 0) with += n;
+  }
+  // Zipf(1) over 50: adapter 1 is the most popular, with 1 / H_50 ≈ 22 % of sessions.
+  EXPECT_GT(seen.calls[1], seen.calls[2]);
+  // The base model's calls are the mini class's, ~20 % (the same in every session's turns).
+  EXPECT_NEAR(static_cast<double>(seen.calls[0]), 0.2 * static_cast<double>(with + seen.calls[0]),
+              0.07 * static_cast<double>(with + seen.calls[0]));
+  // Without LoRA the same sessions finish sooner: the adapters' matmuls and loads cost time.
+  const FleetResult base = run_fleet(load(text("", pools,
+                                               "  classes: [{name: chat, share: 0.8}, "
+                                               "{name: mini, share: 0.2, model: "
+                                               "llama-3.2-1b}]\n")),
+                                     {}, 1);
+  EXPECT_EQ(base.summary.requests_completed, r.summary.requests_completed);
+  EXPECT_LT(base.summary.e2e.mean_s, r.summary.e2e.mean_s);
+  // Each side alone is an error that says what to add.
+  EXPECT_NE(error_of(text("", pools, users)).find("add serving.lora"), std::string::npos);
+  EXPECT_NE(error_of(text(lora, pools)).find("users.adapters"), std::string::npos);
 }
 
 TEST(FleetTechniques, TechniquesNotModelledInFleetsSayWhy) {
