@@ -132,17 +132,8 @@ Population::Population(yaml::Map& u, std::vector<RegionTraffic> regions, const R
     st->finish();
     start_s_ = day * 86400.0 + hour * 3600.0;
   }
-  if (auto ad = u.map_opt(key("adapters"))) {
-    // A session is one user's conversation with one fine-tune (a tenant's adapter).
-    const int64_t count = ad->integer(scenario::schema::key_in(*ad, "count"));
-    const double zipf = ad->number_or(scenario::schema::key_in(*ad, "popularity_zipf"));
-    ad->finish();
-    double sum = 0;
-    for (int64_t i = 1; i <= count; ++i) sum += std::pow(static_cast<double>(i), -zipf);
-    double acc = 0;
-    for (int64_t i = 1; i <= count; ++i)
-      adapter_cdf_.push_back((acc += std::pow(static_cast<double>(i), -zipf)) / sum);
-  }
+  // A session is one user's conversation with one fine-tune (a tenant's adapter).
+  if (u.has(key("adapters"))) adapter_cdf_ = workload::read_adapters(u);
   if (u.has("classes")) {
     const YAML::Node list = u.node()["classes"];
     if (!list.IsSequence() || list.size() == 0 || list.size() > 255)
@@ -296,10 +287,7 @@ bool Population::next_session(std::vector<RequestSpec>& out) {
     s.turns_left = std::max<int32_t>(
         1, workload::to_tokens((k.turns ? k.turns.get() : turns_.get())->sample(s.rng)));
     if (!adapter_cdf_.empty() && (adapter_classes_.empty() || adapter_classes_[s.cls])) {
-      const double a = s.rng.uniform01();
-      s.adapter =
-          static_cast<uint32_t>(std::upper_bound(adapter_cdf_.begin(), adapter_cdf_.end() - 1, a) -
-                                adapter_cdf_.begin() + 1);
+      s.adapter = workload::pick_adapter(adapter_cdf_, s.rng.uniform01());
     }
     s.context = system_;
     ++sessions_started_;

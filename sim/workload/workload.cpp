@@ -65,12 +65,7 @@ struct Lengths {
     }
     r.prompt_tokens = to_tokens(p->sample(rng));
     r.output_tokens = to_tokens(o->sample(rng));
-    if (!adapter_cdf.empty()) {
-      const double u = adapter_rng.uniform01();
-      r.adapter =
-          static_cast<uint32_t>(std::upper_bound(adapter_cdf.begin(), adapter_cdf.end() - 1, u) -
-                                adapter_cdf.begin() + 1);
-    }
+    if (!adapter_cdf.empty()) r.adapter = pick_adapter(adapter_cdf, adapter_rng.uniform01());
   }
   std::string describe() const {
     std::string s = "prompt " + prompt->describe() + ", output " + output->describe();
@@ -421,6 +416,20 @@ void check_rate_span(const yaml::Map& m, double rate) {
 
 }  // namespace
 
+std::vector<double> read_adapters(yaml::Map& section) {
+  yaml::Map ad = section.map("adapters");
+  const int64_t count = ad.integer(scenario::schema::key_in(ad, "count"));
+  const double zipf = ad.number_or(scenario::schema::key_in(ad, "popularity_zipf"));
+  ad.finish();
+  double sum = 0;
+  for (int64_t i = 1; i <= count; ++i) sum += std::pow(static_cast<double>(i), -zipf);
+  std::vector<double> cdf;
+  double acc = 0;
+  for (int64_t i = 1; i <= count; ++i)
+    cdf.push_back((acc += std::pow(static_cast<double>(i), -zipf)) / sum);
+  return cdf;
+}
+
 RequestClass read_request_class(yaml::Map& c) {
   RequestClass k;
   k.name = c.str(scenario::schema::key_in(c, "name"));
@@ -527,15 +536,8 @@ std::unique_ptr<Workload> from_yaml_source(yaml::Map& section, const RngStreams&
   Lengths lengths{parse_distribution(section, "prompt_tokens", Quantity::kTokens, base_dir),
                   parse_distribution(section, "output_tokens", Quantity::kTokens, base_dir),
                   rng.stream("lengths")};
-  if (auto ad = section.map_opt("adapters")) {
-    const int64_t count = ad->integer(scenario::schema::key_in(*ad, "count"));
-    const double zipf = ad->number_or(scenario::schema::key_in(*ad, "popularity_zipf"));
-    ad->finish();
-    double sum = 0;
-    for (int64_t i = 1; i <= count; ++i) sum += std::pow(static_cast<double>(i), -zipf);
-    double acc = 0;
-    for (int64_t i = 1; i <= count; ++i)
-      lengths.adapter_cdf.push_back((acc += std::pow(static_cast<double>(i), -zipf)) / sum);
+  if (section.has("adapters")) {
+    lengths.adapter_cdf = read_adapters(section);
     lengths.adapter_rng = rng.stream("adapters");
   }
   std::vector<RequestClass> classes;

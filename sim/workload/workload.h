@@ -27,6 +27,8 @@
 // trace bounds the run.
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -43,6 +45,15 @@ namespace fleetsim::workload {
 /// One entry of a `classes:` list: name, share, priority and slo {ttft, tpot}. The caller
 /// reads any other keys of the entry, then calls finish().
 RequestClass read_request_class(yaml::Map& entry);
+
+/// LoRA adapters (`adapters: {count, popularity_zipf}` of a workload or of fleet users):
+/// the cumulative probabilities of adapters 1..count, adapter i ∝ i^-popularity_zipf.
+/// Errors name the field.
+std::vector<double> read_adapters(yaml::Map& section);
+/// The adapter (1-based) whose cumulative probability first exceeds `u` ∈ [0, 1).
+inline uint32_t pick_adapter(const std::vector<double>& cdf, double u) {
+  return static_cast<uint32_t>(std::upper_bound(cdf.begin(), cdf.end() - 1, u) - cdf.begin() + 1);
+}
 
 /// Generates requests lazily: memory does not grow with the number of requests.
 class Workload {
