@@ -299,6 +299,23 @@ Deployable deployable(const scenario::Scenario& sc, const std::string& name) {
   return d;
 }
 
+nlohmann::json deployable_json(const Deployable& d) {
+  nlohmann::json j;
+  j["launches"] = nlohmann::json::array();
+  for (const auto& l : d.launches)
+    j["launches"].push_back({{"engine", l.engine},
+                             {"pool", l.pool},
+                             {"replicas", l.replicas},
+                             {"gpus", l.gpus},
+                             {"argv", l.argv},
+                             {"command", shell_line(l.argv)},
+                             {"extra_name", l.extra_name},
+                             {"extra_yaml", l.extra_yaml}});
+  j["kubernetes"] = d.kubernetes;
+  j["notes"] = d.notes;
+  return j;
+}
+
 std::string shell_line(const std::vector<std::string>& argv) {
   std::string s;
   for (const auto& a : argv) {

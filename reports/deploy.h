@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "sim/scenario/scenario.h"
 
 namespace fleetsim::reports {
@@ -38,6 +40,10 @@ struct Deployable {
 /// The launches and manifests of `sc` (a resolved single-pool scenario: a plan's answer at
 /// its replica count). `name` prefixes the Kubernetes objects (lower-case, '-').
 Deployable deployable(const scenario::Scenario& sc, const std::string& name);
+
+/// The same as JSON: "launches" (engine, pool, replicas, gpus, argv, command: the shell
+/// line, extra_name, extra_yaml), "kubernetes" and "notes".
+nlohmann::json deployable_json(const Deployable& d);
 
 /// `argv` as one shell line, each argument quoted where the shell needs it.
 std::string shell_line(const std::vector<std::string>& argv);

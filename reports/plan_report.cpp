@@ -618,37 +618,85 @@ nlohmann::json plan_json(const PlanResult& r, const std::vector<app::PlanRobustn
   return j;
 }
 
+namespace {
+
+nlohmann::ordered_json plan_row(const Candidate& c) {
+  nlohmann::ordered_json row;
+  row["index"] = c.index;
+  row["label"] = c.label;
+  for (const auto& [p, v] : c.values) row[p] = v;
+  row["status"] = plan::status_name(c.status);
+  row["gpus_per_replica"] = c.gpus_per_replica;
+  row["usd_per_gpu_hour"] = c.usd_per_gpu_hour;
+  row["analytic_decode_batch"] = c.decode_batch;
+  row["analytic_capacity_req_per_s"] = c.capacity_per_s;
+  row["analytic_replicas"] = c.analytic_replicas;
+  row["analytic_usd_per_hour"] = c.analytic_usd_per_hour;
+  const auto simulated = [&](const char* key, auto value) {
+    if (c.best)
+      row[key] = value;
+    else
+      row[key] = nullptr;
+  };
+  const plan::Outcome none;
+  const plan::Outcome& b = c.best ? *c.best : none;
+  simulated("replicas", b.replicas);
+  simulated("prefill_replicas", b.prefill_replicas);
+  simulated("spare_replicas", c.spare_replicas);
+  simulated("gpus", c.total_gpus);
+  simulated("usd_per_hour", c.usd_per_hour);
+  simulated("slo_attainment", b.attainment);
+  simulated("ttft_p99_s", b.ttft_p99_s);
+  simulated("tpot_p99_s", b.tpot_p99_s);
+  simulated("itl_p99_s", b.itl_p99_s);
+  simulated("replica_busy", b.busy);
+  row["simulations"] = c.tried.size();
+  row["reason"] = c.reason;
+  return row;
+}
+
+// One cell of plan.csv: numbers as the stream writes them, strings quoted where needed.
+void plan_csv_cell(std::ostream& f, const nlohmann::ordered_json& v) {
+  if (v.is_string())
+    f << csv_field(v.get<std::string>());
+  else if (v.is_number_unsigned())
+    f << v.get<uint64_t>();
+  else if (v.is_number_integer())
+    f << v.get<int64_t>();
+  else if (v.is_number_float())
+    f << v.get<double>();
+}
+
+}  // namespace
+
+nlohmann::ordered_json plan_rows(const PlanResult& r) {
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  for (const auto& c : r.candidates) rows.push_back(plan_row(c));
+  return rows;
+}
+
 void write_plan_csv(const PlanResult& r, const std::string& path) {
+  const nlohmann::ordered_json rows = plan_rows(r);
+  // The columns of the first row; without configurations, those of one with the spec's axes.
+  Candidate shape;
+  for (const auto& [p, v] : r.spec.axes) shape.values.emplace_back(p, "");
+  const nlohmann::ordered_json header = rows.empty() ? plan_row(shape) : rows.front();
   files::AtomicFile file(path);
   std::ostream& f = file.stream();
-  std::vector<std::string> axes;
-  for (const auto& [p, v] : r.spec.axes) axes.push_back(p);
-  // Axes in the candidates' own order (enumeration order), falling back to the spec's.
-  if (!r.candidates.empty()) {
-    axes.clear();
-    for (const auto& [p, v] : r.candidates.front().values) axes.push_back(p);
+  bool first = true;
+  for (const auto& [k, v] : header.items()) {
+    f << (first ? "" : ",") << k;
+    first = false;
   }
-  f << "index,label";
-  for (const auto& a : axes) f << ',' << a;
-  f << ",status,gpus_per_replica,usd_per_gpu_hour,analytic_decode_batch,analytic_capacity_req_per_"
-       "s,"
-       "analytic_replicas,analytic_usd_per_hour,replicas,prefill_replicas,spare_replicas,gpus,usd_"
-       "per_hour,"
-       "slo_attainment,ttft_p99_s,tpot_p99_s,itl_p99_s,replica_busy,simulations,reason\n";
-  for (const auto& c : r.candidates) {
-    f << c.index << ',' << csv_field(c.label);
-    for (const auto& [p, v] : c.values) f << ',' << csv_field(v);
-    f << ',' << plan::status_name(c.status) << ',' << c.gpus_per_replica << ','
-      << c.usd_per_gpu_hour << ',' << c.decode_batch << ',' << c.capacity_per_s << ','
-      << c.analytic_replicas << ',' << c.analytic_usd_per_hour;
-    if (c.best)
-      f << ',' << c.best->replicas << ',' << c.best->prefill_replicas << ',' << c.spare_replicas
-        << ',' << c.total_gpus << ',' << c.usd_per_hour << ',' << c.best->attainment << ','
-        << c.best->ttft_p99_s << ',' << c.best->tpot_p99_s << ',' << c.best->itl_p99_s << ','
-        << c.best->busy;
-    else
-      f << ",,,,,,,,,,";
-    f << ',' << c.tried.size() << ',' << csv_field(c.reason) << "\n";
+  f << '\n';
+  for (const auto& row : rows) {
+    first = true;
+    for (const auto& [k, v] : row.items()) {
+      if (!first) f << ',';
+      plan_csv_cell(f, v);
+      first = false;
+    }
+    f << '\n';
   }
   file.commit();
 }

@@ -43,7 +43,11 @@ std::vector<std::string> write_plan_report(const plan::PlanResult& r,
                                            const std::vector<app::PlanRobustness>& robust,
                                            const scenario::Scenario& base, const std::string& dir);
 nlohmann::json plan_json(const plan::PlanResult& r, const std::vector<app::PlanRobustness>& robust);
-/// One row per configuration, units in the column names.
+/// plan.csv's rows: one object per configuration in enumeration order, its keys the CSV's
+/// columns in order (units in the names): index, label, the axes, status, the analytic
+/// estimate, the simulated outcome (null when not simulated), simulations and reason.
+nlohmann::ordered_json plan_rows(const plan::PlanResult& r);
+/// plan.csv: plan_rows as CSV, one row per configuration (an empty cell for null).
 void write_plan_csv(const plan::PlanResult& r, const std::string& path);
 
 }  // namespace fleetsim::reports

@@ -462,30 +462,64 @@ void write_json(const json& j, const std::string& path) {
   files::write_file_atomically(path, j.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
 }
 
+std::string RequestRow::status() const {
+  return rejected ? std::string("rejected_") + serving::reject_reason_name(*rejected)
+                  : std::string("completed");
+}
+
+RequestRow request_row(const serving::RequestRecord& rec) {
+  const auto& r = *rec.spec;
+  RequestRow row;
+  row.id = r.id;
+  row.replica = rec.replica;
+  row.cls = r.cls;
+  row.arrival_s = ns_to_seconds(r.arrival_ns);
+  row.prompt_tokens = r.prompt_tokens;
+  row.output_tokens = r.output_tokens;
+  row.queue_s = ns_to_seconds(rec.scheduled_ns - r.arrival_ns);
+  row.ttft_s = ns_to_seconds(rec.first_token_ns - r.arrival_ns);
+  row.tpot_s = r.output_tokens > 1
+                   ? ns_to_seconds(rec.done_ns - rec.first_token_ns) / (r.output_tokens - 1)
+                   : 0.0;
+  row.e2e_s = ns_to_seconds(rec.done_ns - r.arrival_ns);
+  row.preemptions = rec.preemptions;
+  return row;
+}
+
+RequestRow request_row(const workload::RequestSpec& r, int replica, serving::RejectReason why) {
+  RequestRow row;
+  row.id = r.id;
+  row.replica = replica;
+  row.cls = r.cls;
+  row.arrival_s = ns_to_seconds(r.arrival_ns);
+  row.prompt_tokens = r.prompt_tokens;
+  row.output_tokens = r.output_tokens;
+  row.rejected = why;
+  return row;
+}
+
 RequestsCsv::RequestsCsv(const std::string& path) : file_(path), out_(file_.stream()) {
   out_ << "id,replica,arrival_s,prompt_tokens,output_tokens,queue_s,ttft_s,tpot_s,e2e_s,"
           "preemptions,status\n";
   out_.precision(9);
 }
 
-void RequestsCsv::on_completion(const serving::RequestRecord& rec) {
-  const auto& r = *rec.spec;
-  const double arrival = ns_to_seconds(r.arrival_ns);
-  const double tpot = r.output_tokens > 1
-                          ? ns_to_seconds(rec.done_ns - rec.first_token_ns) / (r.output_tokens - 1)
-                          : 0.0;
-  out_ << r.id << ',' << rec.replica << ',' << arrival << ',' << r.prompt_tokens << ','
-       << r.output_tokens << ',' << ns_to_seconds(rec.scheduled_ns - r.arrival_ns) << ','
-       << ns_to_seconds(rec.first_token_ns - r.arrival_ns) << ',' << tpot << ','
-       << ns_to_seconds(rec.done_ns - r.arrival_ns) << ',' << rec.preemptions << ",completed\n";
+void RequestsCsv::write(const RequestRow& row) {
+  out_ << row.id << ',' << row.replica << ',' << row.arrival_s << ',' << row.prompt_tokens << ','
+       << row.output_tokens;
+  for (const double v : {row.queue_s, row.ttft_s, row.tpot_s, row.e2e_s}) {
+    out_ << ',';
+    if (!std::isnan(v)) out_ << v;
+  }
+  out_ << ',' << row.preemptions << ',' << row.status() << '\n';
   file_.check();
 }
 
+void RequestsCsv::on_completion(const serving::RequestRecord& rec) { write(request_row(rec)); }
+
 void RequestsCsv::on_reject(const workload::RequestSpec& r, int replica, serving::RejectReason why,
                             SimTime) {
-  out_ << r.id << ',' << replica << ',' << ns_to_seconds(r.arrival_ns) << ',' << r.prompt_tokens
-       << ',' << r.output_tokens << ",,,,,0,rejected_" << serving::reject_reason_name(why) << "\n";
-  file_.check();
+  write(request_row(r, replica, why));
 }
 
 }  // namespace fleetsim::reports

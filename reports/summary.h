@@ -1,7 +1,11 @@
 // Turns a run's metrics into the terminal table, summary.json and the per-request CSV.
 #pragma once
 
+#include <cstdint>
+#include <limits>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -63,6 +67,44 @@ nlohmann::json accuracy_json(const scenario::Scenario& sc, double gpus = 0);
 /// Writes summary.json (pretty, keys sorted) to `path`; throws InputError if it cannot.
 void write_json(const nlohmann::json& j, const std::string& path);
 
+/// One finished request, completed or rejected: a row of the per-request CSV (RequestsCsv)
+/// and of the Python module's per-request columns. Times in seconds from the request's
+/// arrival; a rejected request has no latencies (NaN).
+struct RequestRow {
+  uint64_t id = 0;
+  int replica = -1;
+  int cls = 0;  ///< request class: index into the summary's classes (0 without classes)
+  double arrival_s = 0;
+  int32_t prompt_tokens = 0, output_tokens = 0;
+  double queue_s = std::numeric_limits<double>::quiet_NaN();
+  double ttft_s = std::numeric_limits<double>::quiet_NaN();
+  /// Mean time per output token after the first (0 with a single output token).
+  double tpot_s = std::numeric_limits<double>::quiet_NaN();
+  double e2e_s = std::numeric_limits<double>::quiet_NaN();
+  int32_t preemptions = 0;
+  std::optional<serving::RejectReason> rejected;
+  /// "completed", or "rejected_" and the reason ("rejected_queue_full", ...).
+  std::string status() const;
+};
+RequestRow request_row(const serving::RequestRecord& rec);
+RequestRow request_row(const workload::RequestSpec& r, int replica, serving::RejectReason why);
+
+/// Keeps every finished request's row in memory, in the order the requests finished.
+class RequestRows final : public serving::ServingObserver {
+ public:
+  void on_completion(const serving::RequestRecord& rec) override {
+    rows_.push_back(request_row(rec));
+  }
+  void on_reject(const workload::RequestSpec& r, int replica, serving::RejectReason why,
+                 SimTime) override {
+    rows_.push_back(request_row(r, replica, why));
+  }
+  const std::vector<RequestRow>& rows() const { return rows_; }
+
+ private:
+  std::vector<RequestRow> rows_;
+};
+
 /// Streams one CSV row per finished request (completed or rejected) to a temporary file that
 /// finish() renames into place; a failed write is an InputError naming the file as soon as
 /// it shows. Destroyed without finish() (an error, an interruption), it leaves nothing.
@@ -75,6 +117,7 @@ class RequestsCsv final : public serving::ServingObserver {
   void finish() { file_.commit(); }
 
  private:
+  void write(const RequestRow& row);
   files::AtomicFile file_;
   std::ostream& out_;
 };

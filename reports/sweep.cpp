@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <map>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -44,6 +45,23 @@ std::string write_sweep_csv(const app::SweepSpec& spec, uint64_t base_seed,
   }
   file.commit();
   return path;
+}
+
+nlohmann::ordered_json sweep_rows(const app::SweepSpec& spec, uint64_t base_seed,
+                                  const std::vector<std::string>& results) {
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const std::size_t p = i / static_cast<std::size_t>(spec.seeds);
+    nlohmann::ordered_json row;
+    const std::vector<std::string> sets = spec.point_overrides(p);  // "key=value"
+    for (std::size_t a = 0; a < spec.vary.size(); ++a)
+      row[spec.vary[a].first] = sets[a].substr(spec.vary[a].first.size() + 1);
+    row["seed"] = base_seed + i % static_cast<std::size_t>(spec.seeds);
+    const nlohmann::ordered_json metrics = nlohmann::ordered_json::parse(results[i]);
+    for (const auto& [k, v] : metrics.items()) row[k] = v;
+    rows.push_back(std::move(row));
+  }
+  return rows;
 }
 
 Table sweep_table(const app::SweepSpec& spec, const std::vector<std::string>& results) {

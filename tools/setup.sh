@@ -10,7 +10,7 @@ FLEETSIM_BUILD="${FLEETSIM_BUILD:-$FLEETSIM_ROOT/build}"
 
 FLEETSIM_PACKAGES=(cmake g++ make pkg-config libyaml-cpp-dev nlohmann-json3-dev libeigen3-dev
                    libboost-program-options-dev libgtest-dev libgmock-dev libbenchmark-dev
-                   libsimgrid-dev libopenmpi-dev openmpi-bin gnuplot-nox)
+                   libsimgrid-dev libopenmpi-dev openmpi-bin gnuplot-nox pybind11-dev python3-dev)
 # Callers may add packages only they need (tools/test.sh: chromium for the report check).
 FLEETSIM_PACKAGES+=(${FLEETSIM_EXTRA_PACKAGES:-})
 
