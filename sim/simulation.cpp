@@ -33,7 +33,7 @@ enum Kind : uint32_t {
   kBucket = 8,       // move the next second's calls from the wheel into the event queue
   kCacheHit = 9,     // a call answered from the response cache (data: slot)
   kHandoff = 10,     // a KV transfer from a prefill to a decode pool ended (data: handoff)
-  // 11: Simulation::kNetWake, the live network changes next (fleet_network.cpp)
+  // 11: Simulation::kNetWake, the live network changes next (simulation_network.cpp)
 };
 
 constexpr SimTime kBucketNs = 1'000'000'000;

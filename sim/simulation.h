@@ -127,7 +127,7 @@ class Simulation final : public core::EventTarget,
     int active = 0, starting = 0, draining = 0, failed = 0;
     int repairs = 0;    // failed replicas whose repair falls within the run
     int started = 0;    // replicas started so far
-    int gpu_base = -1;  // live network: its replica k's GPUs from gpu_base + k · GPUs on
+    int gpu_base = -1;  // live network: replica k starts at GPU gpu_base + k · GPUs/replica
     int desired = 0;
     SimTime last_change = 0;
     int64_t outstanding = 0;
