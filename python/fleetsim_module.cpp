@@ -489,19 +489,16 @@ py::dict plan(const py::object& scenario, const py::object& overrides, const py:
 }
 
 py::list list_keys(const py::object& section) {
-  std::string prefix;
+  std::string s;
   if (!section.is_none()) {
     if (!py::isinstance<py::str>(section))
       throw py::type_error("section must be a str, e.g. 'serving', not " + type_name(section));
-    const std::string s = section.cast<std::string>();
-    scenario::schema::text(s);  // InputError (with "did you mean") for an unknown section
-    prefix = yaml::generic_path(s);
+    s = section.cast<std::string>();
   }
   py::list out;
-  for (const auto& k : scenario::schema::keys()) {
-    if (!prefix.empty() && k.path != prefix && k.path.rfind(prefix + ".", 0) != 0 &&
-        k.path.rfind(prefix + "[].", 0) != 0)
-      continue;
+  // InputError (with "did you mean") for an unknown section.
+  for (const yaml::Key* key : scenario::schema::keys_under(s)) {
+    const yaml::Key& k = *key;
     py::dict d;
     d["path"] = text(k.path);
     d["type"] = text(k.type_name());

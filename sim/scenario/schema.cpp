@@ -570,7 +570,7 @@ void check_override(const std::string& dotted) {
                    hint, "--set " + dotted);
 }
 
-std::string text(const std::string& section) {
+std::vector<const Key*> keys_under(const std::string& section) {
   if (!section.empty() && !exact(yaml::generic_path(section))) {
     std::vector<std::string> paths;
     for (const auto& k : keys())
@@ -579,12 +579,19 @@ std::string text(const std::string& section) {
                      "fleetsim list keys, without a section, shows every key");
   }
   const std::string prefix = yaml::generic_path(section);
+  std::vector<const Key*> out;
+  for (const auto& k : keys())
+    if (prefix.empty() || k.path == prefix || k.path.rfind(prefix + ".", 0) == 0 ||
+        k.path.rfind(prefix + "[].", 0) == 0)
+      out.push_back(&k);
+  return out;
+}
+
+std::string text(const std::string& section) {
   std::string out;
   char buf[64];
-  for (const auto& k : keys()) {
-    if (!prefix.empty() && k.path != prefix && k.path.rfind(prefix + ".", 0) != 0 &&
-        k.path.rfind(prefix + "[].", 0) != 0)
-      continue;
+  for (const Key* key : keys_under(section)) {
+    const Key& k = *key;
     // path, type and range, default, meaning:
     //   serving.block_tokens   integer 1 … 1024, default 16: tokens per paged-KV block
     std::snprintf(buf, sizeof buf, "%-44s ", k.path.c_str());

@@ -41,6 +41,9 @@ void check_override(const std::string& dotted_path);
 /// default, help); SECTION limits it to paths under that section. InputError for an
 /// unknown section.
 std::string text(const std::string& section = {});
+/// The keys of `section` ("" = all; "fleet.regions" or "fleet.regions[0]" alike), in table
+/// order; an InputError (with "did you mean") for an unknown section.
+std::vector<const yaml::Key*> keys_under(const std::string& section);
 
 /// The key reference as Markdown (one table per section), as scenarios/README.md embeds it
 /// between the markers below.
