@@ -37,11 +37,13 @@
 #include "reports/replications.h"
 #include "reports/run_report.h"
 #include "reports/summary.h"
+#include "reports/ladder.h"
 #include "reports/sweep.h"
 #include "reports/trace.h"
 #include "sim/app/plan.h"
 #include "sim/app/replicate.h"
 #include "sim/app/run.h"
+#include "sim/app/ladder.h"
 #include "sim/app/sweep.h"
 #include "sim/dist/dist.h"
 #include "sim/plan/planner.h"
@@ -66,6 +68,8 @@ const char* kUsage =
     "  plan SCENARIO    search the scenario's plan: space for the cheapest deployment meeting its "
     "SLO\n"
     "  sweep SCENARIO   run a scenario over a grid of --vary KEY=V1,V2,... (and --seeds N)\n"
+    "  ladder SCENARIO  what each serving technique is worth: the scenario's ladder: steps, each\n"
+    "                   searched for the GPUs that meet its SLO\n"
     "  (plan and sweep also run under mpirun -n N: rank 0 hands out whole simulations)\n"
     "  list WHAT        list gpus | models | nodes | interconnects | policies | routers | keys\n"
     "  validate [DIR]   predict the published measurements of the validation suite\n"
@@ -78,7 +82,7 @@ const char* kUsage =
     "\n"
     "exit codes: 0 done; 1 input error (the message names file, line and field); 2 usage\n"
     "  error; 3 internal error (a bug: please report it); 4 plan: no configuration meets the\n"
-    "  SLO; 130 / 143 interrupted by SIGINT / SIGTERM (nothing half-written is left)\n";
+    "  SLO (ladder: a step meets it at no size); 130 / 143 interrupted by SIGINT / SIGTERM (nothing half-written is left)\n";
 
 // ---- interruption --------------------------------------------------------------------
 // SIGINT/SIGTERM: remove the temporary files being written (outputs are renamed into place
@@ -579,6 +583,41 @@ int cmd_sweep(const std::vector<std::string>& args) {
   std::cout << "  wrote       " << reports::write_sweep_csv(spec, base.seed, results, out_dir)
             << "\n";
   dist::remove_checkpoint(out_dir);
+  return 0;
+}
+
+int cmd_ladder(const std::vector<std::string>& args) {
+  po::options_description desc = scenario_options();
+  desc.add_options()("out", po::value<std::string>(), "output folder (default: out/<name>-ladder)")(
+      "threads", po::value<int>(),
+      "threads (default: all cores; steps run side by side; the result does not depend on it)")(
+      "quiet,q", "print no progress");
+  auto p = parse("ladder", args, desc);
+  if (!p) return 0;
+  std::vector<std::string> sets;
+  if (p->vm.count("set")) sets = p->vm["set"].as<std::vector<std::string>>();
+  const hw::Catalog catalog = load_catalog(p->vm);
+  const auto calibration = load_calibration(p->vm, catalog);
+  const std::optional<uint64_t> seed = seed_of(p->vm);
+  // The section and the scenario first, so that a bad one fails before the folder is made.
+  (void)app::read_ladder_section(p->scenario, sets);
+  const scenario::Scenario base = scenario::load(p->scenario, sets, seed, catalog, calibration);
+  const std::string out_dir =
+      prepare_out_dir(p->vm, p->scenario, base.name, "-ladder", {"ladder.json"});
+  set_activity("climbing the ladder of " + p->scenario + " (output folder " + out_dir + ")");
+  const bool quiet = p->vm.count("quiet") > 0;
+  const app::LadderResult r = app::run_ladder(
+      p->scenario, sets, seed, catalog, calibration, threads_of(p->vm), [quiet](int done, int n) {
+        if (!quiet) std::fprintf(stderr, "  ladder: %d of %d steps searched\n", done, n);
+      });
+  std::cout << reports::ladder_text(r);
+  const std::string json_path = (std::filesystem::path(out_dir) / "ladder.json").string();
+  reports::write_json(reports::ladder_json(r), json_path);
+  std::string files;
+  for (const auto& f : reports::write_ladder_report(r, out_dir)) files += ", " + f;
+  std::cout << "  wrote       " << json_path << files << "\n";
+  for (const auto& s : r.rungs)
+    if (!s.met) return 4;
   return 0;
 }
 
@@ -1107,9 +1146,10 @@ int dispatch(const std::string& cmd, const std::vector<std::string>& args) {
     if (cmd == "calibrate") return cmd_calibrate(args);
     if (cmd == "plan") return cmd_plan(args);
     if (cmd == "sweep") return cmd_sweep(args);
+    if (cmd == "ladder") return cmd_ladder(args);
     if (cmd == "import-model") return cmd_import_model(args);
     std::cerr << "fleetsim: unknown command '" << cmd << "'"
-              << did_you_mean(cmd, {"run", "check", "plan", "sweep", "list", "validate",
+              << did_you_mean(cmd, {"run", "check", "plan", "sweep", "ladder", "list", "validate",
                                     "calibrate", "import-model"})
               << "\n"
               << kUsage;

@@ -151,6 +151,7 @@ FleetAnswer fleet_answer(const scenario::Scenario& sc, const FleetResult& res) {
     a.idle_power_assumed = a.idle_power_assumed || p.spec->gpu_idle_assumed;
   }
   a.energy_kwh_per_day = energy_kwh(1.0);
+  a.energy_kwh_per_day_idle = energy_kwh(0.0);
   a.joules_per_token = a.tokens_per_day > 0 ? a.energy_kwh_per_day * 3.6e6 / a.tokens_per_day : 0;
   double capital = 0;
   for (const auto& p : res.pools) {

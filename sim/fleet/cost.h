@@ -52,6 +52,9 @@ struct FleetAnswer {
   bool owned = false;
   double energy_kwh_per_day =
       0;  ///< facility energy: GPUs idle→TDP with their busy share, hosts, PUE
+  /// The same with every GPU idle all day (held replicas doing no work): energy a day is
+  /// linear in the busy share between this and energy_kwh_per_day.
+  double energy_kwh_per_day_idle = 0;
   double joules_per_token = 0;  ///< facility energy per token (input + output)
   double capital_usd = 0;       ///< owned: servers, network share and racks at the peak count
   double electricity_usd_per_day = 0;

@@ -668,10 +668,12 @@ Scenario load_map(yaml::Map root, const std::string& file,
   sc.calibration_dir = calibration ? calibration->dir() : std::string();
   const std::filesystem::path path(file);
   sc.base_dir = path.parent_path().string();
-  // plan: and sweep: are read by `fleetsim plan` (sim/plan/planner.h) and `fleetsim sweep`
-  // (sim/app/sweep.h); a run simulates the scenario as written.
+  // plan:, sweep: and ladder: are read by `fleetsim plan` (sim/plan/planner.h), `fleetsim
+  // sweep` (sim/app/sweep.h) and `fleetsim ladder` (sim/app/ladder.h); a run simulates the
+  // scenario as written.
   (void)root.has(schema::key("plan"));
   (void)root.has(schema::key("sweep"));
+  (void)root.has(schema::key("ladder"));
   sc.name = root.str_or(schema::key("name"), path.stem().string());
   sc.description = root.str_or(schema::key("description"), "");
   sc.seed = static_cast<uint64_t>(root.integer_or(schema::key("seed")));

@@ -115,6 +115,7 @@ std::vector<Key> build() {
       M("network", "the network model and the scale-out fabric's shape"),
       M("plan", "the configuration space of `fleetsim plan` (ignored by run)"),
       M("sweep", "the axes of `fleetsim sweep` (ignored by run)"),
+      M("ladder", "the technique ladder of `fleetsim ladder` (ignored by run)"),
 
       // hardware
       req(S("hardware.gpu", "", "catalog id of the GPU (fleetsim list gpus)")),
@@ -476,6 +477,19 @@ std::vector<Key> build() {
                "the catalog's cloud price"),
            doc(open(M("sweep.vary", "the axes: {field path: [values]}")), "none"),
            I("sweep.seeds", 1, 10000, "1", "seeds per point"),
+           N("ladder.target", 0.01, 1, "0.99",
+             "share of calls that must meet every SLO target, at each step"),
+           Q("ladder.window", Dim::kTime, 60, 86400, "1h",
+             "the busiest stretch of the day simulated per step"),
+           Q("ladder.warmup", Dim::kTime, 0, 86400, "15min",
+             "traffic simulated before the window (sessions already under way)"),
+           req(L("ladder.steps", "2 to 64 steps: the naive start, then one technique each")),
+           req(S("ladder.steps[].name", "", "what the step adds")),
+           S("ladder.steps[].note", "", "its assumptions and sources"),
+           doc(open(M("ladder.steps[].set", "overrides added at this step: {field.path: value}")),
+               "none"),
+           B("ladder.steps[].autoscaling", "false",
+             "from this step on, GPUs follow the day's load (derived, not simulated)"),
        })
     t.push_back(std::move(k));
   return t;
