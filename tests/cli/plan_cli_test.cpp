@@ -19,11 +19,13 @@ std::string unwrapped(const std::string& text) {
 }
 
 TEST_F(Cli, PlanGivesDollarsPerMillionTokensAndWhyConfigurationsAreInvalid) {
-  // MI300X has no price in the catalog, so its 8 configurations (tp 4, 8 × 2 weights × 2 KV)
-  // are invalid for that reason, which the search paragraph names with their count.
+  // MI300X is given no price (every catalog part has one, so the plan's price table sets it
+  // to 0), so its 8 configurations (tp 4, 8 × 2 weights × 2 KV) are invalid for that reason,
+  // which the search paragraph names with their count.
   const Result r =
       run("plan scenarios/plan-llama70b-chat.yaml --set workload.duration=5min "
-          "--set plan.gpu=[h100-sxm,mi300x] --set plan.tp=[4,8] --set plan.pp=[1] "
+          "--set plan.gpu=[h100-sxm,mi300x] --set 'plan.usd_per_gpu_hour={mi300x: 0}' "
+          "--set plan.tp=[4,8] --set plan.pp=[1] "
           "--set plan.policy=[sarathi] --set plan.max_num_seqs=[256] --set plan.simulate=2 --out " +
           (dir_ / "p").string());
   ASSERT_EQ(r.code, 0) << r.err;

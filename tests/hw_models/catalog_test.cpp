@@ -28,18 +28,20 @@ TEST(Catalog, LoadsTheShippedFiles) {
   // Every GPU, model, node and interconnect the catalog promises is in it.
   for (const char* id : {"a100-80gb-sxm", "h100-sxm", "h100-pcie", "h800-sxm", "h200-sxm", "b200",
                          "gb200", "mi300x", "mi325x", "l40s", "rtx-4090", "rtx-5090", "m2-ultra",
-                         "m3-max", "m4-max", "tpu-v5e", "tpu-v6e"})
+                         "m3-max", "m4-max", "m4-pro-24gb", "tpu-v5e", "tpu-v6e", "v100-sxm2-32gb"})
     EXPECT_NO_THROW(c.gpu(id)) << id;
   for (const char* id :
        {"llama-2-7b", "llama-2-70b", "llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b",
         "mixtral-8x7b", "mixtral-8x22b", "deepseek-v3", "deepseek-r1", "qwen3-235b-a22b",
         "gpt-oss-20b", "gpt-oss-120b", "gpt4-class-moe"})
     EXPECT_NO_THROW(c.model(id)) << id;
-  for (const char* id : {"hgx-h100", "hgx-h200", "dgx-b200", "gb200-nvl72", "mi300x-platform",
-                         "h100-pcie-4gpu-2u", "desktop-rtx4090", "mac-studio-m2-ultra"})
+  for (const char* id :
+       {"hgx-h100", "hgx-h200", "dgx-b200", "gb200-nvl72", "mi300x-platform", "h100-pcie-4gpu-2u",
+        "desktop-rtx4090", "mac-studio-m2-ultra", "dgx-1-v100", "macbook-pro-14-m4-pro-24gb"})
     EXPECT_NO_THROW(c.node(id)) << id;
-  for (const char* id : {"nvlink3", "nvlink4", "nvlink5", "pcie4-x16", "pcie5-x16", "ib-ndr-400g",
-                         "roce-400g", "eth-100g", "infinity-fabric"})
+  for (const char* id :
+       {"nvlink3", "nvlink4", "nvlink5", "pcie4-x16", "pcie5-x16", "ib-ndr-400g", "roce-400g",
+        "eth-100g", "infinity-fabric", "nvlink2", "pcie3-x16", "ib-edr-100g"})
     EXPECT_NO_THROW(c.interconnect(id)) << id;
   for (const auto& [id, g] : c.gpus()) {
     EXPECT_EQ(g.id, id);
@@ -53,6 +55,9 @@ TEST(Catalog, LoadsTheShippedFiles) {
     EXPECT_GT(g.memory_efficiency, 0.3) << id;
     EXPECT_LE(g.memory_efficiency, 1.0) << id;
     EXPECT_GT(g.scaleup_bw_bytes_per_s, 0) << id;  // the fabric, or PCIe when there is none
+    // Every part has an hourly price, so a plan over the catalog drops none of them (for
+    // parts no cloud rents, an owner-equivalent figure the file marks ASSUMPTION).
+    EXPECT_GT(g.cloud_usd_per_gpu_hour, 0) << id;
   }
   for (const auto& [id, m] : c.models()) EXPECT_FALSE(m.sources.empty()) << id;
   // GB200 NVL72: 72 GPUs share one NVLink domain across 18 trays of 4.

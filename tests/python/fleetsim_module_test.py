@@ -323,9 +323,11 @@ class SweepTest(unittest.TestCase):
 class PlanTest(unittest.TestCase):
     def test_plan_returns_the_answer_and_a_row_per_configuration(self):
         # 2 GPUs × 2 TP × 1 PP × 2 weight formats × 2 KV formats × 1 policy × 1 batch limit =
-        # 16 configurations; MI300X has no price in the catalog, so its 8 are invalid.
+        # 16 configurations; MI300X is given no price (every catalog part has one, so the
+        # plan's price table sets it to 0), so its 8 are invalid.
         p = fleetsim.plan(PLAN, {
-            "workload.duration": "5min", "plan.gpu": ["h100-sxm", "mi300x"], "plan.tp": [4, 8],
+            "workload.duration": "5min", "plan.gpu": ["h100-sxm", "mi300x"],
+            "plan.usd_per_gpu_hour": {"mi300x": 0}, "plan.tp": [4, 8],
             "plan.pp": [1], "plan.policy": ["sarathi"], "plan.max_num_seqs": [256],
             "plan.simulate": 2})
         rows = p["candidates"]
