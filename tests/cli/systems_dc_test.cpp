@@ -46,12 +46,12 @@ TEST_F(Cli, SystemsDcMixedFleetEveryPoolServesWithinItsBandwidthBound) {
   const double nv =
       h100["replicas_configured"].get<double>() * h100["gpus_per_replica"].get<double>();
   const double amd = mi["replicas_configured"].get<double>() * mi["gpus_per_replica"].get<double>();
-  EXPECT_EQ(nv, 40);
-  EXPECT_EQ(amd, 10);
+  EXPECT_EQ(nv, 40.0);
+  EXPECT_EQ(amd, 10.0);
   // Every pool serves, and the pools' calls add up to the run's.
   double calls = 0;
   for (const auto& [name, p] : pools) {
-    EXPECT_GT(p["calls_completed"].get<double>(), 100) << name;
+    EXPECT_GT(p["calls_completed"].get<double>(), 100.0) << name;
     calls += p["calls_completed"].get<double>();
   }
   EXPECT_EQ(calls, s["requests_completed"].get<double>());
@@ -79,9 +79,9 @@ TEST_F(Cli, SystemsDc4xH100PcieRackCapitalIsServersTimesPrice) {
   // Layout at full scale: pcie-2u 32 TP-4 replicas on 4-GPU servers = 32 servers, 16 a rack
   // (h100-pcie-4gpu-2u-rack16) = 2 racks; hgx-h100 16 TP-4 replicas, 2 per 8-GPU server = 8
   // servers, 4 a rack = 2 racks. GPUs: 32 x 4 + 16 x 4 = 192.
-  EXPECT_EQ(a["servers"].get<double>(), 40);
-  EXPECT_EQ(a["racks"].get<double>(), 4);
-  EXPECT_EQ(a["gpus_peak"].get<double>(), 192);
+  EXPECT_EQ(a["servers"].get<double>(), 40.0);
+  EXPECT_EQ(a["racks"].get<double>(), 4.0);
+  EXPECT_EQ(a["gpus_peak"].get<double>(), 192.0);
   // Capital = servers x price (no network, no rack cost): 32 x $140,000 + 8 x $317,000 =
   // $4,480,000 + $2,536,000 = $7,016,000. A 64-GPU PCIe rack is 16 x $140,000 = $2.24M; an
   // HGX H100 rack 4 x $317,000 = $1.268M.
