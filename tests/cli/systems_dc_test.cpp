@@ -12,6 +12,11 @@ namespace {
 
 using nlohmann::json;
 
+// A suite of its own: cli_fixture.h defines Cli in an anonymous namespace, and this file may
+// fall in another unity batch (8 files) than the other CLI tests; gtest refuses one suite
+// name with two fixture classes.
+class SystemsDc : public Cli {};
+
 // The summary.json a run `r` wrote to `out` (an empty object when the run failed).
 json systems_dc_summary(const Result& r, const fs::path& out) {
   EXPECT_EQ(r.code, 0) << r.err;
@@ -32,7 +37,7 @@ std::map<std::string, json> systems_dc_pools(const json& s) {
 // one row: 128,256 x 8,192 = 1.05e9. At 1 byte a weight (FP8, int8): >= 69.5e9 bytes.
 constexpr double kLlama70bStepBytes = 69.5e9;
 
-TEST_F(Cli, SystemsDcMixedFleetEveryPoolServesWithinItsBandwidthBound) {
+TEST_F(SystemsDc, MixedFleetEveryPoolServesWithinItsBandwidthBound) {
   const fs::path out = dir_ / "out";
   const json s = systems_dc_summary(
       run("run scenarios/systems/dc-mixed-fleet.yaml --quiet --out '" + out.string() + "'"), out);
@@ -69,7 +74,7 @@ TEST_F(Cli, SystemsDcMixedFleetEveryPoolServesWithinItsBandwidthBound) {
   EXPECT_GT(s["slo_attainment"].get<double>(), 0.95);
 }
 
-TEST_F(Cli, SystemsDc4xH100PcieRackCapitalIsServersTimesPrice) {
+TEST_F(SystemsDc, FourH100Pcie2uRackCapitalIsServersTimesPrice) {
   const fs::path out = dir_ / "out";
   const json s = systems_dc_summary(
       run("run scenarios/systems/dc-4xh100-pcie-2u.yaml --quiet --out '" + out.string() + "'"),
@@ -101,7 +106,7 @@ TEST_F(Cli, SystemsDc4xH100PcieRackCapitalIsServersTimesPrice) {
   EXPECT_GE(pools["dc/hgx-h100"]["tpot_p50_s"].get<double>(), kLlama70bStepBytes / 4 / 3.35e12);
 }
 
-TEST_F(Cli, SystemsDcSpeculativeGptOssAgainstNoDraftAndForcedTokens) {
+TEST_F(SystemsDc, SpeculativeGptOssAgainstNoDraftAndForcedTokens) {
   const std::string scen = "run scenarios/systems/dc-speculative-gpt-oss.yaml --quiet ";
   const fs::path on = dir_ / "on", off = dir_ / "off", forced = dir_ / "forced";
   const json s = systems_dc_summary(run(scen + "--out '" + on.string() + "'"), on);
@@ -140,7 +145,7 @@ TEST_F(Cli, SystemsDcSpeculativeGptOssAgainstNoDraftAndForcedTokens) {
   EXPECT_GE(t_forced, 0.7 * t_plain * 0.95);
 }
 
-TEST_F(Cli, SystemsDcWaferScaleOperatorLatencyBoundsAndHeldOut405b) {
+TEST_F(SystemsDc, WaferScaleOperatorLatencyBoundsAndHeldOut405b) {
   const std::string scen = "run scenarios/systems/dc-wafer-scale-speculative.yaml --quiet ";
   const fs::path on = dir_ / "on", off = dir_ / "off", big = dir_ / "big";
   const json s = systems_dc_summary(run(scen + "--out '" + on.string() + "'"), on);
