@@ -59,7 +59,9 @@ TEST(Catalog, LoadsTheShippedFiles) {
     // parts no cloud rents, an owner-equivalent figure the file marks ASSUMPTION). The one
     // exception: the Cerebras WSE-3 is sold as a whole CS-3 system or as a per-token API,
     // with no published system price, so its file says so and costs show it as missing.
-    if (id != "wse-3") EXPECT_GT(g.cloud_usd_per_gpu_hour, 0) << id;
+    if (id != "wse-3") {
+      EXPECT_GT(g.cloud_usd_per_gpu_hour, 0) << id;
+    }
   }
   for (const auto& [id, m] : c.models()) EXPECT_FALSE(m.sources.empty()) << id;
   // GB200 NVL72: 72 GPUs share one NVLink domain across 18 trays of 4.
