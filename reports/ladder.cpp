@@ -83,6 +83,14 @@ std::string ladder_text(const app::LadderResult& r) {
   bool missing = false;
   for (const auto& s : r.rungs) missing = missing || s.price_missing;
   if (missing) o << "* a pool of that step has no price in the catalog: its $ leave it out\n";
+  if (last.met && last.wh_per_call > 0)
+    for (const auto& f : r.spec.published) {
+      char pb[160];
+      std::snprintf(pb, sizeof pb, "PUBLISHED %.3g Wh per call: ", f.wh_per_call);
+      o << pb << f.name << " (" << f.source << "); the last step uses "
+        << general(last.wh_per_call, 3) << " Wh, " << factor(last.wh_per_call / f.wh_per_call)
+        << " that\n";
+    }
   o << "NOTES\n";
   for (const auto& s : r.rungs)
     if (!s.note.empty()) o << wrap(s.name + ": " + s.note) << "\n";
@@ -104,6 +112,10 @@ nlohmann::ordered_json ladder_json(const app::LadderResult& r) {
   l["calls_per_day_expected"] = r.calls_per_day;
   l["window_to_mean"] = r.window_to_mean;
   l["simulations"] = r.simulations;
+  nlohmann::ordered_json pub = nlohmann::ordered_json::array();
+  for (const auto& f : r.spec.published)
+    pub.push_back({{"name", f.name}, {"wh_per_call", f.wh_per_call}, {"source", f.source}});
+  l["published"] = std::move(pub);
   nlohmann::ordered_json steps = nlohmann::ordered_json::array();
   for (const auto& s : r.rungs) {
     nlohmann::ordered_json j;
@@ -172,6 +184,15 @@ std::vector<std::string> write_ladder_report(const app::LadderResult& r, const s
                         "$ a day at each step of the ladder (log scale); each bar carries its "
                         "factor against the step before",
                         script, {{"ladder.csv", data}}, 480));
+  if (!r.spec.published.empty() && !r.rungs.empty() && r.rungs.back().met) {
+    Table p;
+    p.header = {"published figure", "Wh per call", "the last step against it", "source"};
+    p.last_is_text = true;
+    for (const auto& f : r.spec.published)
+      p.rows.push_back({f.name, general(f.wh_per_call, 3),
+                        factor(r.rungs.back().wh_per_call / f.wh_per_call), f.source});
+    d.table(p);
+  }
   for (const auto& s : r.rungs)
     if (!s.note.empty()) d.paragraph(s.name + ": " + s.note);
   return d.write(dir);

@@ -85,6 +85,25 @@ LadderSpec read_ladder_section(const std::string& file, const std::vector<std::s
     sm.finish();
     spec.steps.push_back(std::move(step));
   }
+  if (lm->has(ladder_key("published"))) {
+    const YAML::Node pub = lm->node()["published"];
+    if (!pub.IsSequence())
+      lm->fail("published", "expected a list of figures",
+               "e.g. published: [{name: \"OpenAI, average ChatGPT query\", wh_per_call: 0.34, "
+               "source: \"...\"}]");
+    for (size_t i = 0; i < pub.size(); ++i) {
+      yaml::Map pm(pub[i], src, lm->path() + ".published[" + std::to_string(i) + "]");
+      if (!pub[i].IsMap())
+        lm->fail("published", "figure " + std::to_string(i + 1) + " is not a mapping",
+                 "e.g. {name: ..., wh_per_call: 0.34, source: ...}");
+      PublishedFigure f;
+      f.name = pm.str(ladder_key("published[].name"));
+      f.wh_per_call = pm.number(ladder_key("published[].wh_per_call"));
+      f.source = pm.str(ladder_key("published[].source"));
+      pm.finish();
+      spec.published.push_back(std::move(f));
+    }
+  }
   lm->finish();
   return spec;
 }

@@ -16,6 +16,8 @@
 //         set: {serving.max_num_seqs: 256}
 //       - name: autoscaling
 //         autoscaling: true   # GPUs follow the day's load (see below)
+//     published:            # whole-fleet figures shown beside the answer
+//       - {name: "OpenAI, average ChatGPT query", wh_per_call: 0.34, source: "..."}
 //
 // Each step is a search: the fleet's pools are all resized by one factor (their sizes in the
 // step's scenario keep their ratios) until the busiest window meets the SLO target; the
@@ -55,10 +57,17 @@ struct LadderStep {
   bool autoscaling = false;      ///< from this step on, GPUs follow the day's load
 };
 
+/// A published whole-fleet figure shown beside the ladder's answer (`ladder.published`).
+struct PublishedFigure {
+  std::string name, source;
+  double wh_per_call = 0;
+};
+
 struct LadderSpec {
   double target = 0.99;
   double window_s = 3600, warmup_s = 900;
   std::vector<LadderStep> steps;  ///< steps[0] is the naive start
+  std::vector<PublishedFigure> published;
 };
 
 /// The scenario file's `ladder:` section (with `sets` applied to the file first).

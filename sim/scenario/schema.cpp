@@ -490,6 +490,10 @@ std::vector<Key> build() {
                "none"),
            B("ladder.steps[].autoscaling", "false",
              "from this step on, GPUs follow the day's load (derived, not simulated)"),
+           doc(L("ladder.published", "whole-fleet figures shown beside the answer"), "none"),
+           req(S("ladder.published[].name", "", "whose figure, of what")),
+           req(N("ladder.published[].wh_per_call", 0, 1e6, "", "energy per call (query), Wh")),
+           req(S("ladder.published[].source", "", "where and when it was published")),
        })
     t.push_back(std::move(k));
   return t;

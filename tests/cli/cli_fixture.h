@@ -15,16 +15,19 @@
 
 namespace fs = std::filesystem;
 
-namespace {
+// A named namespace, not an anonymous one: the CLI test files fall into several unity
+// batches (8 files each), and gtest refuses one suite name (Cli) with two fixture classes;
+// one class in a named namespace is the same type in every translation unit.
+namespace fleetsim_cli {
 
-const std::string kRoot = FLEETSIM_SOURCE_DIR;
+inline const std::string kRoot = FLEETSIM_SOURCE_DIR;
 
 struct Result {
   int code = -1;
   std::string out, err;
 };
 
-std::string slurp(const fs::path& p) {
+inline std::string slurp(const fs::path& p) {
   std::ifstream in(p);
   std::stringstream s;
   s << in.rdbuf();
@@ -85,4 +88,6 @@ class Cli : public ::testing::Test {
   fs::path dir_;
 };
 
-}  // namespace
+}  // namespace fleetsim_cli
+
+using namespace fleetsim_cli;  // NOLINT: the test files' shorthand
