@@ -69,6 +69,20 @@ TEST(Catalog, LoadsTheShippedFiles) {
   EXPECT_EQ(c.node("gb200-nvl72").gpus_per_node * c.node("gb200-nvl72").nodes_per_rack, 72);
 }
 
+// vLLM's V0 and V1 engines run the same model executor and MoE kernels (the Triton
+// fused_moe); they differ in scheduling and CPU overhead. V0 has too few NVIDIA cases to fit,
+// so its profile takes V1's fitted MoE efficiency: a refit of vllm-v1 that moves it must move
+// vllm-v0's too. (On ROCm the two builds are fitted apart, on their own cases.)
+TEST(Catalog, VllmV0RunsV1sFittedMoeKernels) {
+  const EngineSpec& v0 = shipped().engine("vllm-v0");
+  const EngineSpec& v1 = shipped().engine("vllm-v1");
+  EXPECT_DOUBLE_EQ(v0.moe_efficiency, v1.moe_efficiency);
+  EXPECT_DOUBLE_EQ(v0.moe_compute_efficiency, v1.moe_compute_efficiency);
+  EXPECT_DOUBLE_EQ(v0.moe_half_tokens, v1.moe_half_tokens);
+  // And it is a fitted value below the prior 1, not the prior left in place.
+  EXPECT_LT(v0.moe_efficiency, 1.0);
+}
+
 TEST(Catalog, A100FieldsInSiUnits) {
   const GpuSpec& g = shipped().gpu("a100-80gb-sxm");
   EXPECT_EQ(g.memory_bytes, 81920.0 * 1048576.0);     // 81920 MiB = 80 GiB = 85,899,345,920 B

@@ -253,6 +253,30 @@ TEST(ValidationCase, AppleGpuRunsTheMetalBackendsProfile) {
   }
 }
 
+// SGLang runs a prefill batch by itself whenever it can form one, decodes waiting
+// (python/sglang/srt/managers/scheduler.py get_next_batch_to_run: "Run prefill first if
+// possible"; mixed prefill+decode batches only with --enable-mixed-chunk, off by default).
+// A suite case of an SGLang measurement that runs fleetsim's vllm policy must therefore not
+// turn on chunked (mixed, stall-free) batching, which would hide the prefill stalls that make
+// SGLang's TTFT under load.
+TEST(ValidationSuite, SglangCasesScheduleTheirPromptsFirst) {
+  const fs::path dir = fs::path(FLEETSIM_SOURCE_DIR) / "scenarios" / "validation";
+  int sglang_cases = 0;
+  for (const auto& f : case_files(dir.string())) {
+    std::ifstream in(f);
+    std::stringstream text;
+    text << in.rdbuf();
+    const std::string s = text.str();
+    if (s.find("\nengine: sglang\n") == std::string::npos) continue;
+    ++sglang_cases;
+    if (s.find("policy: vllm") == std::string::npos) continue;
+    EXPECT_EQ(s.find("chunked_prefill: true"), std::string::npos) << f;
+  }
+  // The suite holds SGLang cases (16 engine: sglang lines at this commit), so the loop
+  // above checked something.
+  EXPECT_GE(sglang_cases, 10);
+}
+
 TEST(FitObjective, SymmetricInLogSpace) {
   // |ln 2| for a 2x over-prediction and |ln 1/2| for a 2x under-prediction: mean ln 2.
   Case a, b;
