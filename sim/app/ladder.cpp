@@ -4,15 +4,14 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
-#include <exception>
 #include <mutex>
-#include <thread>
 
 #include <yaml-cpp/yaml.h>
 
 #include "hw_models/error.h"
 #include "hw_models/yaml_reader.h"
 #include "sim/app/run.h"
+#include "sim/core/parallel.h"
 #include "sim/core/time.h"
 #include "sim/fleet/population.h"
 #include "sim/scenario/scenario.h"
@@ -321,30 +320,17 @@ LadderResult run_ladder(const std::string& file, const std::vector<std::string>&
 
   // The steps side by side; each search runs its simulations one after another.
   const int n = static_cast<int>(bases.size());
-  std::vector<std::exception_ptr> errors(static_cast<size_t>(n));
-  std::atomic<int> next{0}, done{0};
+  std::atomic<int> done{0};
   std::mutex progress_mutex;
-  auto worker = [&] {
-    for (int i; (i = next++) < n;) {
-      const auto u = static_cast<size_t>(i);
-      try {
-        rungs[u] = climb(bases[u], spec, res.window_to_mean, rungs[u]);
-      } catch (...) {
-        errors[u] = std::current_exception();
-      }
-      const int d = ++done;
-      if (progress) {
-        std::lock_guard<std::mutex> lock(progress_mutex);
-        progress(d, n);
-      }
+  parallel_for(n, threads, [&](int i) {
+    const auto u = static_cast<size_t>(i);
+    rungs[u] = climb(bases[u], spec, res.window_to_mean, rungs[u]);
+    const int d = ++done;
+    if (progress) {
+      std::lock_guard<std::mutex> lock(progress_mutex);
+      progress(d, n);
     }
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < std::clamp(threads, 1, n); ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& t : pool) t.join();
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
+  });
 
   for (size_t i = 0; i < rungs.size(); ++i) {
     LadderRung& r = rungs[i];

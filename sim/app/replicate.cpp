@@ -1,14 +1,12 @@
 #include "sim/app/replicate.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
-#include <exception>
 #include <stdexcept>
-#include <thread>
 
 #include "sim/app/metrics.h"
 #include "sim/app/run.h"
+#include "sim/core/parallel.h"
 
 namespace fleetsim::app {
 
@@ -27,23 +25,9 @@ Replications replicate(
     const std::function<std::vector<std::pair<std::string, double>>(uint64_t)>& run) {
   if (n < 2) throw std::invalid_argument("replicate: at least 2 replications");
   std::vector<std::vector<std::pair<std::string, double>>> results(static_cast<size_t>(n));
-  std::vector<std::exception_ptr> errors(static_cast<size_t>(n));
-  std::atomic<int> next{0};
-  auto worker = [&] {
-    for (int i; (i = next++) < n;) {
-      try {
-        results[static_cast<size_t>(i)] = run(first_seed + static_cast<uint64_t>(i));
-      } catch (...) {
-        errors[static_cast<size_t>(i)] = std::current_exception();
-      }
-    }
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < std::clamp(threads, 1, n); ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& t : pool) t.join();
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
+  parallel_for(n, threads, [&](int i) {
+    results[static_cast<size_t>(i)] = run(first_seed + static_cast<uint64_t>(i));
+  });
   Replications r;
   for (int i = 0; i < n; ++i) r.seeds.push_back(first_seed + static_cast<uint64_t>(i));
   for (const auto& [name, value] : results[0]) r.order.push_back(name);

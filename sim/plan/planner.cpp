@@ -11,12 +11,12 @@
 #include <mutex>
 #include <sstream>
 #include <stdexcept>
-#include <thread>
 
 #include "hw_models/error.h"
 #include "hw_models/perf_model.h"
 #include "hw_models/units.h"
 #include "hw_models/yaml_reader.h"
+#include "sim/core/parallel.h"
 #include "sim/metrics/summary_codec.h"
 #include "sim/scenario/schema.h"
 #include "sim/simulation.h"
@@ -679,25 +679,17 @@ PlanResult Planner::run(int threads, const std::function<void(int, int)>& progre
   const double t0 = wall_seconds();
   PlanResult res = prepare(threads);
   // Simulate: one configuration per task, any thread; results land in their own slots.
-  std::atomic<std::size_t> next{0};
   std::atomic<int> done{0};
   std::mutex progress_mu;
-  const int n_threads =
-      std::min(res.threads, std::max(1, static_cast<int>(res.to_simulate.size())));
-  auto worker = [&] {
-    for (std::size_t k; (k = next.fetch_add(1)) < res.to_simulate.size();) {
-      search_replicas(res.candidates[res.to_simulate[k]]);
-      const int d = ++done;
-      if (progress) {
-        std::lock_guard<std::mutex> lock(progress_mu);
-        progress(d, static_cast<int>(res.to_simulate.size()));
-      }
+  const int n = static_cast<int>(res.to_simulate.size());
+  parallel_for(n, res.threads, [&](int k) {
+    search_replicas(res.candidates[res.to_simulate[static_cast<std::size_t>(k)]]);
+    const int d = ++done;
+    if (progress) {
+      std::lock_guard<std::mutex> lock(progress_mu);
+      progress(d, n);
     }
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < n_threads; ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& t : pool) t.join();
+  });
   finish(res, t0);
   perturb_answers(res, threads);
   res.wall_s = wall_seconds() - t0;
@@ -784,18 +776,11 @@ void Planner::perturb_answers(PlanResult& res, int threads) const {
     res.candidates[i].perturbed.assign(ps.size(), {});
     for (std::size_t k = 0; k < ps.size(); ++k) tasks.push_back({i, k});
   }
-  std::atomic<std::size_t> next{0};
-  auto worker = [&] {
-    for (std::size_t t; (t = next.fetch_add(1)) < tasks.size();) {
-      Candidate& c = res.candidates[tasks[t].first];
-      c.perturbed[tasks[t].second] = perturb(c, ps[tasks[t].second]);
-    }
-  };
-  const int n = std::min(std::max(1, threads), std::max(1, static_cast<int>(tasks.size())));
-  std::vector<std::thread> pool;
-  for (int t = 1; t < n; ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& t : pool) t.join();
+  parallel_for(static_cast<int>(tasks.size()), threads, [&](int t) {
+    const auto& [i, k] = tasks[static_cast<std::size_t>(t)];
+    Candidate& c = res.candidates[i];
+    c.perturbed[k] = perturb(c, ps[k]);
+  });
 }
 
 std::string Planner::encode_search(const Candidate& c) {
