@@ -411,6 +411,17 @@ std::string fleet_events_notes(const fleet::FleetResult& res) {
   return o + fleet_failure_notes(res);
 }
 
+namespace {
+// The replicas a sampled pool runs beyond its share of `replicas`: its simulated spares.
+int simulated_spares(const fleet::PoolResult& p, double sample) {
+  const int base =
+      p.spec->pool.replicas == 0
+          ? 0
+          : std::max(1, static_cast<int>(std::llround(p.spec->pool.replicas * sample)));
+  return std::max(0, p.replicas_simulated - base);
+}
+}  // namespace
+
 std::string fleet_failure_notes(const fleet::FleetResult& res) {
   bool any = !res.outages.empty();
   for (const auto& c : res.failure_classes) any = any || c.events > 0;
@@ -435,14 +446,16 @@ std::string fleet_failure_notes(const fleet::FleetResult& res) {
     o += buf;
   }
   // Spares: the most replicas a pool had down at once (hardware, not region outages),
-  // at full scale, against its N+k spares.
+  // against the spares it simulated (a sampled pool's peak is not scaled up: the peak of a
+  // few replicas overstates a large pool's).
   for (const auto& p : res.pools) {
     if (p.down_peak == 0) continue;
-    const int full = static_cast<int>(std::ceil(p.down_peak / res.sample - 1e-9));
-    std::snprintf(
-        buf, sizeof buf,
-        "         %s: at most %d replicas down at once (%d at full scale) vs %d spares%s\n",
-        p.name.c_str(), p.down_peak, full, p.spec->spares, full > p.spec->spares ? ": short" : "");
+    const int spares = simulated_spares(p, res.sample);
+    std::snprintf(buf, sizeof buf,
+                  "         %s: at most %d of %d replicas down at once vs %d spares%s "
+                  "(simulated)\n",
+                  p.name.c_str(), p.down_peak, p.replicas_simulated, spares,
+                  p.down_peak > spares ? ": short" : "");
     o += buf;
   }
   for (const auto& out : res.outages) {
@@ -493,12 +506,12 @@ json fleet_failures_json(const fleet::FleetResult& res) {
   }
   json spares = json::array();
   for (const auto& p : res.pools) {
-    const int full = static_cast<int>(std::ceil(p.down_peak / res.sample - 1e-9));
+    const int sim = simulated_spares(p, res.sample);
     spares.push_back({{"pool", p.name},
                       {"spares", p.spec->spares},
+                      {"spares_simulated", sim},
                       {"replicas_down_peak_simulated", p.down_peak},
-                      {"replicas_down_peak", full},
-                      {"spares_short", std::max(0, full - p.spec->spares)}});
+                      {"spares_short_simulated", std::max(0, p.down_peak - sim)}});
   }
   json outages = json::array();
   for (const auto& out : res.outages) {

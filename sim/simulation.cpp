@@ -231,16 +231,37 @@ int Simulation::start_replica(int pool, SimTime ready_at) {
   ri.state = State::kStarting;
   ri.in_pool = p.started++;
   ri.held_since = engine_.now();
-  // The lowest free seat (a repaired server's seats are free again).
-  if (p.free_seats.empty()) {
-    ri.seat = static_cast<int32_t>(p.seats.size());
-    p.seats.push_back(index);
-  } else {
+  // The lowest free seat whose server is not in repair (a repaired server's seats are free
+  // again); else a new one past the last.
+  const SimTime now = engine_.now();
+  auto blocked = [&](size_t seat) {
+    return seat < p.seat_up_at.size() && p.seat_up_at[seat] > now;
+  };
+  std::vector<int32_t> aside;  // free but in repair
+  while (!p.free_seats.empty() && ri.seat < 0) {
     std::pop_heap(p.free_seats.begin(), p.free_seats.end(), std::greater<>());
-    ri.seat = p.free_seats.back();
+    const int32_t seat = p.free_seats.back();
     p.free_seats.pop_back();
-    p.seats[static_cast<size_t>(ri.seat)] = index;
+    if (blocked(static_cast<size_t>(seat)))
+      aside.push_back(seat);
+    else
+      ri.seat = seat;
   }
+  for (int32_t seat : aside) {
+    p.free_seats.push_back(seat);
+    std::push_heap(p.free_seats.begin(), p.free_seats.end(), std::greater<>());
+  }
+  while (ri.seat < 0) {
+    const size_t seat = p.seats.size();
+    p.seats.push_back(-1);
+    if (blocked(seat)) {
+      p.free_seats.push_back(static_cast<int32_t>(seat));
+      std::push_heap(p.free_seats.begin(), p.free_seats.end(), std::greater<>());
+    } else {
+      ri.seat = static_cast<int32_t>(seat);
+    }
+  }
+  p.seats[static_cast<size_t>(ri.seat)] = index;
   info_.push_back(ri);
   ++p.held;
   ++p.starting;
@@ -311,7 +332,7 @@ void Simulation::hold_end(int replica, SimTime now) {
 void Simulation::fail(int replica, SimTime now) {
   ReplicaInfo& ri = info_[static_cast<size_t>(replica)];
   if (ri.state != State::kActive && ri.state != State::kDraining) return;
-  const PoolState& p = pools_[static_cast<size_t>(ri.pool)];
+  PoolState& p = pools_[static_cast<size_t>(ri.pool)];
   // Which part failed decides the repair time and what goes down with it: a GPU takes its
   // replica; a server or its link every replica on the server.
   const fleet::FleetPool& fp = *p.result.spec;
@@ -329,10 +350,11 @@ void Simulation::fail(int replica, SimTime now) {
     take_down(replica, c);  // a replica spanning servers is alone on them
   } else {
     const int server = ri.seat / fp.replicas_per_server;
-    for (int k = 0; k < fp.replicas_per_server; ++k) {
-      const size_t seat = static_cast<size_t>(server * fp.replicas_per_server + k);
+    const size_t first = static_cast<size_t>(server * fp.replicas_per_server);
+    for (size_t seat = first; seat < first + static_cast<size_t>(fp.replicas_per_server); ++seat)
       if (seat < p.seats.size() && p.seats[seat] >= 0) take_down(p.seats[seat], c);
-    }
+    // No replica starts on the server's empty seats until it is repaired.
+    block_seats(p, first, first + static_cast<size_t>(fp.replicas_per_server), repaired);
   }
   retry_lost(c, now);
   schedule_repairs(repaired);
@@ -402,6 +424,12 @@ void Simulation::schedule_repairs(SimTime repaired) {
   }
 }
 
+void Simulation::block_seats(PoolState& p, size_t first, size_t last, SimTime until) {
+  if (p.seat_up_at.size() < last) p.seat_up_at.resize(last, 0);
+  for (size_t seat = first; seat < last; ++seat)
+    p.seat_up_at[seat] = std::max(p.seat_up_at[seat], until);
+}
+
 void Simulation::rack_fail(int pool, SimTime now) {
   // Racks of the pool: those its hardware fills (replicas + spares, or its autoscaling
   // ceiling, at the run's sample), or more when failed seats pushed it further. Each rack
@@ -424,11 +452,17 @@ void Simulation::rack_fail(int pool, SimTime now) {
       ++classes_[static_cast<size_t>(FailureClass::kRack)].events;
       down_.clear();
       const int lo = k * fp.servers_per_rack, hi = lo + fp.servers_per_rack;
-      for (size_t seat = 0; seat < p.seats.size(); ++seat) {
-        if (p.seats[seat] < 0) continue;
+      size_t seat_lo = 0, seat_hi = 0;  // the seats on the rack's servers
+      for (size_t seat = 0;; ++seat) {
         const auto [f, n] = servers_of(p, static_cast<int>(seat));
-        if (f < hi && f + n > lo) take_down(p.seats[seat], FailureClass::kRack);
+        if (f >= hi) break;
+        if (f + n <= lo) continue;
+        if (seat_hi == 0) seat_lo = seat;
+        seat_hi = seat + 1;
+        if (seat < p.seats.size() && p.seats[seat] >= 0)
+          take_down(p.seats[seat], FailureClass::kRack);
       }
+      block_seats(p, seat_lo, seat_hi, repaired);
       retry_lost(FailureClass::kRack, now);
       schedule_repairs(repaired);
     }

@@ -140,6 +140,7 @@ class Simulation final : public core::EventTarget,
     std::vector<int32_t> seats;       // by seat: the replica there, -1 when free
     std::vector<int32_t> free_seats;  // a min-heap of the free seats below seats.size()
     std::vector<SimTime> rack_up_at;  // by rack: when its repair ends (0: up)
+    std::vector<SimTime> seat_up_at;  // by seat: its server or rack is in repair until then
     int desired = 0;
     SimTime last_change = 0;
     int64_t outstanding = 0;
@@ -197,6 +198,8 @@ class Simulation final : public core::EventTarget,
   /// Retries the calls in flight on the replicas taken down (down_): returns their number.
   uint64_t retry_lost(fleet::FailureClass c, SimTime now);
   void schedule_repairs(SimTime repaired);  // of down_ (not when after the run)
+  /// No replica starts on the seats [first, last) until `until` (their hardware is in repair).
+  static void block_seats(PoolState& p, size_t first, size_t last, SimTime until);
   void rack_fail(int pool, SimTime now);
   void region_down(size_t outage, SimTime now);
   void region_up(size_t outage, SimTime now);

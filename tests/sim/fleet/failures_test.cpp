@@ -183,6 +183,9 @@ TEST(FleetFailures, SameSeedSameFailures) {
                                          "10h, mttr: 1h}, region: {mtbf: 3h, mttr: 20min}}");
   const auto sc = corr_load(text);
   const FleetResult x = run_fleet(sc, {}, 1), y = run_fleet(sc, {}, 1);
+  // Something failed: 2 × 16 replicas × 2 GPUs = 64 GPUs at MTBF 10 h over 2 h is 12.8 GPU
+  // failures expected (Poisson: P(0) = e^-12.8 ≈ 3e-6).
+  EXPECT_GT(x.failure_classes[static_cast<size_t>(FailureClass::kGpu)].events, 0u);
   for (int c = 1; c < kFailureClasses; ++c) {
     const auto& a = x.failure_classes[static_cast<size_t>(c)];
     const auto& b = y.failure_classes[static_cast<size_t>(c)];
