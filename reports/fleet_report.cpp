@@ -408,7 +408,138 @@ std::string fleet_events_notes(const fleet::FleetResult& res) {
     o += "         retried calls, end to end: p50 " + duration(res.retried_e2e.p50_s) + ", p99 " +
          duration(res.retried_e2e.p99_s) + " (all calls: p50 " + duration(s.e2e.p50_s) + ", p99 " +
          duration(s.e2e.p99_s) + ")\n";
+  return o + fleet_failure_notes(res);
+}
+
+namespace {
+// The replicas a sampled pool runs beyond its share of `replicas`: its simulated spares.
+int simulated_spares(const fleet::PoolResult& p, double sample) {
+  const int base =
+      p.spec->pool.replicas == 0
+          ? 0
+          : std::max(1, static_cast<int>(std::llround(p.spec->pool.replicas * sample)));
+  return std::max(0, p.replicas_simulated - base);
+}
+}  // namespace
+
+std::string fleet_failure_notes(const fleet::FleetResult& res) {
+  bool any = !res.outages.empty();
+  for (const auto& c : res.failure_classes) any = any || c.events > 0;
+  if (!any) return "";
+  // Per class (sampled counts): what failed, what it took down, the calls it cost.
+  std::string o =
+      "failures by class (sampled): events, replicas down, calls retried (met SLO after), "
+      "calls failed\n";
+  char buf[512];
+  for (int k = 1; k < fleet::kFailureClasses; ++k) {
+    const fleet::FailureClassResult& c = res.failure_classes[static_cast<size_t>(k)];
+    if (c.events == 0) continue;
+    const std::string met =
+        c.retried_completed > 0
+            ? pct(static_cast<double>(c.retried_good) / static_cast<double>(c.retried_completed))
+            : std::string("-");
+    std::snprintf(buf, sizeof buf, "         %-7s %llu, %llu, %llu (%s), %llu\n",
+                  fleet::failure_class_name(k), static_cast<unsigned long long>(c.events),
+                  static_cast<unsigned long long>(c.replicas_down),
+                  static_cast<unsigned long long>(c.calls_retried), met.c_str(),
+                  static_cast<unsigned long long>(c.calls_failed));
+    o += buf;
+  }
+  // Spares: the most replicas a pool had down at once (hardware, not region outages),
+  // against the spares it simulated (a sampled pool's peak is not scaled up: the peak of a
+  // few replicas overstates a large pool's).
+  for (const auto& p : res.pools) {
+    if (p.down_peak == 0) continue;
+    const int spares = simulated_spares(p, res.sample);
+    std::snprintf(buf, sizeof buf,
+                  "         %s: at most %d of %d replicas down at once vs %d spares%s "
+                  "(simulated)\n",
+                  p.name.c_str(), p.down_peak, p.replicas_simulated, spares,
+                  p.down_peak > spares ? ": short" : "");
+    o += buf;
+  }
+  for (const auto& out : res.outages) {
+    const std::string& name = res.regions[static_cast<size_t>(out.region)].name;
+    std::snprintf(
+        buf, sizeof buf,
+        "         region outage %s %s to %s: %llu calls of its users (%s met SLO, "
+        "fastest TTFT %s), %llu replicas down, %llu calls retried\n",
+        name.c_str(), duration(out.start_s).c_str(), duration(out.end_s).c_str(),
+        static_cast<unsigned long long>(out.calls),
+        out.completed > 0
+            ? pct(static_cast<double>(out.good) / static_cast<double>(out.completed)).c_str()
+            : "-",
+        out.ttft_min_s >= 0 ? duration(out.ttft_min_s).c_str() : "-",
+        static_cast<unsigned long long>(out.replicas_down),
+        static_cast<unsigned long long>(out.calls_retried));
+    o += buf;
+    for (const auto& l : out.surviving) {
+      std::snprintf(
+          buf, sizeof buf,
+          "           %s (%s): peak %s of its batch slots, %d more replicas (%d at full scale)\n",
+          res.regions[static_cast<size_t>(l.region)].name.c_str(), l.model_id.c_str(),
+          pct(static_cast<double>(l.outstanding_peak) /
+              static_cast<double>(std::max<int64_t>(1, l.slots_at_peak)))
+              .c_str(),
+          l.extra_replicas, static_cast<int>(std::ceil(l.extra_replicas / res.sample - 1e-9)));
+      o += buf;
+    }
+  }
   return o;
+}
+
+json fleet_failures_json(const fleet::FleetResult& res) {
+  json classes = json::object();
+  for (int k = 1; k < fleet::kFailureClasses; ++k) {
+    const fleet::FailureClassResult& c = res.failure_classes[static_cast<size_t>(k)];
+    classes[fleet::failure_class_name(k)] = {
+        {"events", c.events},
+        {"replicas_down", c.replicas_down},
+        {"calls_retried", c.calls_retried},
+        {"calls_retried_completed", c.retried_completed},
+        {"calls_retried_meeting_slo", c.retried_good},
+        {"retried_slo_attainment",
+         c.retried_completed > 0
+             ? static_cast<double>(c.retried_good) / static_cast<double>(c.retried_completed)
+             : 0.0},
+        {"calls_failed", c.calls_failed}};
+  }
+  json spares = json::array();
+  for (const auto& p : res.pools) {
+    const int sim = simulated_spares(p, res.sample);
+    spares.push_back({{"pool", p.name},
+                      {"spares", p.spec->spares},
+                      {"spares_simulated", sim},
+                      {"replicas_down_peak_simulated", p.down_peak},
+                      {"spares_short_simulated", std::max(0, p.down_peak - sim)}});
+  }
+  json outages = json::array();
+  for (const auto& out : res.outages) {
+    json surviving = json::array();
+    for (const auto& l : out.surviving)
+      surviving.push_back(
+          {{"region", res.regions[static_cast<size_t>(l.region)].name},
+           {"model", l.model_id},
+           {"outstanding_peak", l.outstanding_peak},
+           {"batch_slots_at_peak", l.slots_at_peak},
+           {"replicas_at_peak", l.replicas_at_peak},
+           {"slot_utilization_peak",
+            static_cast<double>(l.outstanding_peak) /
+                static_cast<double>(std::max<int64_t>(1, l.slots_at_peak))},
+           {"extra_replicas_simulated", l.extra_replicas},
+           {"extra_replicas", static_cast<int>(std::ceil(l.extra_replicas / res.sample - 1e-9))}});
+    outages.push_back({{"region", res.regions[static_cast<size_t>(out.region)].name},
+                       {"start_s", out.start_s},
+                       {"end_s", out.end_s},
+                       {"calls", out.calls},
+                       {"calls_completed", out.completed},
+                       {"calls_meeting_slo", out.good},
+                       {"ttft_min_s", out.ttft_min_s},
+                       {"replicas_down", out.replicas_down},
+                       {"calls_retried", out.calls_retried},
+                       {"surviving", surviving}});
+  }
+  return {{"classes", classes}, {"spares", spares}, {"region_outages", outages}};
 }
 
 std::string fleet_report(const scenario::Scenario& sc, const fleet::FleetResult& res) {
@@ -513,6 +644,7 @@ json fleet_json(const scenario::Scenario& sc, const fleet::FleetResult& res) {
                      {"tpot_p50_s", p.tpot.p50_s},
                      {"tpot_p99_s", p.tpot.p99_s},
                      {"failures", p.failures},
+                     {"replicas_down_peak_simulated", p.down_peak},
                      {"scale_ups", p.scale_ups},
                      {"scale_downs", p.scale_downs},
                      {"load_time_s", p.load_time_s},
@@ -527,6 +659,7 @@ json fleet_json(const scenario::Scenario& sc, const fleet::FleetResult& res) {
   j["retried_e2e_p50_s"] = res.retried_e2e.p50_s;
   j["retried_e2e_p99_s"] = res.retried_e2e.p99_s;
   j["calls_failed"] = res.failed_calls;
+  j["failures"] = fleet_failures_json(res);
   j["calls_unfinished"] = res.unfinished;
   j["sessions"] = res.sessions;
   put_common_metrics(j, s);

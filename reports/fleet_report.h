@@ -42,6 +42,13 @@ nlohmann::json fleet_techniques_json(const scenario::Scenario& sc, const fleet::
 
 /// The events lines: failures, retries, autoscaling (no wall-clock figures).
 std::string fleet_events_notes(const fleet::FleetResult& res);
+/// Failures by class (GPU, node, link, rack, region: events, replicas down, calls retried,
+/// their SLO attainment, calls failed), each pool's peak of replicas down against its
+/// spares, and each region outage with the load it put on the other regions. Empty when
+/// nothing failed. Part of fleet_events_notes.
+std::string fleet_failure_notes(const fleet::FleetResult& res);
+/// The same as summary.json's `failures` section.
+nlohmann::json fleet_failures_json(const fleet::FleetResult& res);
 
 /// The readable report; it opens with the answer.
 std::string fleet_report(const scenario::Scenario& sc, const fleet::FleetResult& res);

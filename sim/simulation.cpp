@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <exception>
+#include <functional>
 #include <limits>
 #include <numeric>
 #include <thread>
@@ -34,7 +35,12 @@ enum Kind : uint32_t {
   kCacheHit = 9,     // a call answered from the response cache (data: slot)
   kHandoff = 10,     // a KV transfer from a prefill to a decode pool ended (data: handoff)
   // 11: Simulation::kNetWake, the live network changes next (simulation_network.cpp)
+  kRackFail = 12,    // a rack of a pool fails (data: pool)
+  kRegionDown = 13,  // a region outage starts (data: outage)
+  kRegionUp = 14,    // ... and ends (data: outage)
 };
+
+using fleet::FailureClass;
 
 constexpr SimTime kBucketNs = 1'000'000'000;
 
@@ -179,6 +185,37 @@ Simulation::Simulation(const scenario::Scenario& sc, std::unique_ptr<fleet::Popu
     }
   }
   if (live) init_live_network();
+  // Region outages: the scheduled ones, then those drawn from the region MTBF (a stream of
+  // their own, so every partition of the run sees the same outages).
+  region_down_.assign(nr, 0);
+  if (pop_ && spec_.failures.enabled) {
+    std::vector<fleet::Failures::Outage> all = spec_.failures.outages;
+    if (spec_.failures.region_mtbf_s > 0) {
+      Rng rng = RngStreams(sc.seed).stream("region-outages");
+      for (size_t r = 0; r < nr; ++r)
+        for (double t = rng.exponential(spec_.failures.region_mtbf_s);
+             seconds_to_ns(t) < end_ns_;) {
+          const double d = rng.exponential(spec_.failures.region_mttr_s);
+          all.push_back({static_cast<int>(r), t, d});
+          t += d + rng.exponential(spec_.failures.region_mtbf_s);
+        }
+    }
+    std::stable_sort(all.begin(), all.end(),
+                     [](const auto& a, const auto& b) { return a.at_s < b.at_s; });
+    for (const auto& o : all) {
+      fleet::OutageResult res;
+      res.region = o.region;
+      res.start_s = o.at_s;
+      res.end_s = o.at_s + o.duration_s;
+      outages_.push_back(res);
+      OutageRun run;
+      run.start = seconds_to_ns(o.at_s);
+      run.end = seconds_to_ns(o.at_s + o.duration_s);
+      run.loads.resize(groups_.size());
+      outage_runs_.push_back(std::move(run));
+    }
+    rack_rng_ = RngStreams(sc.seed).stream("rack-failures");
+  }
 }
 
 Simulation::~Simulation() = default;
@@ -194,6 +231,37 @@ int Simulation::start_replica(int pool, SimTime ready_at) {
   ri.state = State::kStarting;
   ri.in_pool = p.started++;
   ri.held_since = engine_.now();
+  // The lowest free seat whose server is not in repair (a repaired server's seats are free
+  // again); else a new one past the last.
+  const SimTime now = engine_.now();
+  auto blocked = [&](size_t seat) {
+    return seat < p.seat_up_at.size() && p.seat_up_at[seat] > now;
+  };
+  std::vector<int32_t> aside;  // free but in repair
+  while (!p.free_seats.empty() && ri.seat < 0) {
+    std::pop_heap(p.free_seats.begin(), p.free_seats.end(), std::greater<>());
+    const int32_t seat = p.free_seats.back();
+    p.free_seats.pop_back();
+    if (blocked(static_cast<size_t>(seat)))
+      aside.push_back(seat);
+    else
+      ri.seat = seat;
+  }
+  for (int32_t seat : aside) {
+    p.free_seats.push_back(seat);
+    std::push_heap(p.free_seats.begin(), p.free_seats.end(), std::greater<>());
+  }
+  while (ri.seat < 0) {
+    const size_t seat = p.seats.size();
+    p.seats.push_back(-1);
+    if (blocked(seat)) {
+      p.free_seats.push_back(static_cast<int32_t>(seat));
+      std::push_heap(p.free_seats.begin(), p.free_seats.end(), std::greater<>());
+    } else {
+      ri.seat = static_cast<int32_t>(seat);
+    }
+  }
+  p.seats[static_cast<size_t>(ri.seat)] = index;
   info_.push_back(ri);
   ++p.held;
   ++p.starting;
@@ -256,46 +324,219 @@ void Simulation::hold_end(int replica, SimTime now) {
   regions_[static_cast<size_t>(p.region)].over_time.add_held(std::min(ri.held_since, end_ns_),
                                                              std::min(now, end_ns_));
   --p.held;
+  p.seats[static_cast<size_t>(ri.seat)] = -1;
+  p.free_seats.push_back(ri.seat);
+  std::push_heap(p.free_seats.begin(), p.free_seats.end(), std::greater<>());
 }
 
 void Simulation::fail(int replica, SimTime now) {
   ReplicaInfo& ri = info_[static_cast<size_t>(replica)];
   if (ri.state != State::kActive && ri.state != State::kDraining) return;
   PoolState& p = pools_[static_cast<size_t>(ri.pool)];
+  // Which part failed decides the repair time and what goes down with it: a GPU takes its
+  // replica; a server or its link every replica on the server.
+  const fleet::FleetPool& fp = *p.result.spec;
+  const double u = fail_rng_.uniform01();
+  const FailureClass c = u < fp.gpu_fail_share                        ? FailureClass::kGpu
+                         : u < fp.gpu_fail_share + fp.node_fail_share ? FailureClass::kNode
+                                                                      : FailureClass::kLink;
+  const double mttr = c == FailureClass::kGpu    ? spec_.failures.gpu_mttr_s
+                      : c == FailureClass::kNode ? spec_.failures.node_mttr_s
+                                                 : spec_.failures.link_mttr_s;
+  const SimTime repaired = now + seconds_to_ns(fail_rng_.exponential(mttr));
+  ++classes_[static_cast<size_t>(c)].events;
+  down_.clear();
+  if (c == FailureClass::kGpu || fp.replicas_per_server == 1) {
+    take_down(replica, c);  // a replica spanning servers is alone on them
+  } else {
+    const int server = ri.seat / fp.replicas_per_server;
+    const size_t first = static_cast<size_t>(server * fp.replicas_per_server);
+    for (size_t seat = first; seat < first + static_cast<size_t>(fp.replicas_per_server); ++seat)
+      if (seat < p.seats.size() && p.seats[seat] >= 0) take_down(p.seats[seat], c);
+    // No replica starts on the server's empty seats until it is repaired.
+    block_seats(p, first, first + static_cast<size_t>(fp.replicas_per_server), repaired);
+  }
+  retry_lost(c, now);
+  schedule_repairs(repaired);
+}
+
+std::pair<int, int> Simulation::servers_of(const PoolState& p, int seat) const {
+  const fleet::FleetPool& fp = *p.result.spec;
+  if (fp.replicas_per_server > 1) return {seat / fp.replicas_per_server, 1};
+  return {seat * fp.servers_per_replica, fp.servers_per_replica};
+}
+
+bool Simulation::take_down(int replica, FailureClass c) {
+  ReplicaInfo& ri = info_[static_cast<size_t>(replica)];
+  if (ri.state == State::kFailed || ri.state == State::kRetired) return false;
+  PoolState& p = pools_[static_cast<size_t>(ri.pool)];
   if (ri.state == State::kDraining) --p.draining;
+  if (ri.state == State::kStarting) --p.starting;  // its kReady finds it failed
   deactivate(replica);
   ri.state = State::kFailed;
+  ri.down_by = static_cast<uint8_t>(c);
   ++p.failed;
+  if (c != FailureClass::kRegion) {
+    ++p.down;
+    p.result.down_peak = std::max(p.result.down_peak, p.down);
+  }
   ++p.result.failures;
   ++current_[static_cast<size_t>(p.region)].failures;
+  ++classes_[static_cast<size_t>(c)].replicas_down;
   replicas_[static_cast<size_t>(replica)]->halt();
-  // Its calls in flight are lost: the clients retry after retry_delay.
+  p.outstanding -= ri.outstanding;
+  ri.outstanding = 0;
+  if (victim_.size() < replicas_.size()) victim_.resize(replicas_.size(), 0);
+  victim_[static_cast<size_t>(replica)] = 1;
+  down_.push_back(replica);
+  return true;
+}
+
+uint64_t Simulation::retry_lost(FailureClass c, SimTime now) {
+  if (down_.empty()) return 0;
+  // Their calls in flight are lost: the clients retry after retry_delay. One pass over the
+  // calls (no per-replica list: linking every call into one cost two cache misses per
+  // call, ~10 % of a full-scale run; a failure is rare next to a call).
   const SimTime retry_at = now + seconds_to_ns(spec_.failures.retry_delay_s);
-  // One pass over the calls (no per-replica list: linking every call into one cost two
-  // cache misses per call, ~10 % of a full-scale run; a failure is rare next to a call).
+  uint64_t n = 0;
   for (uint32_t slot = 0; slot < slots_.capacity(); ++slot) {
-    if (slots_[slot].replica != replica) continue;
+    const int32_t rep = slots_[slot].replica;
+    if (rep < 0 || victim_[static_cast<size_t>(rep)] == 0) continue;
     slots_[slot].replica = -1;
-    slots_[slot].retried = true;
-    ++retried_;
+    slots_[slot].retried = static_cast<uint8_t>(c);
+    ++n;
     engine_.schedule(retry_at + front_door_ns(slots_[slot].spec), serving::kPhaseArrival, this,
                      kArrive, slot);
   }
-  p.outstanding -= ri.outstanding;
-  ri.outstanding = 0;
-  // Which part failed decides the repair time.
-  const fleet::FleetPool& fp = *p.result.spec;
-  const double u = fail_rng_.uniform01();
-  const double mttr = u < fp.gpu_fail_share                        ? spec_.failures.gpu_mttr_s
-                      : u < fp.gpu_fail_share + fp.node_fail_share ? spec_.failures.node_mttr_s
-                                                                   : spec_.failures.link_mttr_s;
-  // A repair after the end of the run is not simulated: the replica stays failed (and
+  for (int32_t r : down_) victim_[static_cast<size_t>(r)] = 0;
+  retried_ += n;
+  classes_[static_cast<size_t>(c)].calls_retried += n;
+  return n;
+}
+
+void Simulation::schedule_repairs(SimTime repaired) {
+  // A repair after the end of the run is not simulated: the replicas stay failed (and
   // held) to the end.
-  const SimTime repaired = now + seconds_to_ns(fail_rng_.exponential(mttr));
-  if (repaired < end_ns_) {
-    ++p.repairs;
-    engine_.schedule(repaired, serving::kPhaseArrival, this, kRepair,
-                     static_cast<uint64_t>(replica));
+  if (repaired >= end_ns_) return;
+  for (int32_t r : down_) {
+    ++pools_[static_cast<size_t>(info_[static_cast<size_t>(r)].pool)].repairs;
+    engine_.schedule(repaired, serving::kPhaseArrival, this, kRepair, static_cast<uint64_t>(r));
+  }
+}
+
+void Simulation::block_seats(PoolState& p, size_t first, size_t last, SimTime until) {
+  if (p.seat_up_at.size() < last) p.seat_up_at.resize(last, 0);
+  for (size_t seat = first; seat < last; ++seat)
+    p.seat_up_at[seat] = std::max(p.seat_up_at[seat], until);
+}
+
+void Simulation::rack_fail(int pool, SimTime now) {
+  // Racks of the pool: those its hardware fills (replicas + spares, or its autoscaling
+  // ceiling, at the run's sample), or more when failed seats pushed it further. Each rack
+  // fails at rack.mtbf: the pool's rate is racks / mtbf, a failure hits a rack chosen
+  // uniformly, and one that is already down (in repair) does not fail again (thinning).
+  PoolState& p = pools_[static_cast<size_t>(pool)];
+  const fleet::FleetPool& fp = *p.result.spec;
+  const int seats = std::max({static_cast<int>(p.seats.size()), p.result.replicas_simulated,
+                              scaled(fp.max_replicas, pop_->sample(), 1)});
+  const auto [first, count] = servers_of(p, seats - 1);
+  const int racks = (first + count + fp.servers_per_rack - 1) / fp.servers_per_rack;
+  if (p.rack_up_at.size() < static_cast<size_t>(racks))
+    p.rack_up_at.resize(static_cast<size_t>(racks), 0);
+  if (now > 0) {
+    const int k = static_cast<int>(rack_rng_.uniform_u64(static_cast<uint64_t>(racks)));
+    if (p.rack_up_at[static_cast<size_t>(k)] <= now) {
+      const SimTime repaired =
+          now + seconds_to_ns(rack_rng_.exponential(spec_.failures.rack_mttr_s));
+      p.rack_up_at[static_cast<size_t>(k)] = repaired;
+      ++classes_[static_cast<size_t>(FailureClass::kRack)].events;
+      down_.clear();
+      const int lo = k * fp.servers_per_rack, hi = lo + fp.servers_per_rack;
+      size_t seat_lo = 0, seat_hi = 0;  // the seats on the rack's servers
+      for (size_t seat = 0;; ++seat) {
+        const auto [f, n] = servers_of(p, static_cast<int>(seat));
+        if (f >= hi) break;
+        if (f + n <= lo) continue;
+        if (seat_hi == 0) seat_lo = seat;
+        seat_hi = seat + 1;
+        if (seat < p.seats.size() && p.seats[seat] >= 0)
+          take_down(p.seats[seat], FailureClass::kRack);
+      }
+      block_seats(p, seat_lo, seat_hi, repaired);
+      retry_lost(FailureClass::kRack, now);
+      schedule_repairs(repaired);
+    }
+  }
+  const SimTime next =
+      now +
+      seconds_to_ns(rack_rng_.exponential(spec_.failures.rack_mtbf_s / static_cast<double>(racks)));
+  if (next < end_ns_)
+    engine_.schedule(next, serving::kPhaseArrival, this, kRackFail, static_cast<uint64_t>(pool));
+}
+
+void Simulation::region_down(size_t outage, SimTime now) {
+  fleet::OutageResult& o = outages_[outage];
+  OutageRun& run = outage_runs_[outage];
+  run.active = true;
+  ++outages_active_;
+  if (region_down_[static_cast<size_t>(o.region)]++ > 0) return;  // already down
+  ++classes_[static_cast<size_t>(FailureClass::kRegion)].events;
+  down_.clear();
+  for (size_t r = 0; r < info_.size(); ++r)
+    if (pools_[static_cast<size_t>(info_[r].pool)].region == o.region)
+      take_down(static_cast<int>(r), FailureClass::kRegion);
+  o.replicas_down += down_.size();
+  o.calls_retried += retry_lost(FailureClass::kRegion, now);
+  // They come back when the outage ends (region_up); until then a call waiting for a
+  // replica of the model may wait for them.
+  if (run.end < end_ns_)
+    for (int32_t r : down_)
+      ++pools_[static_cast<size_t>(info_[static_cast<size_t>(r)].pool)].repairs;
+}
+
+void Simulation::region_up(size_t outage, SimTime now) {
+  const fleet::OutageResult& o = outages_[outage];
+  outage_runs_[outage].active = false;
+  --outages_active_;
+  if (--region_down_[static_cast<size_t>(o.region)] > 0) return;  // another outage goes on
+  for (size_t r = 0; r < info_.size(); ++r) {
+    ReplicaInfo& ri = info_[r];
+    PoolState& p = pools_[static_cast<size_t>(ri.pool)];
+    if (p.region != o.region || ri.state != State::kFailed ||
+        ri.down_by != static_cast<uint8_t>(FailureClass::kRegion))
+      continue;
+    --p.failed;
+    --p.repairs;
+    ri.state = State::kRetired;
+    hold_end(static_cast<int>(r), now);
+  }
+  // The region's pools load their weights again, up to what they should hold (replicas
+  // whose hardware repair ended during the outage come back too).
+  if (now >= end_ns_) return;
+  for (size_t i = 0; i < pools_.size(); ++i) {
+    PoolState& p = pools_[i];
+    if (p.region != o.region) continue;
+    while (p.active + p.starting < std::max(p.desired, 1) && p.result.replicas_simulated > 0)
+      start_replica(static_cast<int>(i), now + seconds_to_ns(p.result.load_time_s));
+  }
+}
+
+void Simulation::count_failed(uint32_t slot) {
+  ++failed_calls_;
+  const uint8_t c = slots_[slot].retried;
+  if (c != 0) ++classes_[c].calls_failed;
+}
+
+void Simulation::outage_completion(const Slot& s, const serving::RequestRecord& rec, bool good) {
+  const double ttft = ns_to_seconds(rec.first_token_ns - s.spec.arrival_ns);
+  for (size_t k = 0; k < outages_.size(); ++k) {
+    fleet::OutageResult& o = outages_[k];
+    const OutageRun& run = outage_runs_[k];
+    if (o.region != s.spec.region || s.spec.arrival_ns < run.start || s.spec.arrival_ns >= run.end)
+      continue;
+    ++o.completed;
+    if (good) ++o.good;
+    if (o.ttft_min_s < 0 || ttft < o.ttft_min_s) o.ttft_min_s = ttft;
   }
 }
 
@@ -376,6 +617,10 @@ void Simulation::arrive(uint32_t slot, SimTime now) {
         if (auto next = workload_->next_arrival()) schedule_request(*next);
     } else {
       collector_.on_arrival(slots_[slot].spec, -1, now);
+      for (size_t k = 0; k < outages_.size(); ++k)  // none unless region outages are set
+        if (outages_[k].region == home && slots_[slot].spec.arrival_ns >= outage_runs_[k].start &&
+            slots_[slot].spec.arrival_ns < outage_runs_[k].end)
+          ++outages_[k].calls;
     }
     // The response cache at the users' front door answers its share of calls (chosen per
     // call id) without a model call.
@@ -397,7 +642,7 @@ void Simulation::arrive(uint32_t slot, SimTime now) {
       coming = coming || (p.model == model && (p.starting > 0 || p.repairs > 0));
     if (!coming) {
       collector_.on_reject(s.spec, -1, serving::RejectReason::kQueueFull, now);
-      ++failed_calls_;
+      count_failed(slot);
       finish_call(slot, now);
       return;
     }
@@ -436,6 +681,19 @@ void Simulation::deliver(uint32_t slot, SimTime now) {
   assign(s, g, pick);
   auto& cur = current_[static_cast<size_t>(s.region)];
   cur.outstanding_peak = std::max(cur.outstanding_peak, g.outstanding);
+  if (outages_active_ > 0) {
+    // During a region outage: the surviving regions' peak load (the capacity they need).
+    for (size_t k = 0; k < outage_runs_.size(); ++k) {
+      if (!outage_runs_[k].active || outages_[k].region == s.region) continue;
+      fleet::OutageLoad& l =
+          outage_runs_[k].loads[static_cast<size_t>(s.region * n_models_ + model)];
+      if (g.outstanding > l.outstanding_peak) {
+        l.outstanding_peak = g.outstanding;
+        l.slots_at_peak = g.slots;
+        l.replicas_at_peak = static_cast<int>(g.active.size());
+      }
+    }
+  }
   replicas_[static_cast<size_t>(pick)]->submit(s.spec);  // may reject at once (on_reject)
 }
 
@@ -573,17 +831,22 @@ void Simulation::on_completion(const serving::RequestRecord& rec) {
   ++regions_[region].served;
   ++current_[region].served;
   ++pool.window_done;
-  if (meets_slo(rec)) {
+  const bool good = meets_slo(rec);
+  if (good) {
     ++regions_[region].good;
     ++current_[region].good;
     ++pool.window_good;
   }
+  if (!outages_.empty()) outage_completion(s, rec, good);
   // A first token after the run's end counts in its last bucket (the plots cover the run).
   regions_[region].over_time.add_latency(std::min(rec.first_token_ns, end_ns_ - 1),
                                          ns_to_seconds(rec.first_token_ns - rec.spec->arrival_ns));
-  if (s.retried) {
+  if (s.retried != 0) {
     ++retried_completed_;
     retried_e2e_.add(ns_to_seconds(rec.done_ns - rec.spec->arrival_ns));
+    fleet::FailureClassResult& fc = classes_[s.retried];
+    ++fc.retried_completed;
+    if (good) ++fc.retried_good;
   }
   ++pool.result.completed;
   // A decode pool's calls were prefilled (and counted) by a prefill pool.
@@ -599,7 +862,7 @@ void Simulation::on_reject(const workload::RequestSpec& r, int replica, serving:
                            SimTime t) {
   if (!alive(replica)) return;
   out_.on_reject(r, replica, why, t);
-  ++failed_calls_;
+  count_failed(r.tag);
   finish_call(r.tag, t);
 }
 
@@ -690,7 +953,7 @@ void Simulation::hand_over(uint32_t handoff, SimTime now) {
                           (p.starting > 0 || p.repairs > 0));
     if (!coming) {
       collector_.on_reject(s.spec, -1, serving::RejectReason::kQueueFull, now);
-      ++failed_calls_;
+      count_failed(slot);
       handoffs_.drop(handoff);
       finish_call(slot, now);
       return;
@@ -730,6 +993,7 @@ void Simulation::autoscale(SimTime now) {
     PoolState& p = pools_[i];
     const fleet::FleetPool& fp = *p.result.spec;
     if (fp.pool.replicas + fp.spares == 0) continue;
+    if (region_down_[static_cast<size_t>(p.region)] > 0) continue;  // nothing starts there
     const int lo = scaled(fp.min_replicas, s, 0), hi = scaled(fp.max_replicas, s, 1);
     const double slots = static_cast<double>(p.vllm.max_num_seqs);
     int desired = p.active + p.starting;
@@ -862,14 +1126,20 @@ void Simulation::on_event(const core::Event& e) {
       PoolState& p = pools_[static_cast<size_t>(ri.pool)];
       --p.failed;
       --p.repairs;
+      --p.down;
       ri.state = State::kRetired;
       hold_end(old, now);
       // The repaired hardware loads the weights again and rejoins, unless the pool has
-      // since scaled down below what it holds.
-      if (now < end_ns_ && p.active + p.starting < std::max(p.desired, 1))
+      // since scaled down below what it holds or its region is down (it rejoins when the
+      // region comes back: region_up).
+      if (now < end_ns_ && region_down_[static_cast<size_t>(p.region)] == 0 &&
+          p.active + p.starting < std::max(p.desired, 1))
         start_replica(ri.pool, now + seconds_to_ns(p.result.load_time_s));
       return;
     }
+    case kRackFail: rack_fail(static_cast<int>(e.data), now); return;
+    case kRegionDown: region_down(static_cast<size_t>(e.data), now); return;
+    case kRegionUp: region_up(static_cast<size_t>(e.data), now); return;
     case kAutoscale:
       autoscale(now);
       if (now + seconds_to_ns(spec_.autoscaling.interval_s) < end_ns_)
@@ -906,6 +1176,16 @@ fleet::FleetResult Simulation::run() {
       engine_.schedule(0, serving::kPhaseReplica + 1, this, kAutoscale);
     engine_.schedule(std::min(end_ns_, seconds_to_ns(spec_.report_interval_s)),
                      serving::kPhaseReplica + 1, this, kSample);
+    if (spec_.failures.enabled && spec_.failures.rack_mtbf_s > 0)
+      for (size_t i = 0; i < pools_.size(); ++i)
+        if (pools_[i].result.replicas_simulated > 0) rack_fail(static_cast<int>(i), 0);
+    for (size_t k = 0; k < outage_runs_.size(); ++k) {
+      if (outage_runs_[k].start >= end_ns_) continue;
+      engine_.schedule(outage_runs_[k].start, serving::kPhaseArrival, this, kRegionDown, k);
+      // An outage that outlasts the run keeps its replicas down (and held) to the end.
+      if (outage_runs_[k].end < end_ns_)
+        engine_.schedule(outage_runs_[k].end, serving::kPhaseArrival, this, kRegionUp, k);
+    }
   }
   runtime::drive(engine_, options_, collector_, t0, [&] {
     for (size_t r = 0; r < replicas_.size(); ++r)
@@ -938,6 +1218,25 @@ fleet::FleetResult Simulation::run() {
   res.retried_completed = retried_completed_;
   res.retried_e2e = metrics::stats_of(retried_e2e_);
   res.failed_calls = failed_calls_;
+  res.failure_classes = classes_;
+  for (size_t k = 0; k < outages_.size(); ++k) {
+    fleet::OutageResult o = outages_[k];
+    for (size_t gi = 0; gi < outage_runs_[k].loads.size(); ++gi) {
+      fleet::OutageLoad l = outage_runs_[k].loads[gi];
+      if (l.replicas_at_peak == 0) continue;  // no call of that model went there
+      l.region = static_cast<int>(gi) / n_models_;
+      l.model = static_cast<int>(gi) % n_models_;
+      l.model_id = spec_.models[static_cast<size_t>(l.model)];
+      const double per_replica =
+          spec_.spill_load * static_cast<double>(l.slots_at_peak) / l.replicas_at_peak;
+      l.extra_replicas =
+          std::max(0, static_cast<int>(
+                          std::ceil(static_cast<double>(l.outstanding_peak) / per_replica - 1e-9)) -
+                          l.replicas_at_peak);
+      o.surviving.push_back(l);
+    }
+    res.outages.push_back(std::move(o));
+  }
   res.sessions = pop_ ? pop_->sessions_started() : 0;
   res.sample = pop_ ? pop_->sample() : 1.0;
   res.sim_end_s = ns_to_seconds(end);
@@ -996,6 +1295,13 @@ fleet::FleetResult run_fleet(const scenario::Scenario& sc, const RunOptions& opt
     res.retried += p.retried;
     res.retried_completed += p.retried_completed;
     res.failed_calls += p.failed_calls;
+    for (int c = 0; c < fleet::kFailureClasses; ++c)
+      res.failure_classes[static_cast<size_t>(c)].add(p.failure_classes[static_cast<size_t>(c)]);
+    // Every partition sees the same region outages: count them once.
+    res.failure_classes[static_cast<size_t>(FailureClass::kRegion)].events =
+        parts[0].failure_classes[static_cast<size_t>(FailureClass::kRegion)].events;
+    for (size_t k = 0; k < res.outages.size() && k < p.outages.size(); ++k)
+      res.outages[k].add(p.outages[k]);
     res.unfinished += p.unfinished;
     res.sessions += p.sessions;
     res.events += p.events;

@@ -15,10 +15,15 @@
 // outstanding calls per batch slot. The round trips are paid before the call reaches the
 // replica, so TTFT and end-to-end latency include them.
 //
-// Failures: each replica fails at the summed rate of its GPUs, servers and links; its calls
-// in flight are retried after retry_delay (they keep their arrival time, so their latency
-// includes the loss) and the replica comes back after the repair time plus the weight
-// load. Autoscaling: every interval, per pool, from the batch-slot utilization (or queue
+// Failures: each replica fails at the summed rate of its GPUs and its share of its servers'
+// and links' rates; a GPU failure takes down that replica, a server or link failure every
+// replica on the server (replicas sit on seats: replicas_per_server to a server, or one
+// replica spanning servers_per_replica servers), a rack failure (per rack of a pool, at
+// rack.mtbf) every server of the rack, a region outage (scheduled, or at region.mtbf)
+// every replica of the region. Their calls in flight are retried after retry_delay (they
+// keep their arrival time, so their latency includes the loss; a down region's users' calls
+// go to the other regions, paying the WAN round trip) and the replicas come back after the
+// repair time plus the weight load. Autoscaling: every interval, per pool, from the batch-slot utilization (or queue
 // per replica) against the target, or on a schedule that follows the region's diurnal
 // curve.
 //
@@ -29,6 +34,7 @@
 // KV transfers and a cross-domain expert all-to-all run as flows on the SimGrid fabric.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -106,13 +112,15 @@ class Simulation final : public core::EventTarget,
     int32_t in_pool = 0;      // its number among its pool's replicas (its GPUs on a fabric)
     int64_t outstanding = 0;
     SimTime held_since = 0;
+    int32_t seat = -1;    // its place in its pool's servers (servers_of)
+    uint8_t down_by = 0;  // fleet::FailureClass that took it down
   };
   struct Slot {  // a call from generation to completion
     workload::RequestSpec spec;
     int32_t replica = -1;    // the replica serving it, -1 before delivery and after
     int16_t region = -1;     // serving region, once routed
     bool counted = false;    // its arrival has been counted
-    bool retried = false;    // lost to a failed replica at least once
+    uint8_t retried = 0;     // lost to a failed replica: the last loss's fleet::FailureClass
     bool escalated = false;  // cascade: the small model answered; the large one answers now
   };
   struct Group {  // the active replicas of one model in one region
@@ -128,6 +136,11 @@ class Simulation final : public core::EventTarget,
     int repairs = 0;    // failed replicas whose repair falls within the run
     int started = 0;    // replicas started so far
     int gpu_base = -1;  // live network: replica k starts at GPU gpu_base + k · GPUs/replica
+    int down = 0;       // failed by hardware (not a region outage), for down_peak
+    std::vector<int32_t> seats;       // by seat: the replica there, -1 when free
+    std::vector<int32_t> free_seats;  // a min-heap of the free seats below seats.size()
+    std::vector<SimTime> rack_up_at;  // by rack: when its repair ends (0: up)
+    std::vector<SimTime> seat_up_at;  // by seat: its server or rack is in repair until then
     int desired = 0;
     SimTime last_change = 0;
     int64_t outstanding = 0;
@@ -176,6 +189,22 @@ class Simulation final : public core::EventTarget,
   void deactivate(int replica);             // leaves its group's active list
   void hold_end(int replica, SimTime now);  // stops counting its replica-hours
   void fail(int replica, SimTime now);
+  // Correlated failures (the hierarchy GPU → server → rack → region).
+  /// Servers [first, first + count) that the replica on `seat` of pool `p` sits on.
+  std::pair<int, int> servers_of(const PoolState& p, int seat) const;
+  /// Takes down a replica that is starting, active or draining (false otherwise): it leaves
+  /// its group, counts as failed by class `c` and is marked for retry_lost.
+  bool take_down(int replica, fleet::FailureClass c);
+  /// Retries the calls in flight on the replicas taken down (down_): returns their number.
+  uint64_t retry_lost(fleet::FailureClass c, SimTime now);
+  void schedule_repairs(SimTime repaired);  // of down_ (not when after the run)
+  /// No replica starts on the seats [first, last) until `until` (their hardware is in repair).
+  static void block_seats(PoolState& p, size_t first, size_t last, SimTime until);
+  void rack_fail(int pool, SimTime now);
+  void region_down(size_t outage, SimTime now);
+  void region_up(size_t outage, SimTime now);
+  void count_failed(uint32_t slot);  // a call given up
+  void outage_completion(const Slot& s, const serving::RequestRecord& rec, bool good);
   void autoscale(SimTime now);
   void sample_series(SimTime now);
   bool alive(int replica) const {
@@ -287,6 +316,19 @@ class Simulation final : public core::EventTarget,
   std::vector<double> gpu_ns_acc_;            // per region: GPU·ns active in the interval
   SimTime last_sample_ = 0;
   uint64_t retried_ = 0, retried_completed_ = 0, failed_calls_ = 0;
+  std::array<fleet::FailureClassResult, fleet::kFailureClasses> classes_{};
+  std::vector<int32_t> down_;     // scratch: replicas taken down by one failure
+  std::vector<char> victim_;      // by replica: in down_
+  Rng rack_rng_{0};               // rack failures (their own stream: the others stay as they were)
+  std::vector<int> region_down_;  // by region: outages in progress
+  struct OutageRun {
+    SimTime start = 0, end = 0;
+    bool active = false;
+    std::vector<fleet::OutageLoad> loads;  // by region × model
+  };
+  std::vector<OutageRun> outage_runs_;  // by outage, with outages_
+  std::vector<fleet::OutageResult> outages_;
+  int outages_active_ = 0;
 };
 
 }  // namespace fleetsim

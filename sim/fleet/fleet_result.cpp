@@ -26,6 +26,25 @@ void RegionResult::add(const RegionResult& o) {
   ttft = metrics::stats_of(over_time.total_latency());
 }
 
+void FailureClassResult::add(const FailureClassResult& o) {
+  events += o.events;
+  replicas_down += o.replicas_down;
+  calls_retried += o.calls_retried;
+  retried_completed += o.retried_completed;
+  retried_good += o.retried_good;
+  calls_failed += o.calls_failed;
+}
+
+void OutageResult::add(const OutageResult& o) {
+  calls += o.calls;
+  completed += o.completed;
+  good += o.good;
+  if (o.ttft_min_s >= 0 && (ttft_min_s < 0 || o.ttft_min_s < ttft_min_s)) ttft_min_s = o.ttft_min_s;
+  replicas_down += o.replicas_down;
+  calls_retried += o.calls_retried;
+  surviving.insert(surviving.end(), o.surviving.begin(), o.surviving.end());
+}
+
 std::vector<std::vector<int>> FleetSpec::partitions() const {
   std::vector<std::vector<int>> parts;
   for (int m = 0; m < static_cast<int>(models.size()); ++m) {

@@ -3,6 +3,7 @@
 // (the cost model, reports/) does not see the simulator.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -46,7 +47,45 @@ struct PoolResult {
   uint64_t input_tokens = 0, output_tokens = 0;  ///< of completed calls (sampled)
   metrics::LatencyStats tpot;  ///< of completed calls with more than one output token
   double load_time_s = 0;
+  /// Most replicas down at once for GPU, server, link and rack failures (region outages
+  /// excluded: spares in the region cannot cover those), sampled: the spares it needed.
+  int down_peak = 0;
   const FleetPool* spec = nullptr;
+};
+
+/// One class of failure over the run (sampled counts).
+struct FailureClassResult {
+  uint64_t events = 0;         ///< failures (a server failure is one, whatever it holds)
+  uint64_t replicas_down = 0;  ///< replicas they took down
+  uint64_t calls_retried = 0;  ///< calls in flight on those replicas, retried
+  uint64_t retried_completed = 0, retried_good = 0;  ///< ... then completed, meeting the SLO
+  uint64_t calls_failed = 0;  ///< ... then given up (no replica anywhere, or rejected)
+  void add(const FailureClassResult& o);
+};
+
+/// The load on a surviving region during another region's outage, for one model.
+struct OutageLoad {
+  int region = 0, model = 0;  ///< model: index into FleetSpec::models
+  std::string model_id;
+  int64_t outstanding_peak = 0;  ///< most calls in flight in the region's active replicas
+  int64_t slots_at_peak = 0;     ///< their batch slots then
+  int replicas_at_peak = 0;      ///< active replicas then
+  /// More replicas it would have needed to stay below the spill threshold at the peak:
+  /// ceil(outstanding_peak / (spill_load × slots per replica)) − replicas_at_peak, ≥ 0.
+  int extra_replicas = 0;
+};
+
+/// One region outage (scheduled or drawn from the region MTBF), sampled counts.
+struct OutageResult {
+  int region = 0;
+  double start_s = 0, end_s = 0;
+  uint64_t calls = 0;      ///< calls of the region's users that arrived during the outage
+  uint64_t completed = 0;  ///< ... completed (elsewhere)
+  uint64_t good = 0;       ///< ... meeting their SLO
+  double ttft_min_s = -1;  ///< the fastest of them (-1: none completed)
+  uint64_t replicas_down = 0, calls_retried = 0;  ///< replicas lost, their calls in flight
+  std::vector<OutageLoad> surviving;              ///< the other regions' peak load
+  void add(const OutageResult& o);
 };
 
 struct RegionResult {
@@ -71,6 +110,9 @@ struct FleetResult : RunResult {
   metrics::LatencyStats retried_e2e;  ///< end-to-end latency of the retried calls that completed
   uint64_t failed_calls = 0;          ///< calls given up (rejected by a replica)
   uint64_t unfinished = 0;            ///< calls still in flight when the run stopped
+  /// By FailureClass (index 0, "none", stays empty).
+  std::array<FailureClassResult, kFailureClasses> failure_classes{};
+  std::vector<OutageResult> outages;  ///< in order of start
   uint64_t sessions = 0;
   double sample = 1;
   double sim_end_s = 0;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -35,9 +36,15 @@ struct FleetPool {
   double server_usd = 0;        ///< owned: purchase price of one server (scenario); 0 = unknown
   double gpu_idle_w = 0;        ///< GPU draw with no work (catalog idle_power, else 20 % of TDP)
   bool gpu_idle_assumed = false;
-  double load_time_s = 0;         ///< provisioning delay: startup + weights over storage
-  double failure_rate_per_s = 0;  ///< one replica: GPU + server + link failures
+  double load_time_s = 0;  ///< provisioning delay: startup + weights over storage
+  /// One replica's share of the GPU, server and link failure rates: its GPUs', and
+  /// 1/replicas_per_server of each server's it sits on (a server failure takes down every
+  /// replica on it, so the server's rate is split among them).
+  double failure_rate_per_s = 0;
   double gpu_fail_share = 0, node_fail_share = 0;  ///< the rest are link failures
+  /// Replicas one server holds: floor(gpus per server / GPUs per replica) for replicas
+  /// smaller than a server, else 1 (the replica spans servers_per_replica servers).
+  int replicas_per_server = 1;
 };
 
 struct FleetRegion {
@@ -61,8 +68,27 @@ struct Failures {
   bool enabled = false;
   double gpu_mtbf_s = 0, node_mtbf_s = 0, link_mtbf_s = 0;  ///< 0 = that kind never fails
   double gpu_mttr_s = 0, node_mttr_s = 0, link_mttr_s = 0;
+  /// A rack (top-of-rack switch, PDU) takes down every server in it; per rack of a pool.
+  double rack_mtbf_s = 0, rack_mttr_s = 0;
+  /// A whole region goes down (power, network partition): per region.
+  double region_mtbf_s = 0, region_mttr_s = 0;
   double retry_delay_s = 1;  ///< until the client notices and retries elsewhere
+  /// A scheduled outage of one region (fleet.failures.region_outage), for "what if".
+  struct Outage {
+    int region = -1;
+    double at_s = 0, duration_s = 0;
+  };
+  std::vector<Outage> outages;
 };
+
+/// The classes of failure, as reported (FleetResult::failure_classes); 0 is "none".
+enum class FailureClass : uint8_t { kNone = 0, kGpu, kNode, kLink, kRack, kRegion };
+inline constexpr int kFailureClasses = 6;
+inline const char* failure_class_name(int c) {
+  static const char* const names[kFailureClasses] = {"none", "gpu",  "node",
+                                                     "link", "rack", "region"};
+  return names[c];
+}
 
 /// What the fleet costs (`cost:`; the cost model, the part the fleet report uses).
 struct CostModel {

@@ -264,18 +264,40 @@ void load_fleet(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
     read_failure_kind(*fm, "gpu", &f.gpu_mtbf_s, &f.gpu_mttr_s);
     read_failure_kind(*fm, "node", &f.node_mtbf_s, &f.node_mttr_s);
     read_failure_kind(*fm, "link", &f.link_mtbf_s, &f.link_mttr_s);
+    read_failure_kind(*fm, "rack", &f.rack_mtbf_s, &f.rack_mttr_s);
+    read_failure_kind(*fm, "region", &f.region_mtbf_s, &f.region_mttr_s);
+    if (auto om = fm->map_opt(schema::key("fleet.failures.region_outage"))) {
+      fleet::Failures::Outage o;
+      const std::string name = om->str(schema::key("fleet.failures.region_outage.region"));
+      std::string names;
+      for (size_t r = 0; r < spec.regions.size(); ++r) {
+        if (spec.regions[r].traffic.name == name) o.region = static_cast<int>(r);
+        names += (r == 0 ? "" : ", ") + spec.regions[r].traffic.name;
+      }
+      if (o.region < 0) om->fail("region", "no region named '" + name + "'", "one of: " + names);
+      o.at_s = om->quantity(schema::key("fleet.failures.region_outage.at"));
+      o.duration_s = om->quantity(schema::key("fleet.failures.region_outage.duration"));
+      om->finish();
+      f.outages.push_back(o);
+    }
     f.retry_delay_s = fm->quantity_or(schema::key("fleet.failures.retry_delay"));
     fm->finish();
-    if (f.gpu_mtbf_s == 0 && f.node_mtbf_s == 0 && f.link_mtbf_s == 0)
+    if (f.gpu_mtbf_s == 0 && f.node_mtbf_s == 0 && f.link_mtbf_s == 0 && f.rack_mtbf_s == 0 &&
+        f.region_mtbf_s == 0 && f.outages.empty())
       fl.fail("failures", "no failure kind given",
               "e.g. failures: {gpu: {mtbf: 80000h, mttr: 48h}, node: {mtbf: 60000h, mttr: 4h}}");
     for (auto& reg : spec.regions)
       for (auto& p : reg.pools) {
         // A replica fails when any of its GPUs, servers or server links (one NIC per GPU)
-        // fails: the rates add.
-        const double g = f.gpu_mtbf_s > 0 ? p.pool.par.gpus() / f.gpu_mtbf_s : 0;
-        const double s = f.node_mtbf_s > 0 ? p.servers_per_replica / f.node_mtbf_s : 0;
-        const double l = f.link_mtbf_s > 0 ? p.servers_per_replica / f.link_mtbf_s : 0;
+        // fails: the rates add. A server's failure takes down every replica on it, so each
+        // of its replicas_per_server replicas carries 1/replicas_per_server of its rate
+        // (the server's rate when it is full; see Simulation::fail).
+        const int gpus = p.pool.par.gpus();
+        p.replicas_per_server = gpus < p.gpus_per_server ? p.gpus_per_server / gpus : 1;
+        const double share = 1.0 / p.replicas_per_server;
+        const double g = f.gpu_mtbf_s > 0 ? gpus / f.gpu_mtbf_s : 0;
+        const double s = f.node_mtbf_s > 0 ? p.servers_per_replica / f.node_mtbf_s * share : 0;
+        const double l = f.link_mtbf_s > 0 ? p.servers_per_replica / f.link_mtbf_s * share : 0;
         p.failure_rate_per_s = g + s + l;
         p.gpu_fail_share = p.failure_rate_per_s > 0 ? g / p.failure_rate_per_s : 0;
         p.node_fail_share = p.failure_rate_per_s > 0 ? s / p.failure_rate_per_s : 0;
