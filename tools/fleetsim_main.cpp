@@ -33,17 +33,17 @@
 #include "reports/deploy.h"
 #include "reports/explain.h"
 #include "reports/fleet_report.h"
+#include "reports/ladder.h"
 #include "reports/plan_report.h"
 #include "reports/replications.h"
 #include "reports/run_report.h"
 #include "reports/summary.h"
-#include "reports/ladder.h"
 #include "reports/sweep.h"
 #include "reports/trace.h"
+#include "sim/app/ladder.h"
 #include "sim/app/plan.h"
 #include "sim/app/replicate.h"
 #include "sim/app/run.h"
-#include "sim/app/ladder.h"
 #include "sim/app/sweep.h"
 #include "sim/dist/dist.h"
 #include "sim/plan/planner.h"
@@ -82,7 +82,8 @@ const char* kUsage =
     "\n"
     "exit codes: 0 done; 1 input error (the message names file, line and field); 2 usage\n"
     "  error; 3 internal error (a bug: please report it); 4 plan: no configuration meets the\n"
-    "  SLO (ladder: a step meets it at no size); 130 / 143 interrupted by SIGINT / SIGTERM (nothing half-written is left)\n";
+    "  SLO (ladder: a step meets it at no size); 130 / 143 interrupted by SIGINT / SIGTERM "
+    "(nothing half-written is left)\n";
 
 // ---- interruption --------------------------------------------------------------------
 // SIGINT/SIGTERM: remove the temporary files being written (outputs are renamed into place
