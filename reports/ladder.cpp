@@ -158,7 +158,7 @@ std::vector<std::string> write_ladder_report(const app::LadderResult& r, const s
   d.table(ladder_table(r));
   // Waterfall: $ a day per step (log scale), each bar labelled with its factor against the
   // previous step.
-  std::string data;
+  std::string data = "step,name,usd_per_day,factor\n";  // a header: plots read columnheaders
   std::vector<double> values;
   for (size_t i = 0; i < r.rungs.size(); ++i) {
     const auto& s = r.rungs[i];

@@ -53,6 +53,13 @@ ladder:
   EXPECT_EQ(j["published"][0]["wh_per_call"], 0.5);
   EXPECT_TRUE(fs::exists(out / "report.md"));
   EXPECT_TRUE(fs::exists(out / "report.html"));
+  // The waterfall (when gnuplot is installed) has a bar for every step, the first included.
+  if (fs::exists(out / "ladder_waterfall.svg")) {
+    const std::string svg = slurp(out / "ladder_waterfall.svg");
+    EXPECT_NE(svg.find(">one at a time<"), std::string::npos);
+    EXPECT_NE(svg.find(">start<"), std::string::npos);
+    EXPECT_NE(svg.find(">batching<"), std::string::npos);
+  }
 }
 
 }  // namespace
