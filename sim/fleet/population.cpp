@@ -16,6 +16,15 @@ using workload::RequestSpec;
 
 namespace {
 
+// users.tracking: auto tracks users one by one up to this many weekly users (where a day's
+// count of sessions is far from a Poisson count's spread; above it the two agree within
+// their noise), and never more than kUsersMax simulated users (memory and time per day).
+constexpr double kAutoUsersMax = 1e5;
+constexpr double kUsersMax = 5e7;
+// At most this many sessions a day for one user (a draw of a heavy-tailed sessions_per_day
+// above it is cut to it: one session every 8.6 s all day).
+constexpr double kSessionsPerUserDayMax = 1e4;
+
 // Built-in diurnal curves, by local hour 0..23 (normalised to mean 1 when read).
 // ASSUMPTIONS, not measurements: no public hourly load curve of a consumer chat service was
 // found. "consumer" has a night trough near 04:00 at about a third of the mean and a broad
@@ -123,6 +132,14 @@ Population::Population(yaml::Map& u, std::vector<RegionTraffic> regions, const R
   system_ = static_cast<int32_t>(u.integer_or(key("system_prompt_tokens")));
   max_context_ = static_cast<int32_t>(u.integer_or(key("max_context_tokens")));
   sample_ = u.number_or(key("sample"));
+  const std::string tracking = u.choice_or(key("tracking"));
+  per_user_ = tracking == "users" || (tracking == "auto" && wau_ <= kAutoUsersMax);
+  if (per_user_ && wau_ * sample_ > kUsersMax)
+    u.fail("tracking",
+           "tracking users one by one holds at most " + units::format_count(kUsersMax) +
+               " simulated users; this population has " + units::format_count(wau_ * sample_),
+           "use tracking: rate (a Poisson process at the population's rate: the same load, "
+           "right for large populations) or a smaller users.sample");
   duration_ns_ = seconds_to_ns(u.quantity_or(key("duration")));
   if (ns_to_seconds(duration_ns_) > 31 * 86400.0)
     u.fail("duration", "at most 31 days", "simulate a day or a week, e.g. '24h' or '7d'");
@@ -182,6 +199,7 @@ Population::Population(yaml::Map& u, std::vector<RegionTraffic> regions, const R
     const double peak = *std::max_element(regions_[r].hourly.begin(), regions_[r].hourly.end()) *
                         *std::max_element(regions_[r].weekly.begin(), regions_[r].weekly.end());
     max_rate_ += sessions_per_day(r) * sample_ / 86400.0 * peak;
+    users_.push_back(static_cast<uint64_t>(std::llround(wau_ * sample_ * regions_[r].user_share)));
   }
 }
 
@@ -253,23 +271,82 @@ std::vector<workload::RequestClass> Population::request_classes() const {
   return v;
 }
 
-bool Population::next_session(std::vector<RequestSpec>& out) {
+bool Population::draw_user_day() {
+  constexpr double kDay = 86400.0;
+  for (;; ++day_) {
+    const double t0 = day_ * kDay;
+    if (seconds_to_ns(t0) >= duration_ns_) return false;
+    starts_.clear();
+    next_start_ = 0;
+    for (size_t r = 0; r < regions_.size(); ++r) {
+      // The day's mean and peak of h_r·w_r, minute by minute (curves step at local hours;
+      // offsets are whole minutes in practice).
+      double sum = 0, peak = 0;
+      for (int m = 0; m < 1440; ++m) {
+        const double x = multiplier(r, t0 + (m + 0.5) * 60.0);
+        sum += x;
+        peak = std::max(peak, x);
+      }
+      if (peak <= 0) continue;
+      const double p = std::min(1.0, dau_ * sum / 1440.0);
+      for (uint64_t i = 0; i < users_[r]; ++i) {
+        if (arrivals_.uniform01() >= p) continue;
+        const double x =
+            std::min(kSessionsPerUserDayMax, std::max(0.0, sessions_per_user_->sample(arrivals_)));
+        double n = std::floor(x);
+        if (arrivals_.uniform01() < x - n) n += 1;
+        for (int j = 0; j < static_cast<int>(n); ++j) {
+          double t = 0;  // a time of the day with density ∝ h_r·w_r (rejection)
+          do {
+            t = t0 + arrivals_.uniform01() * kDay;
+          } while (arrivals_.uniform01() * peak >= multiplier(r, t));
+          const SimTime tn = seconds_to_ns(t);
+          if (tn < duration_ns_) starts_.push_back(Start{tn, static_cast<uint8_t>(r)});
+        }
+      }
+    }
+    std::stable_sort(starts_.begin(), starts_.end(),
+                     [](const Start& a, const Start& b) { return a.t < b.t; });
+    if (!starts_.empty()) {
+      ++day_;
+      return true;
+    }
+  }
+}
+
+bool Population::next_start(size_t& region) {
+  if (per_user_) {
+    while (next_start_ >= starts_.size())
+      if (!draw_user_day()) return false;
+    const Start& s = starts_[next_start_++];
+    t_ns_ = s.t;
+    region = s.region;
+    return true;
+  }
   // Thinning (Lewis and Shedler 1979): candidates at the bound rate Λ_max, each kept with
   // probability Λ(t)/Λ_max, then a region with probability λ_r(t)/Λ(t).
-  while (!done_) {
+  for (;;) {
     t_ns_ += seconds_to_ns(arrivals_.exponential(1.0 / max_rate_));
-    if (t_ns_ >= duration_ns_) {
-      done_ = true;
-      break;
-    }
+    if (t_ns_ >= duration_ns_) return false;
     double rates[256];
     double total = 0;
     for (size_t r = 0; r < regions_.size(); ++r) total += (rates[r] = session_rate(r, t_ns_));
     const double u = arrivals_.uniform01() * max_rate_;
     if (u >= total) continue;
-    size_t region = 0;
+    region = 0;
     double acc = rates[0];
     while (u >= acc && region + 1 < regions_.size()) acc += rates[++region];
+    return true;
+  }
+}
+
+bool Population::next_session(std::vector<RequestSpec>& out) {
+  while (!done_) {
+    size_t region = 0;
+    if (!next_start(region)) {
+      done_ = true;
+      break;
+    }
     const double c = arrivals_.uniform01();
     const auto cls = std::min<uint8_t>(
         static_cast<uint8_t>(std::lower_bound(class_cdf_.begin(), class_cdf_.end(), c) -
@@ -359,6 +436,7 @@ std::string Population::describe() const {
   std::string s = m(wau_) + " weekly users, " + m(wau_ * dau_) + " daily, " + m(calls_per_day()) +
                   " calls/day, " + std::to_string(regions_.size()) + " regions";
   if (sample_ < 1) s += ", sampled " + m(sample_ * 100) + " % of users";
+  if (per_user_) s += ", users tracked one by one";
   return s;
 }
 

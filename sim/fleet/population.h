@@ -4,9 +4,8 @@
 //   users:
 //     weekly_active: 700e6          # weekly active users (WAU)
 //     daily_active_fraction: 0.4    # DAU / WAU
-//     sessions_per_day: {dist: exponential, mean: 2.5}   # per daily active user: the mean
-//                                   # of its draws (≥ 1) sets the rate; users are not
-//                                   # tracked one by one
+//     sessions_per_day: {dist: exponential, mean: 2.5}   # per daily active user
+//     tracking: auto                # users | rate | auto (users up to 100k weekly users)
 //     turns_per_session: {dist: lognormal, median: 2, sigma: 0.9, max: 40}
 //     think_time: {dist: lognormal, median: 40s, sigma: 1.0, max: 30min}
 //     system_prompt_tokens: 600
@@ -28,6 +27,18 @@
 // plus the conversation so far plus the new user message; an agentic turn fans out into
 // `fanout` parallel calls with the same prompt, and the next turn starts after all of them
 // finish (their answers join the context) and the user's think time.
+//
+// tracking: rate draws session starts as that Poisson process: right for large populations,
+// where a day's count is the sum of very many independent users. tracking: users follows the
+// users themselves, as small populations need (a team of 200 has a day's sessions spread far
+// wider than a Poisson count): region r has U_r = round(WAU · sample · share_r) users; on
+// day k of the run (24 h from the start) each is active with probability
+// min(1, dau · m_r,k), m_r,k the mean of h_r·w_r over that day, and an active user opens N
+// sessions, N a draw of sessions_per_day rounded stochastically (floor(x) + Bernoulli of its
+// fraction, so E[N] is the distribution's mean); each session starts at a time of the day
+// drawn from h_r·w_r. The expected load is the rate mode's; a day's count varies as
+// U·p·Var(N) + E[N]²·U·p(1−p) instead of its mean. A user's sessions are placed
+// independently over the day (no clustering within a user: no public data to fit it).
 #pragma once
 
 #include <array>
@@ -126,6 +137,8 @@ class Population {
   double weekly_active() const { return wau_; }
   double daily_active_fraction() const { return dau_; }
   SimTime duration_ns() const { return duration_ns_; }
+  /// True when users are tracked one by one (users.tracking, see the top of this file).
+  bool tracks_users() const { return per_user_; }
   /// Seconds from Monday 00:00 UTC to the start of the run.
   double start_s() const { return start_s_; }
   uint64_t sessions_started() const { return sessions_started_; }
@@ -147,6 +160,11 @@ class Population {
   /// The calls of the session's next turn at t (false: the session ends).
   bool make_turn(uint32_t slot, SimTime t, bool first, std::vector<workload::RequestSpec>& out);
   double multiplier(size_t r, double t_s) const;  // h_r·w_r at run time t_s
+  /// tracking: users — the session starts of run day `day_` in time order into starts_
+  /// (false once the run's days are over).
+  bool draw_user_day();
+  /// The next session start (time, region): by thinning, or from the users' day lists.
+  bool next_start(size_t& region);
 
   std::vector<RegionTraffic> regions_;
   std::vector<SessionClass> classes_;
@@ -166,6 +184,16 @@ class Population {
   uint64_t session_seed_ = 0;
   std::vector<bool> keep_;
   bool done_ = false;
+  // tracking: users
+  bool per_user_ = false;
+  std::vector<uint64_t> users_;  // U_r per region
+  struct Start {
+    SimTime t;
+    uint8_t region;
+  };
+  std::vector<Start> starts_;  // this day's, in time order
+  size_t next_start_ = 0;
+  int day_ = 0;
 };
 
 }  // namespace fleetsim::fleet

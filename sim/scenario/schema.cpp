@@ -346,6 +346,9 @@ std::vector<Key> build() {
       I("users.max_context_tokens", 16, 1 << 24, "32768",
         "a session ends before a turn that would exceed it"),
       N("users.sample", 1e-9, 1, "1", "simulate this share of the users and of every pool"),
+      C("users.tracking", {"auto", "users", "rate"}, "auto",
+        "users: each user's sessions of a day drawn for that user; rate: sessions at the "
+        "population's mean rate; auto: users up to 100k weekly users"),
       M("users.adapters", "each session uses one LoRA adapter (needs serving.lora)"),
       req(I("users.adapters.count", 1, 1e6, "", "adapters 1..count")),
       N("users.adapters.popularity_zipf", 0, 10, "0", "Zipf popularity of the adapters"),

@@ -14,19 +14,22 @@
 namespace fleetsim::fleet {
 namespace {
 
-RegionTraffic region(const std::string& name, double share, double utc_offset, const std::string& curve_yaml = "") {
+RegionTraffic region(const std::string& name, double share, double utc_offset,
+                     const std::string& curve_yaml = "") {
   RegionTraffic r;
   r.name = name;
   r.user_share = share;
   r.utc_offset_h = utc_offset;
   auto src = std::make_shared<yaml::Source>();
   src->file = "scenario.yaml";
-  yaml::Map m(YAML::Load(curve_yaml.empty() ? std::string("{}") : curve_yaml), src, "fleet.regions[0]");
+  yaml::Map m(YAML::Load(curve_yaml.empty() ? std::string("{}") : curve_yaml), src,
+              "fleet.regions[0]");
   read_curves(m, r);
   return r;
 }
 
-std::unique_ptr<Population> make(const std::string& yaml, std::vector<RegionTraffic> regions, uint64_t seed = 7) {
+std::unique_ptr<Population> make(const std::string& yaml, std::vector<RegionTraffic> regions,
+                                 uint64_t seed = 7) {
   auto src = std::make_shared<yaml::Source>();
   src->file = "scenario.yaml";
   yaml::Map m(YAML::Load(yaml), src, "users");
@@ -51,7 +54,7 @@ max_context_tokens: 100000
 struct Drive {
   uint64_t calls = 0, sessions = 0;
   std::vector<workload::RequestSpec> all;
-  std::map<int, uint64_t> per_hour;   // session starts by run hour
+  std::map<int, uint64_t> per_hour;  // session starts by run hour
 };
 Drive drive(Population& p, double latency_s = 1.0, bool keep = false) {
   Drive d;
@@ -112,7 +115,8 @@ TEST(Population, DiurnalCurveIntegratesToTheDailyTotal) {
   double integral = 0;
   const int steps = 24 * 60;  // one-minute steps; the +5.5 h zone changes hour on the half hour
   for (int i = 0; i < steps; ++i)
-    for (size_t r = 0; r < 3; ++r) integral += p->session_rate(r, seconds_to_ns((i + 0.5) * 60.0)) * 60.0;
+    for (size_t r = 0; r < 3; ++r)
+      integral += p->session_rate(r, seconds_to_ns((i + 0.5) * 60.0)) * 60.0;
   // 1e6 WAU × 0.4 × 2.5 = 1.0M sessions over the day, all regions.
   EXPECT_NEAR(integral, 1.0e6, 1e-6 * 1.0e6);
   EXPECT_GT(p->peak_to_mean(), 1.1);  // the curve has a peak
@@ -135,7 +139,8 @@ TEST(Population, GeneratedSessionsAndCallsMatchTheRate) {
 TEST(Population, ContextGrowsTurnByTurn) {
   // Fixed lengths: turn 1 prompt = 500 system + 100 = 600; turn 2 = 600 + 200 answer + 100
   // = 900; turn 3 = 900 + 200 + 100 = 1200.
-  auto p = make(std::string(kBase) + "duration: 2h\nsample: 0.001\n", {region("a", 1, 0, "{diurnal: flat}")});
+  auto p = make(std::string(kBase) + "duration: 2h\nsample: 0.001\n",
+                {region("a", 1, 0, "{diurnal: flat}")});
   const Drive d = drive(*p, 1.0, true);
   std::map<int32_t, std::vector<int32_t>> by_session;
   ASSERT_GT(d.all.size(), 30u);
@@ -143,7 +148,8 @@ TEST(Population, ContextGrowsTurnByTurn) {
   const auto& first = d.all.front();
   std::vector<int32_t> prompts;
   for (const auto& r : d.all)
-    if (r.client == first.client && r.arrival_ns < first.arrival_ns + seconds_to_ns(100.0)) prompts.push_back(r.prompt_tokens);
+    if (r.client == first.client && r.arrival_ns < first.arrival_ns + seconds_to_ns(100.0))
+      prompts.push_back(r.prompt_tokens);
   ASSERT_EQ(prompts.size(), 3u);
   EXPECT_EQ(prompts[0], 600);
   EXPECT_EQ(prompts[1], 900);
@@ -165,8 +171,10 @@ TEST(Population, AgentFanOutSendsParallelCallsAndWaitsForAll) {
   int32_t second_turn_prompt = 0;
   for (const auto& r : d.all) {
     if (r.client != first.client) continue;
-    if (r.arrival_ns == first.arrival_ns) ++same_instant;
-    else if (second_turn_prompt == 0 && r.arrival_ns < first.arrival_ns + seconds_to_ns(100.0)) second_turn_prompt = r.prompt_tokens;
+    if (r.arrival_ns == first.arrival_ns)
+      ++same_instant;
+    else if (second_turn_prompt == 0 && r.arrival_ns < first.arrival_ns + seconds_to_ns(100.0))
+      second_turn_prompt = r.prompt_tokens;
   }
   EXPECT_EQ(same_instant, 4);
   EXPECT_EQ(second_turn_prompt, 1500);
@@ -176,7 +184,8 @@ TEST(Population, AgentFanOutSendsParallelCallsAndWaitsForAll) {
 TEST(Population, TimeZonesMoveThePeak) {
   // One region at UTC+8 with the business curve (peak at local 10:00): the run's (UTC)
   // peak hour is 10 − 8 = 2.
-  auto p = make(std::string(kBase) + "duration: 24h\n", {region("asia", 1, 8, "{diurnal: business}")});
+  auto p =
+      make(std::string(kBase) + "duration: 24h\n", {region("asia", 1, 8, "{diurnal: business}")});
   EXPECT_EQ(p->peak_hour(), 2);
 }
 
@@ -197,6 +206,107 @@ TEST(Population, SameSeedSameCalls) {
     EXPECT_EQ(da.all[i].arrival_ns, db.all[i].arrival_ns);
     EXPECT_EQ(da.all[i].prompt_tokens, db.all[i].prompt_tokens);
   }
+}
+
+// kBase with another number of weekly users.
+std::string with_users(double wau) {
+  std::string s = kBase;
+  const std::string from = "weekly_active: 1e6";
+  s.replace(s.find(from), from.size(), "weekly_active: " + std::to_string(wau));
+  return s;
+}
+
+// Session starts per run day (24 h from the start), over the whole run.
+std::vector<double> sessions_per_day_of(Population& p) {
+  std::vector<double> days;
+  std::vector<workload::RequestSpec> out;
+  while (p.next_session(out)) {
+    const auto day = static_cast<size_t>(ns_to_seconds(out.front().arrival_ns) / 86400.0);
+    if (days.size() <= day) days.resize(day + 1, 0.0);
+    days[day] += 1;
+    out.clear();
+  }
+  return days;
+}
+
+const char* kTeam = R"(
+weekly_active: 1000
+daily_active_fraction: 0.4
+sessions_per_day: 3
+turns_per_session: 1
+think_time: 30s
+prompt_tokens: 100
+output_tokens: 200
+duration: 31d
+)";
+
+TEST(Population, SmallPopulationsAreTrackedUserByUser) {
+  // 1,000 weekly users, 40 % active on a day, each active user opening exactly 3 sessions: a
+  // day's count is 3 × Binomial(1000, 0.4), mean 1,200 and variance 9 × 1000 × 0.4 × 0.6 =
+  // 2,160 (s.d. 46.5), always a multiple of 3. A Poisson process at the same rate (tracking:
+  // rate) has variance 1,200 and any count. 3 seeds × 31 days = 93 days.
+  std::vector<double> users, rate;
+  for (uint64_t seed : {1, 2, 3}) {
+    auto p = make(std::string(kTeam), {region("a", 1, 0, "{diurnal: flat}")}, seed);
+    ASSERT_TRUE(p->tracks_users());  // auto: ≤ 100k weekly users
+    for (double n : sessions_per_day_of(*p)) users.push_back(n);
+    auto q =
+        make(std::string(kTeam) + "tracking: rate\n", {region("a", 1, 0, "{diurnal: flat}")}, seed);
+    ASSERT_FALSE(q->tracks_users());
+    for (double n : sessions_per_day_of(*q)) rate.push_back(n);
+  }
+  ASSERT_EQ(users.size(), 93u);
+  ASSERT_EQ(rate.size(), 93u);
+  auto mean_var = [](const std::vector<double>& v) {
+    double m = 0, s = 0;
+    for (double x : v) m += x;
+    m /= static_cast<double>(v.size());
+    for (double x : v) s += (x - m) * (x - m);
+    return std::pair<double, double>(m, s / static_cast<double>(v.size() - 1));
+  };
+  for (double n : users) EXPECT_EQ(std::fmod(n, 3.0), 0.0) << n;
+  const auto [um, uv] = mean_var(users);
+  const auto [rm, rv] = mean_var(rate);
+  // Means: 1,200 ± 4 s.e. (46.5 / √93 = 4.8; Poisson 34.6 / √93 = 3.6).
+  EXPECT_NEAR(um, 1200.0, 4 * 4.8);
+  EXPECT_NEAR(rm, 1200.0, 4 * 3.6);
+  // Variances: a sample variance of 93 draws has relative s.e. √(2/92) = 15 %, so 2,160 lies
+  // in [1,500, 3,000] and 1,200 in [800, 1,600] with room (≥ 2 s.e. either side).
+  EXPECT_GT(uv, 1500.0);
+  EXPECT_LT(uv, 3000.0);
+  EXPECT_GT(rv, 800.0);
+  EXPECT_LT(rv, 1600.0);
+}
+
+TEST(Population, TrackedUsersFollowTheDiurnalCurve) {
+  // 1e5 weekly users × 0.4 × 2.5 sessions = 1e5 sessions in the day, started by the
+  // business curve (its 24 numbers sum to 24.27): hour 3 gets 1e5 × 0.18 / 24.27 = 742
+  // (Poisson-like s.d. 27, 3.7 %) and hour 10 gets 1e5 × 2.05 / 24.27 = 8,447 (1.1 %).
+  // Their ratio is 2.05 / 0.18 = 11.4 within 15 % (≥ 3.5 s.d. of the ratio's 3.9 %, and
+  // the count's overdispersion from stochastic rounding of 2.5 sessions is 10 %: 4 s.d.).
+  auto p = make(with_users(1e5) + "duration: 24h\n", {region("a", 1, 0, "{diurnal: business}")});
+  ASSERT_TRUE(p->tracks_users());
+  const Drive d = drive(*p);
+  const double ratio =
+      static_cast<double>(d.per_hour.at(10)) / static_cast<double>(d.per_hour.at(3));
+  EXPECT_NEAR(ratio, 2.05 / 0.18, 0.15 * 2.05 / 0.18);
+  // The day's total: 1e5 sessions; 40k active users (s.d. √(1e5·0.4·0.6) = 155 users) with
+  // 2.5 sessions each (2 or 3: variance 0.25): variance 40k × 0.25 + 2.5² × 155² = 160k,
+  // s.d. 400.
+  EXPECT_NEAR(static_cast<double>(d.sessions), 1e5, 4 * 400.0);
+}
+
+TEST(Population, TrackingUsersOneByOneHasALimit) {
+  try {
+    make(with_users(1e9) + "tracking: users\n", {region("a", 1, 0)});
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    const std::string w = e.what();
+    EXPECT_NE(w.find("users.tracking"), std::string::npos) << w;
+    EXPECT_NE(w.find("tracking: rate"), std::string::npos) << w;  // the hint
+  }
+  // 1e6 weekly users (above auto's 100k): a Poisson process.
+  EXPECT_FALSE(make(kBase, {region("a", 1, 0)})->tracks_users());
 }
 
 TEST(Population, BadInputNamesTheField) {
