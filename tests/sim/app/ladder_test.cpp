@@ -87,6 +87,62 @@ TEST(Ladder, EachStepMeetsItsHandBounds) {
   EXPECT_NEAR(batching.usd_per_mtok, batching.usd_per_day / batching.tokens_per_day * 1e6, 1e-9);
 }
 
+// The later techniques of the default ladder on the same small fleet: quantization, the MoE
+// swap, prefix caching and the response cache, each against a bound computed by hand.
+const char* kLaterSteps = R"(
+ladder:
+  window: 10min
+  warmup: 2min
+  steps:
+    - {name: batching, set: {serving.max_num_seqs: 64}}
+    - {name: fp8, set: {precision: {weights: fp8, activations: fp8, kv: fp8}}}
+    - {name: moe, set: {model: gpt-oss-20b}}
+    - {name: prefix caching, set: {serving.prefix_caching: true}}
+    - {name: response cache, set: {serving.response_cache: {hit_rate: 0.2}}}
+)";
+
+TEST(Ladder, LaterStepsMeetTheirHandBounds) {
+  const std::string file = ladder_file("later", std::string(kLadderFleet) + kLaterSteps);
+  const LadderResult r = run_ladder(file, {}, std::nullopt, ladder_catalog(), nullptr, 2);
+  ASSERT_EQ(r.rungs.size(), 5u);
+  for (const auto& s : r.rungs) {
+    ASSERT_TRUE(s.met) << s.name << ": " << s.reason;
+    EXPECT_GE(s.attainment, 0.99) << s.name;
+    EXPECT_GE(s.gpus, 1.0) << s.name;
+  }
+  const LadderRung &batching = r.rungs[0], &fp8 = r.rungs[1], &moe = r.rungs[2],
+                   &prefix = r.rungs[3], &cache = r.rungs[4];
+  // No sequence decodes faster than one read of the weights a token needs, at batch 1, over
+  // the H100's 3.35 TB/s:
+  // - Llama-3.1-8B in BF16: 8.03e9 × 2 B = 16.06 GB → 4.79 ms;
+  EXPECT_GE(batching.tpot_p99_s, 4.79e-3);
+  // - in FP8: 8.03e9 × 1 B = 8.03 GB → 2.40 ms;
+  EXPECT_GE(fp8.tpot_p99_s, 2.40e-3);
+  // - gpt-oss-20b: its 3.61e9 active parameters (model card) at no less than MXFP4's 4.25
+  //   bits (0.53 B) = 1.92 GB → 0.57 ms, with or without the caches after it.
+  EXPECT_GE(moe.tpot_p99_s, 0.57e-3);
+  EXPECT_GE(prefix.tpot_p99_s, 0.57e-3);
+  EXPECT_GE(cache.tpot_p99_s, 0.57e-3);
+  // Halving the bytes per weight cannot more than halve a replica's decode time, and the
+  // fleet's size is whole replicas of 1 GPU found by the same search: FP8 needs at least
+  // half the GPUs of BF16 less one replica of rounding (and never a fraction).
+  EXPECT_GE(fp8.gpus, batching.gpus / 2 - 1);
+  // Prefix caching saves prefill, never calls or tokens: the same traffic (same seed) arrives,
+  // so a day's calls are the MoE step's exactly.
+  EXPECT_EQ(prefix.calls_per_day, moe.calls_per_day);
+  // The response cache answers 20 % of calls without a GPU: the calls still arrive (same
+  // count), and the tokens the GPUs process fall to 80 % of the step before, within the
+  // binomial noise of the hits over the window's ~3,300 calls (s.d. √(0.2·0.8/3300) = 0.7 %;
+  // ±4 % is 5 s.d.).
+  EXPECT_EQ(cache.calls_per_day, prefix.calls_per_day);
+  EXPECT_NEAR(cache.tokens_per_day / prefix.tokens_per_day, 0.8, 0.04);
+  // Each factor is the ratio of $ a day, step over step.
+  for (size_t i = 1; i < r.rungs.size(); ++i)
+    EXPECT_NEAR(r.rungs[i].factor_previous, r.rungs[i - 1].usd_per_day / r.rungs[i].usd_per_day,
+                1e-12)
+        << r.rungs[i].name;
+}
+
 TEST(Ladder, SameSeedSameAnswerWhateverTheThreads) {
   const std::string file = ladder_file("determinism", std::string(kLadderFleet) + kLadderSteps);
   const LadderResult a = run_ladder(file, {}, std::nullopt, ladder_catalog(), nullptr, 1);
