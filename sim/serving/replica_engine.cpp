@@ -77,12 +77,15 @@ void ReplicaEngine::fail(const std::string& what) const {
 // ---- prefix caching --------------------------------------------------------------------
 
 int64_t ReplicaEngine::full_hash_blocks(const Seq& s) const {
-  // Only whole hash blocks of the prompt are cached (generated tokens have no hashes).
+  // Whole hash blocks of the prompt (at prefill; finish() adds the answer's for fleet sessions).
   return std::min<int64_t>(s.spec.hash_count, s.spec.prompt_tokens / cfg_.prefix_block_tokens);
 }
 
 ReplicaEngine::Lookup ReplicaEngine::lookup(const Seq& s) const {
   Lookup l;
+  // Unreferenced cached blocks can be evicted for any request, one with no whole prompt
+  // block of its own (hash_count 0) too.
+  if (cfg_.prefix_caching) l.evictable_blocks = cache_.evictable() * blocks_per_hash_;
   if (cfg_.prefix_caching && s.spec.hash_count > 0) {
     const int64_t limit =
         std::min<int64_t>(full_hash_blocks(s), (s.target - 1) / cfg_.prefix_block_tokens);
@@ -95,7 +98,7 @@ ReplicaEngine::Lookup ReplicaEngine::lookup(const Seq& s) const {
     int64_t matched_free = 0;
     for (int64_t i = 0; i < m.gpu; ++i)
       if (cache_.refs(hashes_of(s)[i]) == 0) ++matched_free;
-    l.evictable_blocks = (cache_.evictable() - matched_free) * blocks_per_hash_;
+    l.evictable_blocks -= matched_free * blocks_per_hash_;
   }
   l.need_blocks = rules_.reserve_whole_life ? life_blocks(s.spec)
                                             : blocks_for(s.target) - l.hits * blocks_per_hash_;
@@ -118,6 +121,23 @@ void ReplicaEngine::cache_prompt(Seq& s) {
     if (!cache_.insert_pinned(h[i])) used_blocks_ -= blocks_per_hash_;
   }
   s.pinned = static_cast<int32_t>(std::max<int64_t>(s.pinned, full));
+}
+
+void ReplicaEngine::finish(Seq& s, int64_t tokens) {
+  // The answer's whole blocks join the cache too (vLLM v1 and SGLang's radix tree keep the
+  // KV of generated tokens), so a session's next turn, whose prompt is this prompt and this
+  // answer, finds them. Only generated hashes (fleet sessions) extend past the prompt: a
+  // trace's hashes cover its prompts alone. With parallel calls in a turn, each answer is
+  // cached as if it came first in the next prompt (the second's blocks hit falsely).
+  if (cfg_.prefix_caching && (s.spec.hash_count > 0 || s.spec.hash_begin > 0) &&
+      cfg_.generated_shared_blocks >= 0 && !rules_.reserve_whole_life) {
+    const int64_t full = tokens / cfg_.prefix_block_tokens;
+    const HashSpan h = hashes_of(s);
+    for (int64_t i = s.pinned; i < full; ++i)
+      if (!cache_.insert_pinned(h[i])) used_blocks_ -= blocks_per_hash_;
+    s.pinned = static_cast<int32_t>(std::max<int64_t>(s.pinned, full));
+  }
+  release(s, tokens);
 }
 
 void ReplicaEngine::release(Seq& s, int64_t tokens) {
@@ -307,7 +327,7 @@ void ReplicaEngine::admit_prefilled(SimTime now) {
       s.swapped_blocks = 0;
     }
     if (s.generated >= s.spec.output_tokens) {
-      release(s, s.target);
+      finish(s, s.target);
       complete(slot, now);
     } else {
       join_decode(slot);  // its last token came out at the transfer's end (last_token_ns)
@@ -658,7 +678,7 @@ void ReplicaEngine::finish_mixed(SimTime now) {
     }
     s.last_token_ns = now;
     if (s.generated >= s.spec.output_tokens && !rules_.closed_batches) {
-      release(s, s.target);
+      finish(s, s.target);
       complete(c.slot, now);
     } else {
       join_decode(c.slot);
@@ -735,7 +755,7 @@ void ReplicaEngine::complete_due(SimTime now) {
       ++held_;
       continue;
     }
-    release(s, ctx_of(s));
+    finish(s, ctx_of(s));
     leave_decode(f.slot);  // pops the entry
     complete(f.slot, now);
   }
@@ -743,7 +763,7 @@ void ReplicaEngine::complete_due(SimTime now) {
 
 void ReplicaEngine::complete_held(uint32_t slot, SimTime now) {
   Seq& s = seqs_[slot];
-  release(s, ctx_of(s));
+  finish(s, ctx_of(s));
   s.held = false;
   --held_;
   leave_decode(slot);

@@ -365,6 +365,8 @@ class ReplicaEngine : public Replica {
   }
   HashSpan hashes_of(const Seq& s) const { return hashes_of(s.spec); }
   int64_t full_hash_blocks(const Seq& s) const;
+  /// A sequence is done: its answer's whole hash blocks are cached, then release(s, tokens).
+  void finish(Seq& s, int64_t tokens);
   int64_t own_blocks(const Seq& s, int64_t tokens) const {
     if (rules_.reserve_whole_life) return life_blocks(s.spec);
     return blocks_for(tokens) - static_cast<int64_t>(s.pinned) * blocks_per_hash_;

@@ -54,9 +54,11 @@ slo: {ttft: 2s, tpot: 100ms}
 TEST(FleetTechniques, PrefixCachingReusesEachSessionsContextAndTheSystemPrompt) {
   // Hash blocks of 256 tokens; the system prompt is 2 whole blocks. Turn 1's prompt is
   // 512 + 300 = 812 tokens (3 whole blocks), turn 2's 812 + 100 + 300 = 1212 (4), turn 3's
-  // 1212 + 100 + 300 = 1612 (6). Only prompt blocks are cached, so:
+  // 1212 + 100 + 300 = 1612 (6). A call's whole blocks are cached when it finishes, its
+  // answer's included: its KV then holds prompt + 100 − 1 tokens. So:
   //   turn 1 finds the system prompt (2 blocks = 512 tokens) cached by earlier sessions,
-  //   turn 2 finds turn 1's 3 blocks (768 tokens), turn 3 turn 2's 4 blocks (1024 tokens).
+  //   turn 2 finds turn 1's 911 / 256 = 3 blocks (768 tokens), turn 3 turn 2's
+  //   1311 / 256 = 5 blocks (1,280 tokens; its prompt's blocks alone would be 4).
   // With one replica and a KV cache far larger than the ~170 sessions' blocks, nothing a
   // later turn needs is evicted; only the very first session misses the system prompt.
   const auto sc = load(text(", prefix_caching: true, prefix_block_tokens: 256"));
@@ -66,7 +68,7 @@ TEST(FleetTechniques, PrefixCachingReusesEachSessionsContextAndTheSystemPrompt) 
   const uint64_t n = s.requests_completed / 3;  // sessions (all of them finish in 30 min)
   ASSERT_GT(n, 100u);
   EXPECT_EQ(s.prefix_lookup_tokens, static_cast<int64_t>(n * (812 + 1212 + 1612)));
-  EXPECT_EQ(s.prefix_hit_tokens, static_cast<int64_t>((n - 1) * 512 + n * (768 + 1024)));
+  EXPECT_EQ(s.prefix_hit_tokens, static_cast<int64_t>((n - 1) * 512 + n * (768 + 1280)));
 
   // The same fleet without prefix caching computes every prompt token; its TTFT is longer.
   const FleetResult off = run_fleet(load(text("")), {}, 1);

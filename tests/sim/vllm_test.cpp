@@ -221,6 +221,60 @@ TEST(Vllm, PrefixHitSkipsCachedPrefillAndEvictsLeastRecentlyUsed) {
   }
 }
 
+TEST(Vllm, AnAnswersBlocksAreCachedForTheSessionsNextTurn) {
+  const StepModel steps = simple_steps(8, 10);
+  // Fleet sessions' generated hashes (no shared system prompt): KV blocks of 4 tokens,
+  // prefix blocks of 8 tokens (2 KV blocks); 1 ms a prompt token, 10 ms a decode step.
+  // A (t=0, session 1, 6-token prompt: no whole prefix block, 12 output): prefill 0..6 ms,
+  //   11 decodes to 116 ms. Its KV then holds 6 + 12 − 1 = 17 tokens: the answer completes
+  //   17 / 8 = 2 prefix blocks, which are cached when it finishes (vLLM v1, SGLang).
+  // B (t=500 ms, session 1's next turn: 6 + 12 + 2 = 20-token prompt, 1 output): finds both
+  //   blocks (16 tokens; at most (20 − 1) / 8 = 2 may be used) and computes 4: 500..504 ms.
+  //   Caching the prompt's blocks alone would have found nothing (A had none) and taken 20.
+  for (bool chunked : {false, true}) {
+    for (bool ff : {true, false}) {
+      ServingConfig cfg = config(chunked, 64, 8, 4);
+      cfg.fast_forward = ff;
+      cfg.prefix_caching = true;
+      cfg.prefix_block_tokens = 8;
+      cfg.generated_shared_blocks = 0;
+      RunLog r = simulate(
+          steps, cfg,
+          {with_hashes(req(0, 0, 6, 12), 1, 0), with_hashes(req(1, 500 * kMs, 20, 1), 1, 2)});
+      SCOPED_TRACE(std::string(chunked ? "chunked" : "prefill-first") + (ff ? " fast" : " step"));
+      EXPECT_EQ(r.log.out[0], (Outcome{0, 6 * kMs, 116 * kMs, 0}));
+      EXPECT_EQ(r.log.out[1], (Outcome{500 * kMs, 504 * kMs, 504 * kMs, 0}));
+      EXPECT_EQ(r.log.lookups, (std::vector<std::pair<int64_t, int64_t>>{{6, 0}, {20, 16}}));
+      EXPECT_EQ(r.cache_entries, 2);
+    }
+  }
+}
+
+TEST(Vllm, APromptWithoutAWholeBlockStillEvictsCachedBlocks) {
+  const StepModel steps = simple_steps(8, 10);
+  // As above, 5 KV blocks. After A (done at 116 ms) its answer's 2 entries hold 4 blocks,
+  // 1 is free. C (t=300 ms, another session, 7-token prompt: no whole prefix block, 1
+  // output) needs blocks_for(7) = 2: it evicts the least recently used entry (A's deepest)
+  // and runs 300..307 ms. (It once waited forever: only requests with a whole prompt block
+  // counted the cache's unreferenced blocks as free.)
+  for (bool chunked : {false, true}) {
+    for (bool ff : {true, false}) {
+      ServingConfig cfg = config(chunked, 64, 5, 4);
+      cfg.fast_forward = ff;
+      cfg.prefix_caching = true;
+      cfg.prefix_block_tokens = 8;
+      cfg.generated_shared_blocks = 0;
+      RunLog r = simulate(
+          steps, cfg,
+          {with_hashes(req(0, 0, 6, 12), 1, 0), with_hashes(req(1, 300 * kMs, 7, 1), 2, 0)});
+      SCOPED_TRACE(std::string(chunked ? "chunked" : "prefill-first") + (ff ? " fast" : " step"));
+      EXPECT_EQ(r.log.out[1], (Outcome{300 * kMs, 307 * kMs, 307 * kMs, 0}));
+      EXPECT_EQ(r.evictions, 1);
+      EXPECT_EQ(r.cache_entries, 1);
+    }
+  }
+}
+
 TEST(PrefixCache, MatchPinUnpinAndEvictionOrder) {
   PrefixCache c;
   const uint64_t a[] = {1, 2, 3}, b[] = {1, 2, 7};
