@@ -386,10 +386,55 @@ Table plan_lost_table(const PlanResult& r) {
   return tb;
 }
 
+std::vector<std::string> plan_dropped_values(const PlanResult& r) {
+  // Per axis value, in the order the axes and values were enumerated: how many
+  // configurations have it, how many of those are invalid, and their reasons by kind.
+  struct Use {
+    int all = 0, invalid = 0;
+    std::map<std::string, std::pair<int, const Candidate*>> kinds;  // kind → count, example
+  };
+  std::vector<std::pair<std::string, std::string>> order;
+  std::map<std::pair<std::string, std::string>, Use> uses;
+  for (const auto& c : r.candidates)
+    for (const auto& pv : c.values) {
+      auto [it, fresh] = uses.try_emplace(pv);
+      if (fresh) order.push_back(pv);
+      ++it->second.all;
+      if (c.status != Status::kInvalid) continue;
+      ++it->second.invalid;
+      auto& k = it->second.kinds[reason_kind(c.reason)];
+      if (k.first++ == 0) k.second = &c;
+    }
+  std::vector<std::string> lines;
+  for (const auto& pv : order) {
+    const Use& u = uses[pv];
+    if (u.invalid < u.all || u.all == 0) continue;
+    const Candidate* ex = nullptr;
+    int most = 0;
+    for (const auto& [kind, k] : u.kinds)
+      if (k.first > most) {
+        most = k.first;
+        ex = k.second;
+      }
+    std::string line = pv.first.substr(pv.first.find('.') + 1) + " = " + pv.second + ": all " +
+                       std::to_string(u.all) + (u.all == 1 ? " configuration" : " configurations") +
+                       " invalid";
+    if (ex != nullptr) {
+      line += ": " + ex->reason;
+      if (u.kinds.size() > 1)
+        line += " (" + std::to_string(most) + " of them; other reasons in plan.csv)";
+      if (!ex->fix.empty()) line += "; fix: " + ex->fix;
+    }
+    lines.push_back(line);
+  }
+  return lines;
+}
+
 std::string plan_report(const PlanResult& r, const std::vector<app::PlanRobustness>& robust,
                         int runners_up) {
   std::ostringstream o;
   o << "PLAN  " << r.scenario_name << ": the cheapest deployment meeting " << slo_text(r) << "\n";
+  for (const std::string& d : plan_dropped_values(r)) o << wrap("DROPPED " + d);
   o << wrap(search_text(r)) << "\n";
   o << "ANSWER\n" << wrap(plan_answer(r));
   if (r.chosen >= 0) {
@@ -452,6 +497,7 @@ std::vector<std::string> write_plan_report(const PlanResult& r,
       "check):");
   d.preformatted(check_report(base));
   d.heading("The answer");
+  for (const std::string& line : plan_dropped_values(r)) d.paragraph("Dropped: " + line + ".");
   d.paragraph(plan_answer(r));
   if (r.chosen >= 0) {
     d.heading("Equally cheap answers");
@@ -547,6 +593,7 @@ nlohmann::json plan_json(const PlanResult& r, const std::vector<app::PlanRobustn
                    {"mean_prompt_tokens", r.workload.mean_prompt},
                    {"mean_output_tokens", r.workload.mean_output}};
   j["configurations"] = r.candidates.size();
+  j["dropped_values"] = plan_dropped_values(r);
   j["simulations"] = r.simulations;
   j["wall_s"] = r.wall_s;
   auto cand = [&](const Candidate& c) {

@@ -35,7 +35,13 @@ Table plan_ranking_table(const plan::PlanResult& r, int runners_up);
 /// The configurations that were dropped, by outcome, with the first example of each.
 Table plan_lost_table(const plan::PlanResult& r);
 
-/// The terminal report.
+/// Axis values that no configuration could use (every configuration with the value is
+/// invalid), one line each with the commonest reason and its fix: "gpu = mi300x: all 96
+/// configurations invalid: no price for mi300x (...); fix: give plan.usd_per_gpu_hour ...".
+/// Empty when every value of every axis has a valid configuration.
+std::vector<std::string> plan_dropped_values(const plan::PlanResult& r);
+
+/// The terminal report (dropped axis values first, as DROPPED lines).
 std::string plan_report(const plan::PlanResult& r, const std::vector<app::PlanRobustness>& robust,
                         int runners_up = 5);
 /// report.md, report.html, pareto.svg and pareto.csv in `dir`; returns the files written.

@@ -460,12 +460,16 @@ std::vector<Candidate> Planner::enumerate() const {
       price(c);
       const scenario::Scenario sc = resolve(c, spec_.min_replicas);
       if (c.usd_per_gpu_hour <= 0)
-        throw InputError("no price for " + sc.gpu.id + " (the catalog has no cloud price for it)",
+        throw InputError("no price for " + sc.gpu.id +
+                             (spec_.usd_per_gpu_hour.count(sc.gpu.id)
+                                  ? " (plan.usd_per_gpu_hour gives it 0)"
+                                  : " (the catalog has no cloud price for it)"),
                          "give plan.usd_per_gpu_hour: {" + sc.gpu.id + ": ...}");
       estimate(c, sc);
     } catch (const InputError& e) {
       c.status = Status::kInvalid;
       c.reason = e.message();
+      c.fix = e.hint();
     }
   }
   return out;

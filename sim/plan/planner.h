@@ -148,6 +148,7 @@ struct Candidate {
   std::string label;                                        ///< "h200-sxm tp=4 weights=fp8 ..."
   Status status = Status::kInvalid;
   std::string reason;  ///< why it was dropped (invalid, infeasible, pruned, SLO missed)
+  std::string fix;     ///< invalid: the error's hint (how to make it valid), if any
 
   // Resolved deployment.
   int gpus_per_replica = 0;

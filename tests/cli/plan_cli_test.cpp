@@ -31,8 +31,17 @@ TEST_F(Cli, PlanGivesDollarsPerMillionTokensAndWhyConfigurationsAreInvalid) {
   ASSERT_EQ(r.code, 0) << r.err;
   const std::string out = unwrapped(r.out);
   EXPECT_NE(out.find("8 invalid (8 no price for mi300x"), std::string::npos) << out;
+  // Up front, before the search paragraph: the GPU that no configuration could use, why, and
+  // the fix (the price error's hint). H100 and both TPs have valid configurations: no line.
+  const size_t dropped = out.find("DROPPED gpu = mi300x: all 8 configurations invalid: no price");
+  ASSERT_NE(dropped, std::string::npos) << out;
+  EXPECT_LT(dropped, out.find("Searched"));
+  EXPECT_NE(out.find("fix: give plan.usd_per_gpu_hour: {mi300x: ...}"), std::string::npos) << out;
+  EXPECT_EQ(out.find("DROPPED tp"), std::string::npos) << out;
+  EXPECT_EQ(out.find("DROPPED gpu = h100"), std::string::npos) << out;
   EXPECT_NE(r.out.find("$/M out tok"), std::string::npos) << r.out;
   const json j = json::parse(slurp(dir_ / "p" / "plan.json"));
+  ASSERT_EQ(j["dropped_values"].size(), 1u) << j["dropped_values"];
   const json& c = j["chosen"];
   ASSERT_TRUE(c.is_object());
   // $ per million output tokens = $/h ÷ (3600 · output tokens/s) · 1e6; the chosen
