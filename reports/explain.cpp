@@ -28,10 +28,15 @@ Representative representative_iterations(const scenario::Scenario& sc) {
   r.mean_output = n > 0 ? o / n : 128;
   const int64_t prompt = std::max<int64_t>(1, static_cast<int64_t>(r.mean_prompt + 0.5));
   const int64_t chunk = std::min(prompt, sc.vllm.max_batched_tokens);
+  // A prompt longer than the token budget runs in chunks, each attending to the chunks
+  // before it: the mean chunk has (prompt − chunk) / 2 tokens of the prompt cached before
+  // it (prior tokens grow linearly chunk by chunk), and its attention pairs grow with them.
+  r.prefill_prior = (prompt - chunk) / 2;
   r.prefill.prefill_tokens = chunk;
   r.prefill.prefill_attn_pairs =
-      static_cast<double>(chunk) * (static_cast<double>(chunk) + 1.0) / 2.0;
-  r.prefill.prefill_kv_tokens = chunk;
+      static_cast<double>(chunk) *
+      (static_cast<double>(r.prefill_prior) + (static_cast<double>(chunk) + 1.0) / 2.0);
+  r.prefill.prefill_kv_tokens = r.prefill_prior + chunk;
   r.prefill.logits_tokens = chunk == prompt ? 1 : 0;
   r.decode_seqs = std::min<int64_t>(sc.vllm.max_num_seqs, 32);
   const int64_t ctx = static_cast<int64_t>(r.mean_prompt + r.mean_output / 2 + 0.5);
@@ -85,8 +90,15 @@ std::string explain(const scenario::Scenario& sc) {
     << (sc.par.expert_parallel ? ", expert-parallel" : "") << "), weights " << sc.weights_dtype
     << ", activations " << sc.activations_dtype << ", KV " << sc.kv_dtype
     << "; efficiency: " << sc.efficiency_source << "\n";
-  std::snprintf(buf, sizeof buf, "prefill: one chunk of %lld tokens (mean prompt %.0f tokens)",
-                static_cast<long long>(r.prefill.prefill_tokens), r.mean_prompt);
+  if (r.prefill_prior > 0)
+    std::snprintf(buf, sizeof buf,
+                  "prefill: the mean chunk of the mean prompt (%.0f tokens): %lld tokens after "
+                  "%lld of the prompt already in the KV cache",
+                  r.mean_prompt, static_cast<long long>(r.prefill.prefill_tokens),
+                  static_cast<long long>(r.prefill_prior));
+  else
+    std::snprintf(buf, sizeof buf, "prefill: one chunk of %lld tokens (mean prompt %.0f tokens)",
+                  static_cast<long long>(r.prefill.prefill_tokens), r.mean_prompt);
   o << explain_table(sc, r.prefill, buf);
   std::snprintf(
       buf, sizeof buf,

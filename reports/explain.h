@@ -16,6 +16,7 @@ struct Representative {
   hw::BatchShape prefill, decode;
   double mean_prompt = 0, mean_output = 0;
   int64_t decode_seqs = 0;
+  int64_t prefill_prior = 0;  ///< prompt tokens cached before the representative chunk
 };
 Representative representative_iterations(const scenario::Scenario& sc);
 

@@ -266,6 +266,26 @@ TEST_F(Cli, ExplainPrintsTheOperatorBreakdown) {
     EXPECT_NE(r.out.find(k), std::string::npos) << k << "\n" << r.out;
 }
 
+TEST_F(Cli, ExplainShowsALongPromptsMeanChunkWithItsCachedPrefix) {
+  // 10,000-token prompts in a 2,048-token budget run in chunks; the mean chunk has
+  // (10000 − 2048) / 2 = 3,976 prompt tokens before it. Llama-3.1-8B (32 query heads of
+  // 128, TP 1) spends 4 · 32 · 128 = 16,384 FLOPs per query-key pair, and the chunk has
+  // 2048 · (3976 + 2049 / 2) = 10,241,024 pairs: 1.678e11 FLOPs per layer ("168G"). Without
+  // the cached prefix it would be 2048 · 2049 / 2 pairs: 34.4G.
+  const Result r =
+      run("run scenarios/chat-service.yaml --quiet --explain --set workload.prompt_tokens=10000 "
+          "--set workload.requests=50 --out " +
+          (dir_ / "o").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("2048 tokens after 3976 of the prompt already in the KV cache"),
+            std::string::npos)
+      << r.out;
+  const size_t line = r.out.find("attention: prefill attention");
+  ASSERT_NE(line, std::string::npos) << r.out;
+  EXPECT_NE(r.out.substr(line, r.out.find('\n', line) - line).find(" 168G "), std::string::npos)
+      << r.out;
+}
+
 TEST_F(Cli, CalibrateImportChecksAndNeverOverwritesWithoutForce) {
   const std::string dest = (dir_ / "calib").string();
   const std::string table = kRoot + "/hw_models/calibration/h100-sxm-fa3.csv";
