@@ -32,6 +32,7 @@
 #include "hw_models/units.h"
 #include "reports/deploy.h"
 #include "reports/explain.h"
+#include "reports/fleet_plan.h"
 #include "reports/fleet_report.h"
 #include "reports/ladder.h"
 #include "reports/plan_report.h"
@@ -40,6 +41,7 @@
 #include "reports/summary.h"
 #include "reports/sweep.h"
 #include "reports/trace.h"
+#include "sim/app/fleet_plan.h"
 #include "sim/app/ladder.h"
 #include "sim/app/plan.h"
 #include "sim/app/replicate.h"
@@ -413,6 +415,34 @@ void add_search_options(po::options_description& desc) {
       "holds")("quiet,q", "print no progress");
 }
 
+// `fleetsim plan` on a fleet scenario: its fleet_plan: section (sim/app/fleet_plan.h).
+int cmd_fleet_plan(const Parsed& p, const std::vector<std::string>& sets) {
+  if (p.vm.count("replications") || p.vm.count("resume") || dist::size() > 1)
+    throw InputError("a fleet plan takes no --replications or --resume and runs in one process",
+                     "drop them (its configurations run side by side on --threads)");
+  const hw::Catalog catalog = load_catalog(p.vm);
+  const auto calibration = load_calibration(p.vm, catalog);
+  const std::optional<uint64_t> seed = seed_of(p.vm);
+  // The section and the scenario first, so that a bad one fails before the folder is made.
+  (void)app::read_fleet_plan_section(p.scenario, sets);
+  const scenario::Scenario base = scenario::load(p.scenario, sets, seed, catalog, calibration);
+  const std::string out_dir =
+      prepare_out_dir(p.vm, p.scenario, base.name, "-plan", {"fleet_plan.json"});
+  set_activity("planning the fleet of " + p.scenario + " (output folder " + out_dir + ")");
+  const bool quiet = p.vm.count("quiet") > 0;
+  const app::FleetPlanResult r = app::run_fleet_plan(
+      p.scenario, sets, seed, catalog, calibration, threads_of(p.vm), [quiet](int done, int n) {
+        if (!quiet) std::fprintf(stderr, "  plan: %d of %d configurations searched\n", done, n);
+      });
+  std::cout << reports::fleet_plan_text(r);
+  const std::string json_path = (std::filesystem::path(out_dir) / "fleet_plan.json").string();
+  reports::write_json(reports::fleet_plan_json(r), json_path);
+  std::string files;
+  for (const auto& f : reports::write_fleet_plan_report(r, out_dir)) files += ", " + f;
+  std::cout << "  wrote       " << json_path << files << "\n";
+  return r.chosen >= 0 ? 0 : 4;
+}
+
 int cmd_plan(const std::vector<std::string>& args) {
   po::options_description desc = scenario_options();
   add_search_options(desc);
@@ -424,9 +454,11 @@ int cmd_plan(const std::vector<std::string>& args) {
   if (!p) return 0;
   const double t0 =
       std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-  const hw::Catalog catalog = load_catalog(p->vm);
   std::vector<std::string> sets;
   if (p->vm.count("set")) sets = p->vm["set"].as<std::vector<std::string>>();
+  if (yaml::load_file_with_overrides(p->scenario, sets).has("fleet"))
+    return cmd_fleet_plan(*p, sets);
+  const hw::Catalog catalog = load_catalog(p->vm);
   const std::optional<uint64_t> seed = seed_of(p->vm);
   const plan::Planner planner(p->scenario, sets, seed, catalog, load_calibration(p->vm, catalog));
   const int threads = threads_of(p->vm);

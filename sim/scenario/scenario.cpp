@@ -674,6 +674,7 @@ Scenario load_map(yaml::Map root, const std::string& file,
   (void)root.has(schema::key("plan"));
   (void)root.has(schema::key("sweep"));
   (void)root.has(schema::key("ladder"));
+  (void)root.has(schema::key("fleet_plan"));
   sc.name = root.str_or(schema::key("name"), path.stem().string());
   sc.description = root.str_or(schema::key("description"), "");
   sc.seed = static_cast<uint64_t>(root.integer_or(schema::key("seed")));

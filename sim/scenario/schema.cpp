@@ -116,6 +116,7 @@ std::vector<Key> build() {
       M("plan", "the configuration space of `fleetsim plan` (ignored by run)"),
       M("sweep", "the axes of `fleetsim sweep` (ignored by run)"),
       M("ladder", "the technique ladder of `fleetsim ladder` (ignored by run)"),
+      M("fleet_plan", "a fleet's configurations for `fleetsim plan` (ignored by run)"),
 
       // hardware
       req(S("hardware.gpu", "", "catalog id of the GPU (fleetsim list gpus)")),
@@ -510,6 +511,23 @@ std::vector<Key> build() {
            req(S("ladder.published[].name", "", "whose figure, of what")),
            req(N("ladder.published[].wh_per_call", 0, 1e6, "", "energy per call (query), Wh")),
            req(S("ladder.published[].source", "", "where and when it was published")),
+           N("fleet_plan.target", 0.01, 1, "0.99", "share of calls that must meet every SLO target"),
+           Q("fleet_plan.window", Dim::kTime, 60, 86400, "1h",
+             "the busiest stretch of the day simulated per configuration"),
+           Q("fleet_plan.warmup", Dim::kTime, 0, 86400, "15min",
+             "traffic simulated before the window (sessions already under way)"),
+           B("fleet_plan.autoscaling", "false",
+             "GPUs follow the day's load (derived from the busiest window, not simulated)"),
+           N("fleet_plan.perturb_traffic", 0, 10, "0.2",
+             "the answer re-simulated with (1 + this) x the users; 0 skips it"),
+           I("fleet_plan.max_configurations", 1, 4096, "256", "refuse larger searches"),
+           req(L("fleet_plan.options", "1 to 256 alternative fleets: {name, note, set}")),
+           req(S("fleet_plan.options[].name", "", "what this fleet is")),
+           S("fleet_plan.options[].note", "", "its assumptions and sources"),
+           doc(open(M("fleet_plan.options[].set", "overrides making this fleet: {field.path: value}")),
+               "none (the scenario as written)"),
+           doc(open(M("fleet_plan.axes", "tried with every option: {field.path: [values]}")),
+               "none"),
        })
     t.push_back(std::move(k));
   return t;

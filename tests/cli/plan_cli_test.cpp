@@ -119,3 +119,47 @@ TEST_F(Cli, PlanShowsEveryEquallyCheapAnswerWithMarginsAndPerturbations) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST_F(Cli, PlanOnAFleetScenarioRanksItsOptionsAndNamesWhatIsDropped) {
+  // scenarios/examples/fleet-plan.yaml at 5 % of its users (a search then resolves one
+  // replica of 20: coarse, but about half a second); its first option, H100 TP2, is made to
+  // serve Llama-3.1-405B, which does not fit on two H100s: both its configurations are
+  // invalid, so the plan names the option up front with the reason and the loader's fix.
+  const Result r =
+      run("plan scenarios/examples/fleet-plan.yaml --set users.sample=0.05 --set "
+          "'fleet_plan.options[0].set={model: llama-3.1-405b}' --quiet --out " +
+          (dir_ / "fp").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string out = unwrapped(r.out);
+  const size_t dropped = out.find(
+      "DROPPED option 'H100 TP2': all 2 configurations invalid: llama-3.1-405b does "
+      "not fit");
+  ASSERT_NE(dropped, std::string::npos) << out;
+  EXPECT_LT(dropped, out.find("ANSWER"));
+  EXPECT_NE(out.find("(try tp: 8 or more"), std::string::npos) << out;
+  EXPECT_NE(out.find("With 20 % more users"), std::string::npos) << out;
+  const json j = json::parse(slurp(dir_ / "fp" / "fleet_plan.json"))["fleet_plan"];
+  // 5 options × 2 values of serving.max_num_seqs.
+  ASSERT_EQ(j["configurations"].size(), 10u);
+  ASSERT_TRUE(j["chosen"].is_number());
+  const json& chosen = j["configurations"][j["chosen"].get<size_t>()];
+  // The chosen is the cheapest of those that met the target.
+  for (const json& c : j["configurations"]) {
+    if (c["answer"]["met"].get<bool>()) {
+      EXPECT_LE(chosen["answer"]["usd_per_day"].get<double>(),
+                c["answer"]["usd_per_day"].get<double>());
+    }
+  }
+  EXPECT_EQ(j["ranking"].size(), 8u);  // the two invalid ones are not ranked
+  EXPECT_TRUE(fs::exists(dir_ / "fp" / "report.md"));
+  EXPECT_NE(slurp(dir_ / "fp" / "report.md").find("Dropped: option 'H100 TP2'"), std::string::npos);
+}
+
+TEST_F(Cli, AFleetScenarioWithoutAFleetPlanIsOneErrorLine) {
+  expect_error("plan scenarios/examples/region-outage.yaml",
+               {"region-outage.yaml", "fleet_plan: section"});
+}
+
+}  // namespace

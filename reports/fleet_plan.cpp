@@ -1,0 +1,219 @@
+#include "reports/fleet_plan.h"
+
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+#include "reports/format.h"
+
+namespace fleetsim::reports {
+
+namespace {
+
+std::string method(const app::FleetPlanResult& r) {
+  std::ostringstream o;
+  const size_t n = r.candidates.size();
+  o << n << (n == 1 ? " configuration" : " configurations") << " (" << r.spec.options.size()
+    << (r.spec.options.size() == 1 ? " option" : " options");
+  for (const auto& [path, values] : r.spec.axes) o << " × " << values.size() << " " << path;
+  o << "). Each is a search over the size of the fleet (every pool resized by one factor) for "
+    << "the fewest replicas with which " << pct(r.spec.target)
+    << " of calls meet their SLO in the day's busiest hour (hour " << r.window.peak_hour
+    << " of the run, after " << duration(r.spec.warmup_s) << " of warm-up, simulated for "
+    << duration(r.spec.window_s) << "), at " << general(r.window.sample * 100, 3)
+    << " % of the users and of the replicas, to within 5 % or one simulated replica; failures "
+    << "and autoscaling off in the search. "
+    << (r.spec.autoscaling
+            ? "GPU-hours and energy follow the day's load (derived from the busiest hour: an "
+              "upper bound on what autoscaling saves). "
+            : "GPUs are provisioned for that hour and held all day. ")
+    << "A day's calls, tokens and energy are the hour's at the day's mean load (÷ "
+    << general(r.window.window_to_mean, 3) << "). Ranked by $ a day.";
+  return o.str();
+}
+
+}  // namespace
+
+Table fleet_plan_table(const app::FleetPlanResult& r) {
+  Table t;
+  t.header = {"configuration (cheapest first)",
+              "GPUs",
+              "$/day",
+              "$/M tok",
+              "Wh/call",
+              "vs cheapest",
+              "SLO met",
+              "TTFT p99",
+              "TPOT p99"};
+  const double best =
+      r.chosen >= 0 ? r.candidates[static_cast<size_t>(r.chosen)].answer.usd_per_day : 0;
+  for (const int i : r.ranking) {
+    const app::LadderRung& a = r.candidates[static_cast<size_t>(i)].answer;
+    char vs[32];
+    std::snprintf(vs, sizeof vs, "+%.0f %%", best > 0 ? 100 * (a.usd_per_day / best - 1) : 0.0);
+    t.rows.push_back({r.candidates[static_cast<size_t>(i)].label, human(a.gpus),
+                      usd(a.usd_per_day) + (a.price_missing ? "*" : ""),
+                      std::string("$").append(general(a.usd_per_mtok, 3)),
+                      general(a.wh_per_call, 3), i == r.chosen ? "(chosen)" : vs, pct(a.attainment),
+                      duration(a.ttft_p99_s), duration(a.tpot_p99_s)});
+  }
+  for (const auto& c : r.candidates)
+    if (!c.answer.met)
+      t.rows.push_back({c.label, "-", "-", "-", "-", "-", "no: " + c.answer.reason, "-", "-"});
+  return t;
+}
+
+std::vector<std::string> fleet_plan_dropped(const app::FleetPlanResult& r) {
+  std::map<std::string, std::pair<int, int>> by_option;  // name → (configurations, invalid)
+  std::map<std::string, std::string> reason;
+  for (const auto& c : r.candidates) {
+    auto& n = by_option[c.option];
+    ++n.first;
+    if (!c.answer.met && c.answer.reason.rfind("invalid: ", 0) == 0) {
+      ++n.second;
+      if (!reason.count(c.option)) reason[c.option] = c.answer.reason.substr(9);
+    }
+  }
+  std::vector<std::string> lines;
+  for (const auto& o : r.spec.options) {
+    const auto& n = by_option[o.name];
+    if (n.first > 0 && n.second == n.first)
+      lines.push_back("option '" + o.name + "': all " + std::to_string(n.first) +
+                      (n.first == 1 ? " configuration" : " configurations") +
+                      " invalid: " + reason[o.name]);
+  }
+  return lines;
+}
+
+std::string fleet_plan_answer(const app::FleetPlanResult& r) {
+  if (r.chosen < 0)
+    return "No configuration meets the SLO target: see each one's reason below (more replicas "
+           "do not help, or a configuration is invalid).";
+  const app::FleetPlanCandidate& c = r.candidates[static_cast<size_t>(r.chosen)];
+  const app::LadderRung& a = c.answer;
+  std::ostringstream o;
+  o << "[" << c.label << "]: " << human(a.gpus) << " GPUs, " << usd(a.usd_per_day) << " a day ("
+    << usd(a.usd_per_day * 30.44) << " a month), $" << general(a.usd_per_mtok, 3)
+    << " per million tokens, " << general(a.wh_per_call, 3) << " Wh per call. In the busiest hour "
+    << pct(a.attainment) << " of calls meet their SLO (TTFT p99 " << duration(a.ttft_p99_s)
+    << ", TPOT p99 " << duration(a.tpot_p99_s) << ").";
+  if (!c.error_band.empty())
+    o << " Validation error of configurations like this one (" << c.error_band
+      << "): if the model is that optimistic, " << human(c.gpus_at_p75) << " GPUs.";
+  if (c.perturbed) {
+    const app::LadderRung& p = c.perturbed_answer;
+    o << " With " << general(100 * r.spec.perturb_traffic, 3) << " % more users: ";
+    if (!p.met)
+      o << "no fleet size meets the target (" << p.reason << ").";
+    else if (p.gpus <= a.gpus)
+      o << "still meets at this size (" << pct(p.attainment) << ").";
+    else
+      o << "needs " << human(p.gpus) << " GPUs (+" << general(100 * (p.gpus / a.gpus - 1), 2)
+        << " %, " << usd(p.usd_per_day) << " a day).";
+  }
+  if (r.ranking.size() > 1) {
+    const app::LadderRung& next = r.candidates[static_cast<size_t>(r.ranking[1])].answer;
+    o << " The runner-up, [" << r.candidates[static_cast<size_t>(r.ranking[1])].label << "], costs "
+      << usd(next.usd_per_day) << " a day (+"
+      << general(100 * (next.usd_per_day / a.usd_per_day - 1), 2) << " %).";
+  }
+  return o.str();
+}
+
+std::string fleet_plan_text(const app::FleetPlanResult& r) {
+  std::ostringstream o;
+  o << "PLAN  " << r.scenario_name << ": the cheapest fleet meeting its SLO for "
+    << pct(r.spec.target) << " of calls in the busiest hour\n";
+  for (const std::string& d : fleet_plan_dropped(r)) o << wrap("DROPPED " + d);
+  o << wrap(method(r)) << "\n";
+  o << "ANSWER\n" << wrap(fleet_plan_answer(r)) << "\n";
+  o << table_text(fleet_plan_table(r));
+  bool notes = false;
+  for (const auto& opt : r.spec.options)
+    if (!opt.note.empty()) {
+      if (!notes) o << "NOTES\n";
+      notes = true;
+      o << wrap(opt.name + ": " + opt.note);
+    }
+  char b[160];
+  std::snprintf(b, sizeof b, "  %d simulations in %.1f s on %d thread%s\n", r.simulations, r.wall_s,
+                r.threads, r.threads == 1 ? "" : "s");
+  o << b;
+  return o.str();
+}
+
+nlohmann::ordered_json fleet_plan_json(const app::FleetPlanResult& r) {
+  auto rung = [](const app::LadderRung& s) {
+    nlohmann::ordered_json j;
+    j["met"] = s.met;
+    if (!s.met) j["reason"] = s.reason;
+    j["gpus"] = s.gpus;
+    j["replicas_simulated"] = s.replicas_simulated;
+    j["scale"] = s.scale;
+    j["gpu_hours_per_day"] = s.gpu_hours_per_day;
+    j["usd_per_day"] = s.usd_per_day;
+    j["price_missing"] = s.price_missing;
+    j["calls_per_day"] = s.calls_per_day;
+    j["tokens_per_day"] = s.tokens_per_day;
+    j["usd_per_mtok"] = s.usd_per_mtok;
+    j["wh_per_call"] = s.wh_per_call;
+    j["slo_attainment"] = s.attainment;
+    j["slo_attainment_ci95"] = s.attainment_ci95;
+    j["ttft_p99_s"] = s.ttft_p99_s;
+    j["tpot_p99_s"] = s.tpot_p99_s;
+    j["busy_fraction"] = s.busy;
+    j["simulations"] = s.simulations;
+    return j;
+  };
+  nlohmann::ordered_json p;
+  p["scenario"] = r.scenario_name;
+  p["target"] = r.spec.target;
+  p["window_s"] = r.spec.window_s;
+  p["warmup_s"] = r.spec.warmup_s;
+  p["autoscaling"] = r.spec.autoscaling;
+  p["sample"] = r.window.sample;
+  p["peak_hour"] = r.window.peak_hour;
+  p["window_to_mean"] = r.window.window_to_mean;
+  p["simulations"] = r.simulations;
+  p["dropped"] = fleet_plan_dropped(r);
+  p["chosen"] = r.chosen >= 0 ? nlohmann::ordered_json(r.chosen) : nlohmann::ordered_json();
+  p["ranking"] = r.ranking;
+  nlohmann::ordered_json all = nlohmann::ordered_json::array();
+  for (const auto& c : r.candidates) {
+    nlohmann::ordered_json j;
+    j["label"] = c.label;
+    j["option"] = c.option;
+    for (const auto& [path, v] : c.axis_values) j["axes"][path] = v;
+    j["overrides"] = c.answer.overrides;
+    j["answer"] = rung(c.answer);
+    if (!c.error_band.empty()) {
+      j["error_band"] = c.error_band;
+      j["gpus_at_p75_error"] = c.gpus_at_p75;
+    }
+    if (c.perturbed) {
+      j["perturb_traffic"] = r.spec.perturb_traffic;
+      j["perturbed_answer"] = rung(c.perturbed_answer);
+    }
+    all.push_back(std::move(j));
+  }
+  p["configurations"] = std::move(all);
+  nlohmann::ordered_json out;
+  out["fleet_plan"] = std::move(p);
+  return out;
+}
+
+std::vector<std::string> write_fleet_plan_report(const app::FleetPlanResult& r,
+                                                 const std::string& dir) {
+  Document d("fleetsim plan (fleet): " + r.scenario_name);
+  d.heading("The answer");
+  for (const std::string& line : fleet_plan_dropped(r)) d.paragraph("Dropped: " + line + ".");
+  d.paragraph(fleet_plan_answer(r));
+  d.heading("Every configuration");
+  d.paragraph(method(r));
+  d.table(fleet_plan_table(r));
+  for (const auto& opt : r.spec.options)
+    if (!opt.note.empty()) d.paragraph(opt.name + ": " + opt.note);
+  return d.write(dir);
+}
+
+}  // namespace fleetsim::reports

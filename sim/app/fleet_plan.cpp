@@ -1,0 +1,227 @@
+#include "sim/app/fleet_plan.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <mutex>
+
+#include <yaml-cpp/yaml.h>
+
+#include "hw_models/error.h"
+#include "hw_models/yaml_reader.h"
+#include "sim/core/parallel.h"
+#include "sim/fleet/population.h"
+#include "sim/scenario/schema.h"
+#include "sim/validation/error_band.h"
+
+namespace fleetsim::app {
+
+namespace {
+
+const yaml::Key& plan_key(const std::string& name) {
+  return scenario::schema::key("fleet_plan." + name);
+}
+
+// A YAML value on one line, as --set takes it.
+std::string flow(const YAML::Node& n) {
+  YAML::Emitter e;
+  e << YAML::Flow << n;
+  return e.c_str();
+}
+
+constexpr const char* kOptionsHint =
+    "e.g. options: [{name: B200, set: {hardware.gpu: b200}}, {name: H200, set: {hardware.gpu: "
+    "h200-sxm}}]";
+
+// The override path `path` checked against the schema, as an error at `m`'s `field`.
+void check_path(yaml::Map& m, const std::string& field, const std::string& path) {
+  try {
+    scenario::schema::check_override(path);
+  } catch (const InputError& e) {
+    m.fail(field, e.message(), e.hint());
+  }
+}
+
+}  // namespace
+
+size_t FleetPlanSpec::configurations() const {
+  size_t n = options.size();
+  for (const auto& [path, values] : axes) n *= values.size();
+  return n;
+}
+
+FleetPlanSpec read_fleet_plan_section(const std::string& file,
+                                      const std::vector<std::string>& sets) {
+  yaml::Map root = yaml::load_file_with_overrides(file, sets);
+  std::optional<yaml::Map> pm = root.map_opt(scenario::schema::key("fleet_plan"));
+  if (!pm)
+    root.fail("", "a fleet scenario is planned from its fleet_plan: section, and it has none",
+              "add one: fleet_plan: {options: [{name: ..., set: {...}}, ...]} (README, "
+              "'Planning a fleet'; scenarios/examples/fleet-plan.yaml has one)");
+  FleetPlanSpec spec;
+  spec.target = pm->number_or(plan_key("target"));
+  spec.window_s = pm->quantity_or(plan_key("window"));
+  spec.warmup_s = pm->quantity_or(plan_key("warmup"));
+  spec.autoscaling = pm->boolean_or(plan_key("autoscaling"));
+  spec.perturb_traffic = pm->number_or(plan_key("perturb_traffic"));
+  spec.max_configurations = static_cast<int>(pm->integer_or(plan_key("max_configurations")));
+  if (!pm->has(plan_key("options"))) pm->fail("options", "missing required list", kOptionsHint);
+  const YAML::Node list = pm->node()["options"];
+  if (!list.IsSequence() || list.size() < 1 || list.size() > 256)
+    pm->fail("options", "expected a list of 1 to 256 options", kOptionsHint);
+  auto src = std::make_shared<yaml::Source>(yaml::Source{pm->file(), {}});
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (!list[i].IsMap())
+      pm->fail("options", "option " + std::to_string(i + 1) + " is not a mapping", kOptionsHint);
+    yaml::Map om(list[i], src, pm->path() + ".options[" + std::to_string(i) + "]");
+    FleetPlanOption o;
+    o.name = om.str(plan_key("options[].name"));
+    o.note = om.str_or(plan_key("options[].note"));
+    if (auto set = om.map_opt(plan_key("options[].set")))
+      for (const auto& kv : set->node()) {
+        const std::string path = kv.first.as<std::string>();
+        check_path(*set, path, path);
+        o.set.push_back(path + "=" + flow(kv.second));
+      }
+    om.finish();
+    for (const auto& other : spec.options)
+      if (other.name == o.name) om.fail("name", "two options are named '" + o.name + "'");
+    spec.options.push_back(std::move(o));
+  }
+  if (auto axes = pm->map_opt(plan_key("axes"))) {
+    for (const auto& kv : axes->node()) {
+      const std::string path = kv.first.as<std::string>();
+      check_path(*axes, path, path);
+      if (!kv.second.IsSequence() || kv.second.size() == 0)
+        axes->fail(path, "expected a list of values to try",
+                   "e.g. axes: {serving.max_num_seqs: [256, 512]}");
+      std::vector<std::string> values;
+      for (const auto& v : kv.second) values.push_back(flow(v));
+      spec.axes.emplace_back(path, std::move(values));
+    }
+  }
+  if (spec.configurations() > static_cast<size_t>(spec.max_configurations))
+    pm->fail("options",
+             std::to_string(spec.configurations()) +
+                 " configurations (options × axes) is more "
+                 "than max_configurations = " +
+                 std::to_string(spec.max_configurations),
+             "drop options or axis values, or raise fleet_plan.max_configurations");
+  pm->finish();
+  return spec;
+}
+
+FleetPlanResult run_fleet_plan(const std::string& file, const std::vector<std::string>& sets,
+                               std::optional<uint64_t> seed, const hw::Catalog& catalog,
+                               std::shared_ptr<const hw::CalibrationSet> calibration, int threads,
+                               const std::function<void(int, int)>& progress) {
+  const auto t0 = std::chrono::steady_clock::now();
+  FleetPlanResult res;
+  res.scenario_file = file;
+  res.spec = read_fleet_plan_section(file, sets);
+  res.threads = threads;
+  const FleetPlanSpec& spec = res.spec;
+  res.window = busiest_window(file, sets, seed, catalog, calibration, spec.warmup_s, spec.window_s,
+                              "fleetsim plan");
+  res.scenario_name = res.window.scenario_name;
+
+  // Every configuration, loaded first: one that does not load (memory, layout, price) is
+  // kept with its reason, and searched no further.
+  std::vector<std::optional<FleetConfig>> configs;
+  for (const FleetPlanOption& o : spec.options) {
+    const size_t combos = spec.configurations() / spec.options.size();
+    for (size_t k = 0; k < combos; ++k) {
+      FleetPlanCandidate c;
+      c.option = o.name;
+      c.label = o.name;
+      std::vector<std::string> overrides = sets;
+      for (const auto& s : o.set) overrides.push_back(s);
+      size_t rest = k;
+      for (const auto& [path, values] : spec.axes) {
+        const std::string& v = values[rest % values.size()];
+        rest /= values.size();
+        c.axis_values.emplace_back(path, v);
+        c.label += " " + path + "=" + v;
+        overrides.push_back(path + "=" + v);
+      }
+      c.answer.name = c.label;
+      c.answer.note = o.note;
+      c.answer.overrides = overrides;
+      c.answer.autoscaling = spec.autoscaling;
+      for (const auto& w : res.window.overrides) overrides.push_back(w);
+      try {
+        configs.push_back(fleet_config(file, overrides, seed, catalog, calibration,
+                                       res.window.sample, "option '" + o.name + "'"));
+        if (configs.back()->sc.error_band)
+          c.error_band = validation::describe(*configs.back()->sc.error_band);
+      } catch (const InputError& e) {
+        configs.push_back(std::nullopt);
+        c.answer.reason =
+            "invalid: " + e.message() + (e.hint().empty() ? "" : " (" + e.hint() + ")");
+      }
+      res.candidates.push_back(std::move(c));
+    }
+  }
+
+  // The searches side by side; each runs its simulations one after another.
+  const int n = static_cast<int>(res.candidates.size());
+  std::atomic<int> done{0};
+  std::mutex progress_mutex;
+  parallel_for(n, threads, [&](int i) {
+    const auto u = static_cast<size_t>(i);
+    if (configs[u])
+      res.candidates[u].answer =
+          climb(*configs[u], spec.target, res.window.window_to_mean, res.candidates[u].answer);
+    const int d = ++done;
+    if (progress) {
+      std::lock_guard<std::mutex> lock(progress_mutex);
+      progress(d, n);
+    }
+  });
+
+  for (int i = 0; i < n; ++i) {
+    FleetPlanCandidate& c = res.candidates[static_cast<size_t>(i)];
+    res.simulations += c.answer.simulations;
+    if (!c.answer.met) continue;
+    res.ranking.push_back(i);
+    const auto& band = configs[static_cast<size_t>(i)]->sc.error_band;
+    if (band) c.gpus_at_p75 = std::ceil(c.answer.gpus * band->capacity_factor_p75());
+  }
+  // Cheapest $ a day first; equal costs by fewer GPUs, then enumeration order.
+  std::stable_sort(res.ranking.begin(), res.ranking.end(), [&](int a, int b) {
+    const LadderRung &x = res.candidates[static_cast<size_t>(a)].answer,
+                     &y = res.candidates[static_cast<size_t>(b)].answer;
+    if (x.usd_per_day != y.usd_per_day) return x.usd_per_day < y.usd_per_day;
+    return x.gpus < y.gpus;
+  });
+  if (!res.ranking.empty()) res.chosen = res.ranking.front();
+
+  // The answer with more traffic: the same search with (1 + perturb_traffic) x the users.
+  if (res.chosen >= 0 && spec.perturb_traffic > 0) {
+    FleetPlanCandidate& c = res.candidates[static_cast<size_t>(res.chosen)];
+    const FleetConfig& base = *configs[static_cast<size_t>(res.chosen)];
+    const double wau =
+        base.sc.make_population(base.sc.seed)->weekly_active() * (1 + spec.perturb_traffic);
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "users.weekly_active=%.17g", wau);
+    std::vector<std::string> overrides = c.answer.overrides;
+    overrides.emplace_back(buf);
+    for (const auto& w : res.window.overrides) overrides.push_back(w);
+    const FleetConfig more = fleet_config(file, overrides, seed, catalog, calibration,
+                                          res.window.sample, "the traffic perturbation");
+    LadderRung r;
+    r.name = c.answer.name;
+    r.note = c.answer.note;
+    r.overrides = overrides;
+    r.autoscaling = c.answer.autoscaling;
+    c.perturbed_answer = climb(more, spec.target, res.window.window_to_mean, r);
+    c.perturbed = true;
+    res.simulations += c.perturbed_answer.simulations;
+  }
+  res.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return res;
+}
+
+}  // namespace fleetsim::app

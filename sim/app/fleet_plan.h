@@ -1,0 +1,89 @@
+// `fleetsim plan` on a fleet scenario: how many GPUs to buy and how to arrange them, for the
+// whole fleet over its diurnal day. The scenario's `fleet_plan:` section lists alternative
+// fleets (options: GPU types per pool, pool splits, prefill/decode pools, regions, engine
+// settings — any overrides) and axes tried with every option:
+//
+//   fleet_plan:
+//     target: 0.99            # share of calls that must meet every SLO target
+//     window: 1h              # the busiest stretch simulated per configuration ...
+//     warmup: 15min           # ... after this much of the traffic before it
+//     autoscaling: false      # true: GPUs follow the day's load (derived, an upper bound)
+//     perturb_traffic: 0.2    # the answer searched again with 1.2 x the users
+//     options:
+//       - {name: "B200, FP4", set: {hardware.gpu: b200, ...}}
+//       - {name: "H200 + MI300X 8:2", set: {fleet.regions[0].pools: [...]}}
+//     axes: {serving.max_num_seqs: [256, 512]}
+//
+// Every option × every combination of the axes is a configuration; each is a search of
+// sim/app/fleet_search.h (the fewest replicas, every pool resized by one factor, with which
+// the day's busiest stretch meets the target), and the configurations are ranked by $ a day.
+// The cheapest is the answer; it carries its validation error band and, with
+// perturb_traffic, the GPUs the same search needs with that much more traffic.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "hw_models/calibration.h"
+#include "hw_models/catalog.h"
+#include "sim/app/fleet_search.h"
+#include "sim/app/ladder.h"
+
+namespace fleetsim::app {
+
+struct FleetPlanOption {
+  std::string name, note;
+  std::vector<std::string> set;  ///< "path=value"
+};
+
+struct FleetPlanSpec {
+  double target = 0.99, window_s = 3600, warmup_s = 900, perturb_traffic = 0.2;
+  bool autoscaling = false;
+  int max_configurations = 256;
+  std::vector<FleetPlanOption> options;
+  std::vector<std::pair<std::string, std::vector<std::string>>> axes;  ///< path → values
+  /// options × the product of the axes' value counts.
+  size_t configurations() const;
+};
+
+/// The scenario file's `fleet_plan:` section (with `sets` applied to the file first).
+/// InputError (file, line, field, hint) when it is missing or wrong.
+FleetPlanSpec read_fleet_plan_section(const std::string& file,
+                                      const std::vector<std::string>& sets);
+
+struct FleetPlanCandidate {
+  std::string option;  ///< its option's name
+  std::vector<std::pair<std::string, std::string>> axis_values;
+  std::string label;       ///< option, then "path=value" of each axis
+  LadderRung answer;       ///< the search's answer (met false: reason)
+  std::string error_band;  ///< the validation error of configurations like this one
+  double gpus_at_p75 = 0;  ///< GPUs if the model is as optimistic as that group's p75
+  bool perturbed = false;  ///< searched again with perturb_traffic more users
+  LadderRung perturbed_answer;
+};
+
+struct FleetPlanResult {
+  std::string scenario_name, scenario_file;
+  FleetPlanSpec spec;
+  BusiestWindow window;
+  std::vector<FleetPlanCandidate> candidates;  ///< in enumeration order
+  std::vector<int> ranking;  ///< candidates that met the target, cheapest $ a day first
+  int chosen = -1;
+  int simulations = 0;
+  double wall_s = 0;
+  int threads = 1;
+};
+
+/// Runs every configuration's search (side by side on `threads` threads; the result does not
+/// depend on it), ranks them, and searches the answer again under the traffic perturbation.
+FleetPlanResult run_fleet_plan(const std::string& file, const std::vector<std::string>& sets,
+                               std::optional<uint64_t> seed, const hw::Catalog& catalog,
+                               std::shared_ptr<const hw::CalibrationSet> calibration, int threads,
+                               const std::function<void(int, int)>& progress = {});
+
+}  // namespace fleetsim::app

@@ -1,0 +1,68 @@
+// The search `fleetsim ladder` and a fleet's `fleetsim plan` share: a fleet scenario's
+// busiest stretch of the day, and the fewest replicas (every pool resized by one factor,
+// keeping their ratios) with which that stretch meets an SLO target.
+//
+// - The stretch is the population's peak hour (UTC, from its diurnal curves), after a
+//   warm-up: users.start and users.duration are overridden to simulate only it, with
+//   failures and autoscaling off and no spares.
+// - A search starts at the scenario's own size, halves or doubles until the answer is
+//   bracketed, then bisects to 5 % (or one replica) of the largest pool (sampled).
+// - A day's calls, tokens and energy are the stretch's at the day's mean load: divided by
+//   ρ, the population's session starts in the stretch over their day's mean. Without
+//   autoscaling the GPUs are held all day ($ a day = GPUs × 24 h × price; energy = idle
+//   draw all day + the busy draw of the day's work); with it, GPU-hours and energy follow
+//   the load (the stretch's ÷ ρ: an upper bound on what autoscaling saves). Owned hardware
+//   keeps its capital cost.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hw_models/calibration.h"
+#include "hw_models/catalog.h"
+#include "sim/app/ladder.h"
+#include "sim/scenario/scenario.h"
+
+namespace fleetsim::app {
+
+/// The day's busiest stretch of a fleet scenario.
+struct BusiestWindow {
+  std::string scenario_name;
+  double sample = 1;
+  int peak_hour = 0;                   ///< hour of the run (from users.start) whose load is highest
+  double calls_per_day = 0;            ///< the population's expectation (before turns cut short)
+  double window_to_mean = 1;           ///< ρ
+  double weekly_active = 0;            ///< users.weekly_active as loaded
+  std::vector<std::string> overrides;  ///< users.start and users.duration of the stretch
+};
+
+/// The busiest stretch (warm-up, then window) of `file` with `sets` applied. InputError when
+/// it is not a fleet scenario (`command` names who asks, for the message).
+BusiestWindow busiest_window(const std::string& file, const std::vector<std::string>& sets,
+                             std::optional<uint64_t> seed, const hw::Catalog& catalog,
+                             const std::shared_ptr<const hw::CalibrationSet>& calibration,
+                             double warmup_s, double window_s, const std::string& command);
+
+/// One configuration ready to search: its scenario over the stretch.
+struct FleetConfig {
+  scenario::Scenario sc;
+  std::vector<int> replicas;  ///< full scale, per pool in order
+  int largest = 1;
+  double sample = 1;
+};
+
+/// `file` with `overrides` (the configuration's, then the stretch's) loaded and prepared.
+/// InputError when the overrides turn the fleet into a single pool (`what` names them).
+FleetConfig fleet_config(const std::string& file, const std::vector<std::string>& overrides,
+                         std::optional<uint64_t> seed, const hw::Catalog& catalog,
+                         const std::shared_ptr<const hw::CalibrationSet>& calibration,
+                         double sample, const std::string& what);
+
+/// The search: `rung` (name, note, overrides, autoscaling as given) filled with the
+/// answer, or with met = false and the reason.
+LadderRung climb(const FleetConfig& config, double target, double rho, LadderRung rung);
+
+}  // namespace fleetsim::app
