@@ -25,11 +25,13 @@
 #include "hw_models/error.h"
 #include "hw_models/yaml_reader.h"
 #include "reports/deploy.h"
+#include "reports/fleet_plan.h"
 #include "reports/fleet_report.h"
 #include "reports/plan_report.h"
 #include "reports/replications.h"
 #include "reports/summary.h"
 #include "reports/sweep.h"
+#include "sim/app/fleet_plan.h"
 #include "sim/app/plan.h"
 #include "sim/app/replicate.h"
 #include "sim/app/run.h"
@@ -455,6 +457,36 @@ py::dict plan(const py::object& scenario, const py::object& overrides, const py:
           std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
               .count();
       const hw::Catalog cat = in.catalog();
+      if (yaml::load_file_with_overrides(in.file, in.sets).has("fleet")) {
+        // A fleet scenario: its fleet_plan: section (sim/app/fleet_plan.h), the document
+        // `fleetsim plan` writes as fleet_plan.json, and a row per configuration.
+        watch.check();
+        const app::FleetPlanResult r =
+            app::run_fleet_plan(in.file, in.sets, in.seed, cat, in.calibration(cat), threads);
+        doc = reports::fleet_plan_json(r)["fleet_plan"];
+        rows = nlohmann::ordered_json::array();
+        for (const auto& c : r.candidates) {
+          nlohmann::ordered_json row;
+          row["label"] = c.label;
+          row["option"] = c.option;
+          for (const auto& [path, v] : c.axis_values) {
+            row[path] = v;
+            if (axes.size() < c.axis_values.size()) axes.push_back(path);
+          }
+          const app::LadderRung& a = c.answer;
+          row["met"] = a.met;
+          row["reason"] = a.reason;
+          row["gpus"] = a.gpus;
+          row["usd_per_day"] = a.usd_per_day;
+          row["usd_per_mtok"] = a.usd_per_mtok;
+          row["wh_per_call"] = a.wh_per_call;
+          row["slo_attainment"] = a.attainment;
+          row["ttft_p99_s"] = a.ttft_p99_s;
+          row["tpot_p99_s"] = a.tpot_p99_s;
+          rows.push_back(std::move(row));
+        }
+        return;
+      }
       const plan::Planner planner(in.file, in.sets, in.seed, cat, in.calibration(cat));
       // The planner's steps as `fleetsim plan` runs them (sim/plan/planner.h): the replica
       // searches side by side, each a point where Ctrl-C stops the plan.

@@ -26,6 +26,7 @@ CHAT = ROOT / "scenarios" / "chat-service.yaml"
 PLAN = ROOT / "scenarios" / "plan-llama70b-chat.yaml"
 PRIORITIES = ROOT / "scenarios" / "examples" / "priorities.yaml"
 FLEET = ROOT / "scenarios" / "local-vs-datacenter.yaml"
+FLEET_PLAN = ROOT / "scenarios" / "examples" / "fleet-plan.yaml"
 FLEETSIM_BIN = os.environ.get("FLEETSIM_BIN")
 
 # The figures of summary.json that depend on the machine rather than the scenario: the wall
@@ -359,6 +360,20 @@ class PlanTest(unittest.TestCase):
             if r["status"] in ("invalid", "pruned", "infeasible"):
                 self.assertIsNone(r["replicas"])
                 self.assertTrue(math.isfinite(r["usd_per_gpu_hour"]))
+
+    def test_a_fleet_plan_returns_its_document_and_a_row_per_configuration(self):
+        # scenarios/examples/fleet-plan.yaml at 5 % of its users: 5 options × 2 values of
+        # serving.max_num_seqs = 10 configurations, ranked by $ a day.
+        p = fleetsim.plan(FLEET_PLAN, {"users.sample": 0.05})
+        rows = p["candidates"]
+        self.assertEqual(len(rows), 10)
+        self.assertEqual(len(p["configurations"]), 10)
+        self.assertEqual({r["serving.max_num_seqs"] for r in rows}, {64, 256})
+        chosen = rows[p["chosen"]]
+        self.assertTrue(chosen["met"])
+        self.assertEqual(chosen["usd_per_day"],
+                         min(r["usd_per_day"] for r in rows if r["met"]))
+        self.assertEqual([rows[i]["label"] for i in p["ranking"]][0], chosen["label"])
 
 
 class ListKeysTest(unittest.TestCase):
