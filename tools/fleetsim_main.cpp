@@ -613,8 +613,13 @@ int cmd_sweep(const std::vector<std::string>& args) {
             << " seed" << (spec.seeds == 1 ? "" : "s")
             << (spec.seeds > 1 ? " (mean ± 95 % CI over the seeds)" : "") << "\n"
             << reports::table_text(reports::sweep_table(spec, results));
-  std::cout << "  wrote       " << reports::write_sweep_csv(spec, base.seed, results, out_dir)
-            << "\n";
+  if (const auto knee = reports::sweep_knee(spec, results))
+    std::cout << "KNEE   " << knee->metric << " turns up at " << knee->axis << " = " << knee->value
+              << " (the point farthest below the curve's chord, axes scaled to [0, 1])\n";
+  std::cout << "  wrote       " << reports::write_sweep_csv(spec, base.seed, results, out_dir);
+  for (const auto& f : reports::write_sweep_report(spec, results, base.name, out_dir))
+    std::cout << ", " << f;
+  std::cout << "\n";
   dist::remove_checkpoint(out_dir);
   return 0;
 }

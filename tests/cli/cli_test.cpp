@@ -713,6 +713,28 @@ TEST_F(Cli, SweepRowsEqualPlainRuns) {
   EXPECT_EQ(slurp(b + "/sweep.csv"), csv);
 }
 
+TEST_F(Cli, ASweepOverOneNumericAxisMarksTheKneeOfItsLatencyCurve) {
+  // chat-service at 10 to 50 requests/s: its TTFT p99 rises slowly, then runs away at the
+  // last point; the knee (reports/sweep_test.cpp checks the rule by hand) is an interior
+  // point, printed, written in report.md and drawn in sweep_latency.svg.
+  const std::string o = (dir_ / "knee").string();
+  const Result r =
+      run("sweep scenarios/chat-service.yaml --quiet --set workload.requests=2000 --vary "
+          "workload.arrival.rate=10/s,20/s,30/s,40/s,50/s --out " +
+          o);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string knee = "KNEE   ttft_p99_s turns up at workload.arrival.rate = ";
+  const size_t at = r.out.find(knee);
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const size_t from = at + knee.size();
+  const std::string value = r.out.substr(from, r.out.find(' ', from) - from);
+  EXPECT_TRUE(value == "20/s" || value == "30/s" || value == "40/s") << value;
+  EXPECT_NE(slurp(o + "/report.md").find("The knee: ttft_p99_s turns up at"), std::string::npos);
+  if (fs::exists(o + "/sweep_latency.svg")) {  // gnuplot installed
+    EXPECT_NE(slurp(o + "/sweep_latency.svg").find("knee: " + value), std::string::npos);
+  }
+}
+
 TEST_F(Cli, SweepInputErrors) {
   expect_error("sweep scenarios/chat-service.yaml", {"nothing to sweep", "hint"});
   expect_error("sweep scenarios/chat-service.yaml --vary serving.replicas",
