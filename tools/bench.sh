@@ -3,51 +3,95 @@
 # fleet day (FLEETSIM_BENCH_FULL=1 adds two full-scale hours of chatgpt-700m.yaml), and prints
 # simulated requests per wall-second, events per second and peak memory (max RSS).
 #   tools/bench.sh [REPEATS]   (default 5; the median run is reported)
+# FLEETSIM_BENCH_BASE=COMMIT also builds that commit (in a temporary git worktree, build
+# folder build-bench-base/ inside it) and runs it in the same loop, each repeat running the
+# base right after this tree, so both see the same machine; the ratio column is the base's
+# median wall time over this tree's (> 1: this tree is faster).
 set -euo pipefail
 source "$(dirname "$0")/setup.sh"
 fleetsim_build "$FLEETSIM_BUILD"
 repeats="${1:-5}"
 out="$(mktemp -d)"
-trap 'rm -rf "$out"' EXIT
-printf "%-18s %10s %12s %14s %14s %12s\n" scenario requests wall_s "req/wall-s" "events/s" peak_rss
-for s in vidur-1replica vidur-8replicas; do
-  rows=()
-  for ((i = 0; i < repeats; i++)); do
-    /usr/bin/time -f "%M" -o "$out/rss" "$FLEETSIM_BUILD/fleetsim" run \
-      "$FLEETSIM_ROOT/scenarios/bench/$s.yaml" --out "$out/$s" --quiet >/dev/null
-    rows+=("$(python3 - "$out/$s/summary.json" "$(cat "$out/rss")" <<'PY'
+roots=("$FLEETSIM_ROOT")
+bins=("$FLEETSIM_BUILD/fleetsim")
+base_tree=""
+cleanup() {
+  rm -rf "$out"
+  if [ -n "$base_tree" ]; then git -C "$FLEETSIM_ROOT" worktree remove --force "$base_tree" >&2 || true; fi
+}
+trap cleanup EXIT
+if [ -n "${FLEETSIM_BENCH_BASE:-}" ]; then
+  base_tree="$out/base"
+  git -C "$FLEETSIM_ROOT" worktree add --detach "$base_tree" "$FLEETSIM_BENCH_BASE" >&2
+  # The fleetsim binary only (no tests, benchmarks or Python module): a few minutes.
+  (FLEETSIM_ROOT="$base_tree" fleetsim_build "$base_tree/build-bench-base" \
+    -DFLEETSIM_BUILD_TESTS=OFF -DFLEETSIM_BUILD_BENCH=OFF -DFLEETSIM_PYTHON=OFF)
+  roots+=("$base_tree")
+  bins+=("$base_tree/build-bench-base/fleetsim")
+fi
+
+# One run: "wall_s requests events rss_kib" of binary $1 (root $2) on scenario $3 (relative
+# to the root), extra arguments after.
+one_run() {
+  local bin="$1" root="$2" scenario="$3" tag="$4"
+  shift 4
+  /usr/bin/time -f "%M" -o "$out/rss" "$bin" run "$root/$scenario" --out "$out/$tag" --quiet \
+    "$@" >/dev/null
+  python3 - "$out/$tag/summary.json" "$(cat "$out/rss")" <<'PY'
 import json, sys
 j = json.load(open(sys.argv[1]))
-print(f"{j['wall_s']:.6f} {j['requests_completed']} {j['events']} {sys.argv[2]}")
+n = j.get("calls_arrived", j.get("requests_completed"))
+print(f"{j['wall_s']:.6f} {n} {j['events']} {sys.argv[2]}")
 PY
-)")
+}
+
+# Median of REPEATS runs per binary, interleaved; one table row.
+bench_row() {
+  local name="$1" scenario="$2" n="$3"
+  shift 3
+  local k i
+  declare -a rows_0=() rows_1=()
+  for ((i = 0; i < n; i++)); do
+    for k in "${!bins[@]}"; do
+      local r
+      r="$(one_run "${bins[$k]}" "${roots[$k]}" "$scenario" "$name-$k" "$@")"
+      if [ "$k" = 0 ]; then rows_0+=("$r"); else rows_1+=("$r"); fi
+    done
   done
-  # Median by wall time.
-  med="$(printf '%s\n' "${rows[@]}" | sort -n | sed -n "$(( (repeats + 1) / 2 ))p")"
-  read -r wall reqs events rss <<<"$med"
-  python3 - "$s" "$wall" "$reqs" "$events" "$rss" <<'PY'
+  local med0 med1=""
+  med0="$(printf '%s\n' "${rows_0[@]}" | sort -n | sed -n "$(((n + 1) / 2))p")"
+  if [ "${#bins[@]}" -gt 1 ]; then
+    med1="$(printf '%s\n' "${rows_1[@]}" | sort -n | sed -n "$(((n + 1) / 2))p")"
+  fi
+  python3 - "$name" "$med0" "$med1" <<'PY'
 import sys
-s, wall, reqs, events, rss = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
-print(f"{s:<18} {reqs:>10} {wall:>12.4f} {reqs / wall:>14,.0f} {events / wall:>14,.0f} {rss / 1024:>9.1f} MiB")
+name, head, base = sys.argv[1], sys.argv[2].split(), sys.argv[3].split()
+wall, reqs, events, rss = float(head[0]), int(head[1]), int(head[2]), int(head[3])
+row = f"{name:<18} {reqs:>10} {wall:>10.4f} {reqs / wall:>14,.0f} {events / wall:>14,.0f} {rss / 1024:>9.1f} MiB"
+if base:
+    bwall = float(base[0])
+    row += f" {int(base[1]) / bwall:>14,.0f} {bwall / wall:>7.3f}"
+print(row)
 PY
+}
+
+header() {
+  local extra=""
+  if [ "${#bins[@]}" -gt 1 ]; then extra="$(printf " %14s %7s" "base $1/wall-s" "ratio")"; fi
+  printf "%-18s %10s %10s %14s %14s %12s%s\n" "$2" "$1" wall_s "$1/wall-s" "events/s" peak_rss "$extra"
+}
+
+header req scenario
+for s in vidur-1replica vidur-8replicas; do
+  bench_row "$s" "scenarios/bench/$s.yaml" "$repeats"
 done
 
 # Fleet scale: the default (sampled) day, and with FLEETSIM_BENCH_FULL=1 the two busiest
-# hours of chatgpt-700m.yaml at full scale (~20 min on 2 cores, ~1 GB).
-fleet_row() {
-  local name="$1" scenario="$2"
-  shift 2
-  /usr/bin/time -f "%M" -o "$out/rss" "$FLEETSIM_BUILD/fleetsim" run "$scenario" --out "$out/$name" --quiet "$@" >/dev/null
-  python3 - "$name" "$out/$name/summary.json" "$(cat "$out/rss")" <<'PY'
-import json, sys
-j = json.load(open(sys.argv[2]))
-wall, calls, events = j["wall_s"], j["calls_arrived"], j["events"]
-print(f"{sys.argv[1]:<18} {calls:>10} {wall:>12.1f} {calls / wall:>14,.0f} {events / wall:>14,.0f} {int(sys.argv[3]) / 1024:>9.1f} MiB")
-PY
-}
-printf "\n%-18s %10s %12s %14s %14s %12s\n" fleet calls wall_s "calls/wall-s" "events/s" peak_rss
-fleet_row default-sampled "$FLEETSIM_ROOT/scenarios/default.yaml"
+# hours of chatgpt-700m.yaml at full scale (~20 min on 2 cores, ~1 GB); one run each.
+printf "\n"
+header calls fleet
+bench_row default-sampled scenarios/default.yaml 1
 if [ "${FLEETSIM_BENCH_FULL:-0}" = "1" ]; then
-  fleet_row full-peak-2h "$FLEETSIM_ROOT/scenarios/chatgpt-700m.yaml" \
-    --set users.start.hour_utc=14 --set users.duration=2h
+  bench_row full-peak-2h scenarios/chatgpt-700m.yaml 1 --set users.start.hour_utc=14 \
+    --set users.duration=2h
 fi
