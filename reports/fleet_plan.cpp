@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "reports/format.h"
+#include "reports/ladder.h"
 
 namespace fleetsim::reports {
 
@@ -143,28 +144,6 @@ std::string fleet_plan_text(const app::FleetPlanResult& r) {
 }
 
 nlohmann::ordered_json fleet_plan_json(const app::FleetPlanResult& r) {
-  auto rung = [](const app::LadderRung& s) {
-    nlohmann::ordered_json j;
-    j["met"] = s.met;
-    if (!s.met) j["reason"] = s.reason;
-    j["gpus"] = s.gpus;
-    j["replicas_simulated"] = s.replicas_simulated;
-    j["scale"] = s.scale;
-    j["gpu_hours_per_day"] = s.gpu_hours_per_day;
-    j["usd_per_day"] = s.usd_per_day;
-    j["price_missing"] = s.price_missing;
-    j["calls_per_day"] = s.calls_per_day;
-    j["tokens_per_day"] = s.tokens_per_day;
-    j["usd_per_mtok"] = s.usd_per_mtok;
-    j["wh_per_call"] = s.wh_per_call;
-    j["slo_attainment"] = s.attainment;
-    j["slo_attainment_ci95"] = s.attainment_ci95;
-    j["ttft_p99_s"] = s.ttft_p99_s;
-    j["tpot_p99_s"] = s.tpot_p99_s;
-    j["busy_fraction"] = s.busy;
-    j["simulations"] = s.simulations;
-    return j;
-  };
   nlohmann::ordered_json p;
   p["scenario"] = r.scenario_name;
   p["target"] = r.spec.target;
@@ -185,14 +164,14 @@ nlohmann::ordered_json fleet_plan_json(const app::FleetPlanResult& r) {
     j["option"] = c.option;
     for (const auto& [path, v] : c.axis_values) j["axes"][path] = v;
     j["overrides"] = c.answer.overrides;
-    j["answer"] = rung(c.answer);
+    j["answer"] = rung_json(c.answer);
     if (!c.error_band.empty()) {
       j["error_band"] = c.error_band;
       j["gpus_at_p75_error"] = c.gpus_at_p75;
     }
     if (c.perturbed) {
       j["perturb_traffic"] = r.spec.perturb_traffic;
-      j["perturbed_answer"] = rung(c.perturbed_answer);
+      j["perturbed_answer"] = rung_json(c.perturbed_answer);
     }
     all.push_back(std::move(j));
   }

@@ -101,6 +101,30 @@ std::string ladder_text(const app::LadderResult& r) {
   return o.str();
 }
 
+nlohmann::ordered_json rung_json(const app::LadderRung& s) {
+  nlohmann::ordered_json j;
+  j["met"] = s.met;
+  if (!s.met) j["reason"] = s.reason;
+  j["replicas_simulated"] = s.replicas_simulated;
+  j["scale"] = s.scale;
+  j["gpus"] = s.gpus;
+  j["gpu_hours_per_day"] = s.gpu_hours_per_day;
+  j["usd_per_day"] = s.usd_per_day;
+  j["price_missing"] = s.price_missing;
+  j["calls_per_day"] = s.calls_per_day;
+  j["tokens_per_day"] = s.tokens_per_day;
+  j["usd_per_mtok"] = s.usd_per_mtok;
+  j["wh_per_call"] = s.wh_per_call;
+  j["wh_per_call_busiest_hour"] = s.wh_per_call_window;
+  j["slo_attainment"] = s.attainment;
+  j["slo_attainment_ci95"] = s.attainment_ci95;
+  j["ttft_p99_s"] = s.ttft_p99_s;
+  j["tpot_p99_s"] = s.tpot_p99_s;
+  j["busy_fraction"] = s.busy;
+  j["simulations"] = s.simulations;
+  return j;
+}
+
 nlohmann::ordered_json ladder_json(const app::LadderResult& r) {
   nlohmann::ordered_json l;
   l["scenario"] = r.scenario_name;
@@ -123,27 +147,9 @@ nlohmann::ordered_json ladder_json(const app::LadderResult& r) {
     j["note"] = s.note;
     j["overrides"] = s.overrides;
     j["autoscaling"] = s.autoscaling;
-    j["met"] = s.met;
-    if (!s.met) j["reason"] = s.reason;
-    j["replicas_simulated"] = s.replicas_simulated;
-    j["scale"] = s.scale;
-    j["gpus"] = s.gpus;
-    j["gpu_hours_per_day"] = s.gpu_hours_per_day;
-    j["usd_per_day"] = s.usd_per_day;
-    j["price_missing"] = s.price_missing;
-    j["calls_per_day"] = s.calls_per_day;
-    j["tokens_per_day"] = s.tokens_per_day;
-    j["usd_per_mtok"] = s.usd_per_mtok;
-    j["wh_per_call"] = s.wh_per_call;
-    j["wh_per_call_busiest_hour"] = s.wh_per_call_window;
-    j["slo_attainment"] = s.attainment;
-    j["slo_attainment_ci95"] = s.attainment_ci95;
-    j["ttft_p99_s"] = s.ttft_p99_s;
-    j["tpot_p99_s"] = s.tpot_p99_s;
-    j["busy_fraction"] = s.busy;
+    j.update(rung_json(s));
     j["factor_previous"] = s.factor_previous;
     j["factor_start"] = s.factor_start;
-    j["simulations"] = s.simulations;
     steps.push_back(std::move(j));
   }
   l["steps"] = std::move(steps);

@@ -17,6 +17,9 @@ namespace fleetsim::reports {
 Table ladder_table(const app::LadderResult& r);
 /// The terminal report: what was simulated, the table, the overall factor and the notes.
 std::string ladder_text(const app::LadderResult& r);
+/// One search's answer (met, reason, GPUs, $ a day, ..., simulations): a ladder step's and a
+/// fleet plan configuration's.
+nlohmann::ordered_json rung_json(const app::LadderRung& s);
 /// {"ladder": {"scenario", "sample", "peak_hour", ..., "steps": [{...}, ...]}}.
 nlohmann::ordered_json ladder_json(const app::LadderResult& r);
 /// report.md, report.html and the waterfall's SVG in `dir`; returns the files written.

@@ -24,13 +24,6 @@ const yaml::Key& plan_key(const std::string& name) {
   return scenario::schema::key("fleet_plan." + name);
 }
 
-// A YAML value on one line, as --set takes it.
-std::string flow(const YAML::Node& n) {
-  YAML::Emitter e;
-  e << YAML::Flow << n;
-  return e.c_str();
-}
-
 constexpr const char* kOptionsHint =
     "e.g. options: [{name: B200, set: {hardware.gpu: b200}}, {name: H200, set: {hardware.gpu: "
     "h200-sxm}}]";
@@ -83,7 +76,7 @@ FleetPlanSpec read_fleet_plan_section(const std::string& file,
       for (const auto& kv : set->node()) {
         const std::string path = kv.first.as<std::string>();
         check_path(*set, path, path);
-        o.set.push_back(path + "=" + flow(kv.second));
+        o.set.push_back(path + "=" + flow_text(kv.second));
       }
     om.finish();
     for (const auto& other : spec.options)
@@ -98,7 +91,7 @@ FleetPlanSpec read_fleet_plan_section(const std::string& file,
         axes->fail(path, "expected a list of values to try",
                    "e.g. axes: {serving.max_num_seqs: [256, 512]}");
       std::vector<std::string> values;
-      for (const auto& v : kv.second) values.push_back(flow(v));
+      for (const auto& v : kv.second) values.push_back(flow_text(v));
       spec.axes.emplace_back(path, std::move(values));
     }
   }

@@ -51,6 +51,12 @@ std::vector<std::string> start_overrides(double at_s, double duration_s) {
 
 }  // namespace
 
+std::string flow_text(const YAML::Node& n) {
+  YAML::Emitter e;
+  e << YAML::Flow << n;
+  return e.c_str();
+}
+
 BusiestWindow busiest_window(const std::string& file, const std::vector<std::string>& sets,
                              std::optional<uint64_t> seed, const hw::Catalog& catalog,
                              const std::shared_ptr<const hw::CalibrationSet>& calibration,

@@ -21,12 +21,17 @@
 #include <string>
 #include <vector>
 
+#include <yaml-cpp/yaml.h>
+
 #include "hw_models/calibration.h"
 #include "hw_models/catalog.h"
 #include "sim/app/ladder.h"
 #include "sim/scenario/scenario.h"
 
 namespace fleetsim::app {
+
+/// A YAML value on one line, as --set takes it ("[{name: a, replicas: 2}]", "fp8").
+std::string flow_text(const YAML::Node& n);
 
 /// The day's busiest stretch of a fleet scenario.
 struct BusiestWindow {

@@ -25,13 +25,6 @@ const yaml::Key& ladder_key(const std::string& name) {
   return scenario::schema::key("ladder." + name);
 }
 
-// A YAML value on one line, as --set takes it ("[{name: a, replicas: 2}]", "fp8").
-std::string flow_text(const YAML::Node& n) {
-  YAML::Emitter e;
-  e << YAML::Flow << n;
-  return e.c_str();
-}
-
 constexpr const char* kStepsHint =
     "e.g. steps: [{name: naive, set: {serving.max_num_seqs: 1}}, {name: batching, set: "
     "{serving.max_num_seqs: 256}}]";
