@@ -132,8 +132,8 @@ TEST(FleetPlan, SectionErrorsNameTheFieldAndHelp) {
   const std::string e = plan_error([&] { read_fleet_plan_section(typo, {}); });
   EXPECT_NE(e.find("max_num_seqs"), std::string::npos) << e;  // did you mean
   EXPECT_NE(e.find("typo.yaml"), std::string::npos) << e;     // where
-  const std::string twice =
-      plan_file("twice", std::string(kPlanFleet) + "fleet_plan: {options: [{name: a}, {name: a}]}\n");
+  const std::string twice = plan_file(
+      "twice", std::string(kPlanFleet) + "fleet_plan: {options: [{name: a}, {name: a}]}\n");
   EXPECT_NE(
       plan_error([&] { read_fleet_plan_section(twice, {}); }).find("two options are named 'a'"),
       std::string::npos);
