@@ -69,6 +69,8 @@ const char* kUsage =
     "  check SCENARIO   validate a scenario and print its resolved configuration\n"
     "  plan SCENARIO    search the scenario's plan: space for the cheapest deployment meeting its "
     "SLO\n"
+    "                   (a fleet scenario: its fleet_plan: options, the cheapest fleet for the "
+    "day)\n"
     "  sweep SCENARIO   run a scenario over a grid of --vary KEY=V1,V2,... (and --seeds N)\n"
     "  ladder SCENARIO  what each serving technique is worth: the scenario's ladder: steps, each\n"
     "                   searched for the GPUs that meet its SLO\n"
