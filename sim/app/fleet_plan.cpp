@@ -120,8 +120,8 @@ FleetPlanResult run_fleet_plan(const std::string& file, const std::vector<std::s
                               "fleetsim plan");
   res.scenario_name = res.window.scenario_name;
 
-  // Every configuration, loaded first: one that does not load (memory, layout, price) is
-  // kept with its reason, and searched no further.
+  // Every configuration, loaded first: one that does not load (memory fit, layout, an unknown
+  // engine) is kept with its reason, and searched no further.
   std::vector<std::optional<FleetConfig>> configs;
   for (const FleetPlanOption& o : spec.options) {
     const size_t combos = spec.configurations() / spec.options.size();
@@ -177,6 +177,13 @@ FleetPlanResult run_fleet_plan(const std::string& file, const std::vector<std::s
   for (int i = 0; i < n; ++i) {
     FleetPlanCandidate& c = res.candidates[static_cast<size_t>(i)];
     res.simulations += c.answer.simulations;
+    if (c.answer.met && c.answer.price_missing) {
+      // Its $ a day would leave a pool out and rank it falsely cheap.
+      c.answer.met = false;
+      c.answer.reason =
+          "invalid: a pool's GPU has no price, so $ a day would leave that pool out (give its "
+          "catalog file a cloud_usd_per_gpu_hour, or cost: {basis: owned, ...})";
+    }
     if (!c.answer.met) continue;
     res.ranking.push_back(i);
     const auto& band = configs[static_cast<size_t>(i)]->sc.error_band;

@@ -112,6 +112,39 @@ TEST(FleetPlan, SameSeedSameAnswerWhateverTheThreads) {
   }
 }
 
+TEST(FleetPlan, AConfigurationWithoutAPriceIsInvalidNotCheapest) {
+  // A copy of the catalog whose H200 has no cloud price: its $ a day would leave the pool
+  // out (0), so its configurations are invalid with the reason, never ranked as cheapest.
+  const auto dir = std::filesystem::temp_directory_path() / "fleetsim_fleet_plan_catalog";
+  std::filesystem::remove_all(dir);
+  std::filesystem::copy(hw::Catalog::default_dir(), dir, std::filesystem::copy_options::recursive);
+  const auto gpu = dir / "gpus" / "h200-sxm.yaml";
+  std::ifstream in(gpu);
+  std::string text, line;
+  while (std::getline(in, line))
+    if (line.rfind("cloud_usd_per_gpu_hour:", 0) != 0) text += line + "\n";
+  in.close();
+  std::ofstream(gpu) << text;
+  const hw::Catalog catalog = hw::Catalog::load(dir.string());
+  const std::string file = plan_file("unpriced", std::string(kPlanFleet) + R"(
+fleet_plan:
+  window: 10min
+  warmup: 2min
+  perturb_traffic: 0
+  options: [{name: batching}]
+  axes:
+    hardware: [{gpu: h100-sxm, node: hgx-h100}, {gpu: h200-sxm, node: hgx-h200}]
+)");
+  const FleetPlanResult r = run_fleet_plan(file, {}, std::nullopt, catalog, nullptr, 1);
+  ASSERT_EQ(r.candidates.size(), 2u);
+  EXPECT_TRUE(r.candidates[0].answer.met);
+  EXPECT_FALSE(r.candidates[1].answer.met);
+  EXPECT_NE(r.candidates[1].answer.reason.find("has no price"), std::string::npos)
+      << r.candidates[1].answer.reason;
+  EXPECT_EQ(r.chosen, 0);
+  EXPECT_EQ(r.ranking, std::vector<int>{0});
+}
+
 template <class F>
 std::string plan_error(F f) {
   try {
