@@ -1,17 +1,14 @@
 #include "sim/app/fleet_plan.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <mutex>
 
 #include <yaml-cpp/yaml.h>
 
 #include "hw_models/error.h"
 #include "hw_models/yaml_reader.h"
-#include "sim/core/parallel.h"
 #include "sim/fleet/population.h"
 #include "sim/scenario/schema.h"
 #include "sim/validation/error_band.h"
@@ -160,19 +157,15 @@ FleetPlanResult run_fleet_plan(const std::string& file, const std::vector<std::s
 
   // The searches side by side; each runs its simulations one after another.
   const int n = static_cast<int>(res.candidates.size());
-  std::atomic<int> done{0};
-  std::mutex progress_mutex;
-  parallel_for(n, threads, [&](int i) {
-    const auto u = static_cast<size_t>(i);
-    if (configs[u])
-      res.candidates[u].answer =
-          climb(*configs[u], spec.target, res.window.window_to_mean, res.candidates[u].answer);
-    const int d = ++done;
-    if (progress) {
-      std::lock_guard<std::mutex> lock(progress_mutex);
-      progress(d, n);
-    }
-  });
+  searches_side_by_side(
+      n, threads,
+      [&](int i) {
+        const auto u = static_cast<size_t>(i);
+        if (configs[u])
+          res.candidates[u].answer =
+              climb(*configs[u], spec.target, res.window.window_to_mean, res.candidates[u].answer);
+      },
+      progress);
 
   for (int i = 0; i < n; ++i) {
     FleetPlanCandidate& c = res.candidates[static_cast<size_t>(i)];

@@ -1,11 +1,14 @@
 #include "sim/app/fleet_search.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <mutex>
 
 #include "hw_models/error.h"
 #include "sim/app/run.h"
+#include "sim/core/parallel.h"
 #include "sim/core/time.h"
 #include "sim/fleet/population.h"
 
@@ -50,6 +53,20 @@ std::vector<std::string> start_overrides(double at_s, double duration_s) {
 }
 
 }  // namespace
+
+void searches_side_by_side(int n, int threads, const std::function<void(int)>& search,
+                           const std::function<void(int, int)>& progress) {
+  std::atomic<int> done{0};
+  std::mutex progress_mutex;
+  parallel_for(n, threads, [&](int i) {
+    search(i);
+    const int d = ++done;
+    if (progress) {
+      std::lock_guard<std::mutex> lock(progress_mutex);
+      progress(d, n);
+    }
+  });
+}
 
 std::string flow_text(const YAML::Node& n) {
   YAML::Emitter e;

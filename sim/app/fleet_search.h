@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -65,6 +66,12 @@ FleetConfig fleet_config(const std::string& file, const std::vector<std::string>
                          std::optional<uint64_t> seed, const hw::Catalog& catalog,
                          const std::shared_ptr<const hw::CalibrationSet>& calibration,
                          double sample, const std::string& what);
+
+/// Runs search(i) for every i in [0, n) side by side on `threads` threads (the results must
+/// not depend on the order); `progress` (may be empty) is called after each, one call at a
+/// time, with (searches done, n).
+void searches_side_by_side(int n, int threads, const std::function<void(int)>& search,
+                           const std::function<void(int, int)>& progress);
 
 /// The search: `rung` (name, note, overrides, autoscaling as given) filled with the
 /// answer, or with met = false and the reason.

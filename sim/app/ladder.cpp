@@ -1,17 +1,14 @@
 #include "sim/app/ladder.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
-#include <mutex>
 
 #include <yaml-cpp/yaml.h>
 
 #include "hw_models/error.h"
 #include "hw_models/yaml_reader.h"
 #include "sim/app/fleet_search.h"
-#include "sim/core/parallel.h"
 #include "sim/core/time.h"
 #include "sim/fleet/population.h"
 #include "sim/scenario/scenario.h"
@@ -141,18 +138,13 @@ LadderResult run_ladder(const std::string& file, const std::vector<std::string>&
   }
 
   // The steps side by side; each search runs its simulations one after another.
-  const int n = static_cast<int>(bases.size());
-  std::atomic<int> done{0};
-  std::mutex progress_mutex;
-  parallel_for(n, threads, [&](int i) {
-    const auto u = static_cast<size_t>(i);
-    rungs[u] = climb(bases[u], spec.target, res.window_to_mean, rungs[u]);
-    const int d = ++done;
-    if (progress) {
-      std::lock_guard<std::mutex> lock(progress_mutex);
-      progress(d, n);
-    }
-  });
+  searches_side_by_side(
+      static_cast<int>(bases.size()), threads,
+      [&](int i) {
+        const auto u = static_cast<size_t>(i);
+        rungs[u] = climb(bases[u], spec.target, res.window_to_mean, rungs[u]);
+      },
+      progress);
 
   for (size_t i = 0; i < rungs.size(); ++i) {
     LadderRung& r = rungs[i];

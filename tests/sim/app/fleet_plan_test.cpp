@@ -8,23 +8,11 @@
 #include <filesystem>
 #include <fstream>
 
+#include "app_test_util.h"
 #include "hw_models/error.h"
 
 namespace fleetsim::app {
 namespace {
-
-const hw::Catalog& plan_catalog() {
-  static const hw::Catalog catalog = hw::Catalog::load(hw::Catalog::default_dir());
-  return catalog;
-}
-
-std::string plan_file(const std::string& name, const std::string& text) {
-  const auto dir = std::filesystem::temp_directory_path() / "fleetsim_fleet_plan_test";
-  std::filesystem::create_directories(dir);
-  const std::string path = (dir / (name + ".yaml")).string();
-  std::ofstream(path) << text;
-  return path;
-}
 
 // As tests/sim/app/ladder_test.cpp: 2e5 weekly users × 0.5 × 2 sessions × 2 turns = 4e5
 // calls a day = 4.63 calls/s, flat; every call 100 output tokens.
@@ -54,8 +42,10 @@ fleet_plan:
 )";
 
 TEST(FleetPlan, EveryConfigurationIsSearchedRankedByCostAndBoundedByHand) {
-  const std::string file = plan_file("bounds", std::string(kPlanFleet) + kPlanSection);
-  const FleetPlanResult r = run_fleet_plan(file, {}, std::nullopt, plan_catalog(), nullptr, 2);
+  const std::string file = test::scenario_file("fleetsim_fleet_plan_test", "bounds",
+                                               std::string(kPlanFleet) + kPlanSection);
+  const FleetPlanResult r =
+      run_fleet_plan(file, {}, std::nullopt, test::bundled_catalog(), nullptr, 2);
   // 3 options × 2 GPUs, in enumeration order (option, then axis value).
   ASSERT_EQ(r.candidates.size(), 6u);
   EXPECT_EQ(r.candidates[0].label, "one at a time hardware={gpu: h100-sxm, node: hgx-h100}");
@@ -101,9 +91,12 @@ TEST(FleetPlan, EveryConfigurationIsSearchedRankedByCostAndBoundedByHand) {
 }
 
 TEST(FleetPlan, SameSeedSameAnswerWhateverTheThreads) {
-  const std::string file = plan_file("threads", std::string(kPlanFleet) + kPlanSection);
-  const FleetPlanResult a = run_fleet_plan(file, {}, std::nullopt, plan_catalog(), nullptr, 1);
-  const FleetPlanResult b = run_fleet_plan(file, {}, std::nullopt, plan_catalog(), nullptr, 2);
+  const std::string file = test::scenario_file("fleetsim_fleet_plan_test", "threads",
+                                               std::string(kPlanFleet) + kPlanSection);
+  const FleetPlanResult a =
+      run_fleet_plan(file, {}, std::nullopt, test::bundled_catalog(), nullptr, 1);
+  const FleetPlanResult b =
+      run_fleet_plan(file, {}, std::nullopt, test::bundled_catalog(), nullptr, 2);
   ASSERT_EQ(a.candidates.size(), b.candidates.size());
   EXPECT_EQ(a.chosen, b.chosen);
   for (size_t i = 0; i < a.candidates.size(); ++i) {
@@ -126,7 +119,8 @@ TEST(FleetPlan, AConfigurationWithoutAPriceIsInvalidNotCheapest) {
   in.close();
   std::ofstream(gpu) << text;
   const hw::Catalog catalog = hw::Catalog::load(dir.string());
-  const std::string file = plan_file("unpriced", std::string(kPlanFleet) + R"(
+  const std::string file =
+      test::scenario_file("fleetsim_fleet_plan_test", "unpriced", std::string(kPlanFleet) + R"(
 fleet_plan:
   window: 10min
   warmup: 2min
@@ -156,40 +150,44 @@ std::string plan_error(F f) {
 }
 
 TEST(FleetPlan, SectionErrorsNameTheFieldAndHelp) {
-  const std::string none = plan_file("none", kPlanFleet);
+  const std::string none = test::scenario_file("fleetsim_fleet_plan_test", "none", kPlanFleet);
   EXPECT_NE(plan_error([&] { read_fleet_plan_section(none, {}); }).find("fleet_plan: section"),
             std::string::npos);
-  const std::string typo =
-      plan_file("typo", std::string(kPlanFleet) +
-                            "fleet_plan: {options: [{name: a, set: {serving.max_num_seq: 1}}]}\n");
+  const std::string typo = test::scenario_file(
+      "fleetsim_fleet_plan_test", "typo",
+      std::string(kPlanFleet) +
+          "fleet_plan: {options: [{name: a, set: {serving.max_num_seq: 1}}]}\n");
   const std::string e = plan_error([&] { read_fleet_plan_section(typo, {}); });
   EXPECT_NE(e.find("max_num_seqs"), std::string::npos) << e;  // did you mean
   EXPECT_NE(e.find("typo.yaml"), std::string::npos) << e;     // where
-  const std::string twice = plan_file(
-      "twice", std::string(kPlanFleet) + "fleet_plan: {options: [{name: a}, {name: a}]}\n");
+  const std::string twice = test::scenario_file(
+      "fleetsim_fleet_plan_test", "twice",
+      std::string(kPlanFleet) + "fleet_plan: {options: [{name: a}, {name: a}]}\n");
   EXPECT_NE(
       plan_error([&] { read_fleet_plan_section(twice, {}); }).find("two options are named 'a'"),
       std::string::npos);
-  const std::string empty = plan_file(
-      "empty", std::string(kPlanFleet) +
-                   "fleet_plan: {options: [{name: a}], axes: {serving.max_num_seqs: []}}\n");
+  const std::string empty = test::scenario_file(
+      "fleetsim_fleet_plan_test", "empty",
+      std::string(kPlanFleet) +
+          "fleet_plan: {options: [{name: a}], axes: {serving.max_num_seqs: []}}\n");
   EXPECT_NE(plan_error([&] { read_fleet_plan_section(empty, {}); }).find("list of values"),
             std::string::npos);
   // 2 options × 3 × 3 axis values = 18 configurations, over a limit of 10.
-  const std::string big = plan_file(
-      "big", std::string(kPlanFleet) +
-                 "fleet_plan: {max_configurations: 10, options: [{name: a}, {name: b}], axes: "
-                 "{serving.max_num_seqs: [1, 2, 3], serving.max_batched_tokens: [512, 1024, "
-                 "2048]}}\n");
+  const std::string big = test::scenario_file(
+      "fleetsim_fleet_plan_test", "big",
+      std::string(kPlanFleet) +
+          "fleet_plan: {max_configurations: 10, options: [{name: a}, {name: b}], axes: "
+          "{serving.max_num_seqs: [1, 2, 3], serving.max_batched_tokens: [512, 1024, "
+          "2048]}}\n");
   EXPECT_NE(plan_error([&] { read_fleet_plan_section(big, {}); }).find("18 configurations"),
             std::string::npos);
-  const std::string pool = plan_file(
-      "pool",
+  const std::string pool = test::scenario_file(
+      "fleetsim_fleet_plan_test", "pool",
       "model: llama-3.1-8b\nhardware: {gpu: h100-sxm}\nserving: {}\nworkload: {requests: 10, "
       "arrival: {process: poisson, rate: 1/s}, prompt_tokens: 10, output_tokens: 10}\n"
       "fleet_plan: {options: [{name: a}]}\n");
   EXPECT_NE(plan_error([&] {
-              run_fleet_plan(pool, {}, std::nullopt, plan_catalog(), nullptr, 1);
+              run_fleet_plan(pool, {}, std::nullopt, test::bundled_catalog(), nullptr, 1);
             }).find("fleet scenarios"),
             std::string::npos);
 }

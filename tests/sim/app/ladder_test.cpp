@@ -8,24 +8,11 @@
 #include <filesystem>
 #include <fstream>
 
+#include "app_test_util.h"
 #include "hw_models/error.h"
 
 namespace fleetsim::app {
 namespace {
-
-const hw::Catalog& ladder_catalog() {
-  static const hw::Catalog catalog = hw::Catalog::load(hw::Catalog::default_dir());
-  return catalog;
-}
-
-// Writes `text` to a scenario file of its own and returns its path.
-std::string ladder_file(const std::string& name, const std::string& text) {
-  const auto dir = std::filesystem::temp_directory_path() / "fleetsim_ladder_test";
-  std::filesystem::create_directories(dir);
-  const std::string path = (dir / (name + ".yaml")).string();
-  std::ofstream(path) << text;
-  return path;
-}
 
 // 2e5 weekly users, half of them daily, 2 sessions of 2 turns each: 2e5 × 0.5 × 2 × 2 =
 // 4e5 calls a day = 4.63 calls/s, flat over the day; every call 100 output tokens.
@@ -53,8 +40,9 @@ ladder:
 )";
 
 TEST(Ladder, EachStepMeetsItsHandBounds) {
-  const std::string file = ladder_file("bounds", std::string(kLadderFleet) + kLadderSteps);
-  const LadderResult r = run_ladder(file, {}, std::nullopt, ladder_catalog(), nullptr, 2);
+  const std::string file = test::scenario_file("fleetsim_ladder_test", "bounds",
+                                               std::string(kLadderFleet) + kLadderSteps);
+  const LadderResult r = run_ladder(file, {}, std::nullopt, test::bundled_catalog(), nullptr, 2);
   ASSERT_EQ(r.rungs.size(), 3u);
   for (const auto& s : r.rungs) {
     ASSERT_TRUE(s.met) << s.name << ": " << s.reason;
@@ -102,8 +90,9 @@ ladder:
 )";
 
 TEST(Ladder, LaterStepsMeetTheirHandBounds) {
-  const std::string file = ladder_file("later", std::string(kLadderFleet) + kLaterSteps);
-  const LadderResult r = run_ladder(file, {}, std::nullopt, ladder_catalog(), nullptr, 2);
+  const std::string file =
+      test::scenario_file("fleetsim_ladder_test", "later", std::string(kLadderFleet) + kLaterSteps);
+  const LadderResult r = run_ladder(file, {}, std::nullopt, test::bundled_catalog(), nullptr, 2);
   ASSERT_EQ(r.rungs.size(), 5u);
   for (const auto& s : r.rungs) {
     ASSERT_TRUE(s.met) << s.name << ": " << s.reason;
@@ -144,9 +133,10 @@ TEST(Ladder, LaterStepsMeetTheirHandBounds) {
 }
 
 TEST(Ladder, SameSeedSameAnswerWhateverTheThreads) {
-  const std::string file = ladder_file("determinism", std::string(kLadderFleet) + kLadderSteps);
-  const LadderResult a = run_ladder(file, {}, std::nullopt, ladder_catalog(), nullptr, 1);
-  const LadderResult b = run_ladder(file, {}, std::nullopt, ladder_catalog(), nullptr, 2);
+  const std::string file = test::scenario_file("fleetsim_ladder_test", "determinism",
+                                               std::string(kLadderFleet) + kLadderSteps);
+  const LadderResult a = run_ladder(file, {}, std::nullopt, test::bundled_catalog(), nullptr, 1);
+  const LadderResult b = run_ladder(file, {}, std::nullopt, test::bundled_catalog(), nullptr, 2);
   ASSERT_EQ(a.rungs.size(), b.rungs.size());
   for (size_t i = 0; i < a.rungs.size(); ++i) {
     EXPECT_EQ(a.rungs[i].replicas_simulated, b.rungs[i].replicas_simulated);
@@ -167,33 +157,36 @@ std::string ladder_error(F f) {
 }
 
 TEST(Ladder, SectionErrorsNameTheFieldAndHelp) {
-  const std::string none = ladder_file("none", kLadderFleet);
+  const std::string none = test::scenario_file("fleetsim_ladder_test", "none", kLadderFleet);
   EXPECT_NE(ladder_error([&] { read_ladder_section(none, {}); }).find("has no ladder: section"),
             std::string::npos);
   const std::string idle =
-      ladder_file("idle", std::string(kLadderFleet) +
+      test::scenario_file("fleetsim_ladder_test", "idle",
+                          std::string(kLadderFleet) +
                               "ladder: {steps: [{name: a, set: {serving.max_num_seqs: 1}}, "
                               "{name: b}]}\n");
   EXPECT_NE(ladder_error([&] { read_ladder_section(idle, {}); }).find("step 'b' changes nothing"),
             std::string::npos);
   const std::string typo =
-      ladder_file("typo", std::string(kLadderFleet) +
+      test::scenario_file("fleetsim_ladder_test", "typo",
+                          std::string(kLadderFleet) +
                               "ladder: {steps: [{name: a, set: {serving.max_num_seq: 1}}, "
                               "{name: b, autoscaling: true}]}\n");
   const std::string e = ladder_error([&] { read_ladder_section(typo, {}); });
   EXPECT_NE(e.find("max_num_seqs"), std::string::npos) << e;  // did you mean
   EXPECT_NE(e.find("typo.yaml"), std::string::npos) << e;     // where
-  const std::string one = ladder_file(
-      "one", std::string(kLadderFleet) + "ladder: {steps: [{name: a, set: {seed: 2}}]}\n");
+  const std::string one = test::scenario_file(
+      "fleetsim_ladder_test", "one",
+      std::string(kLadderFleet) + "ladder: {steps: [{name: a, set: {seed: 2}}]}\n");
   EXPECT_NE(ladder_error([&] { read_ladder_section(one, {}); }).find("2 to 64 steps"),
             std::string::npos);
-  const std::string pool = ladder_file(
-      "pool",
+  const std::string pool = test::scenario_file(
+      "fleetsim_ladder_test", "pool",
       "model: llama-3.1-8b\nhardware: {gpu: h100-sxm}\nserving: {}\nworkload: {requests: 10, "
       "arrival: {process: poisson, rate: 1/s}, prompt_tokens: 10, output_tokens: 10}\n"
       "ladder: {steps: [{name: a, set: {seed: 2}}, {name: b, set: {seed: 3}}]}\n");
   EXPECT_NE(ladder_error([&] {
-              run_ladder(pool, {}, std::nullopt, ladder_catalog(), nullptr, 1);
+              run_ladder(pool, {}, std::nullopt, test::bundled_catalog(), nullptr, 1);
             }).find("fleet scenarios"),
             std::string::npos);
 }
