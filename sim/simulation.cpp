@@ -565,6 +565,11 @@ void Simulation::schedule_calls() {
   // A full-scale day holds millions of next turns waiting out their users' think time. In
   // the event heap they made every push and pop a chain of cache misses (170k calls/s);
   // they wait in a wheel of one-second buckets instead, and enter the heap a second ahead.
+  // A bucket's memory is released when it empties: kept, every bucket of the wheel would
+  // hold the capacity of its busiest second (4,096 × ~17k calls × 4 B = 280 MB at full
+  // scale once the wheel has turned). (Buckets of 1/16 s, which keep the heap at ~20k
+  // events instead of ~50k, measured no faster: 35.8 s against 33.8 s, medians of 3-4
+  // interleaved runs of a 5-minute full-scale slice.)
   const SimTime now = engine_.now();
   for (const auto& r : calls_) {
     const uint32_t slot = new_slot(r);
@@ -594,7 +599,7 @@ void Simulation::flush_bucket() {
     engine_.schedule(r.arrival_ns + front_door_ns(r), serving::kPhaseArrival, this, kArrive, slot);
   }
   wheel_count_ -= bucket.size();
-  bucket.clear();
+  std::vector<uint32_t>().swap(bucket);
   ++next_flush_;
   if (wheel_count_ > 0)
     engine_.schedule((next_flush_ - 1) * kBucketNs, serving::kPhaseArrival, this, kBucket);

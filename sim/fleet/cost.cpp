@@ -198,8 +198,12 @@ FleetAnswer fleet_answer(const scenario::Scenario& sc, const FleetResult& res) {
   a.slo_ci95 = served ? 1.96 * std::sqrt(a.slo_attainment * (1 - a.slo_attainment) /
                                          static_cast<double>(served))
                       : 0;
-  // Session starts are Poisson: a count of n has relative standard error 1/sqrt(n).
-  a.count_rel_error = res.sessions ? 1.0 / std::sqrt(static_cast<double>(res.sessions)) : 0;
+  // A count of n session starts has relative standard error sqrt(D / n), D its variance
+  // over mean: 1 for Poisson starts (tracking: rate), more when users are tracked one by
+  // one (a user active on a day opens several sessions; Population::call_count_dispersion).
+  a.count_rel_error =
+      res.sessions ? std::sqrt(pop->call_count_dispersion() / static_cast<double>(res.sessions))
+                   : 0;
   return a;
 }
 

@@ -75,19 +75,23 @@ int weekday_index(yaml::Map& m, const std::string& key) {
 
 }  // namespace
 
-double sampled_mean(const Distribution& d, bool whole) {
-  // The mean of what the generator draws: bounds are enforced by redrawing (a lognormal of
-  // turns with median 2 loses its draws below 1, which raises the mean well above the
+double sampled_mean(const Distribution& d, bool whole) { return sampled_moments(d, whole).first; }
+
+std::pair<double, double> sampled_moments(const Distribution& d, bool whole) {
+  // The moments of what the generator draws: bounds are enforced by redrawing (a lognormal
+  // of turns with median 2 loses its draws below 1, which raises the mean well above the
   // analytic median·exp(σ²/2)), and counts are rounded. 2^17 draws from a fixed stream:
   // deterministic, and within 1 % for the spreads scenarios use.
   Rng rng(0x5eed5eedULL);
   constexpr int kDraws = 1 << 17;
-  double sum = 0;
+  double sum = 0, sum2 = 0;
   for (int i = 0; i < kDraws; ++i) {
-    const double x = d.sample(rng);
-    sum += whole ? workload::to_tokens(x) : x;
+    const double x0 = d.sample(rng);
+    const double x = whole ? static_cast<double>(workload::to_tokens(x0)) : x0;
+    sum += x;
+    sum2 += x * x;
   }
-  return sum / kDraws;
+  return {sum / kDraws, sum2 / kDraws};
 }
 
 std::vector<std::string> builtin_curves() { return {"consumer", "business", "flat"}; }
@@ -140,6 +144,24 @@ Population::Population(yaml::Map& u, std::vector<RegionTraffic> regions, const R
                " simulated users; this population has " + units::format_count(wau_ * sample_),
            "use tracking: rate (a Poisson process at the population's rate: the same load, "
            "right for large populations) or a smaller users.sample");
+  if (per_user_) {
+    // call_count_dispersion()'s sessions term: M as users draw it (clamped, rounded stochastically).
+    Rng draws(0x5e55101d);
+    constexpr int kDraws = 200000;
+    double m1 = 0, m2 = 0;
+    for (int i = 0; i < kDraws; ++i) {
+      const double x =
+          std::min(kSessionsPerUserDayMax, std::max(0.0, sessions_per_user_->sample(draws)));
+      const double f = x - std::floor(x);
+      // E[M | x] = x and E[M² | x] = x² + f·(1 − f) (M is floor(x) + Bernoulli(f)).
+      m1 += x;
+      m2 += x * x + f * (1 - f);
+    }
+    m1 /= kDraws;
+    m2 /= kDraws;
+    const double q = std::min(1.0, dau_);
+    if (m1 > 0) dispersion_ = std::max(0.0, (m2 - q * m1 * m1) / m1);
+  }
   duration_ns_ = seconds_to_ns(u.quantity_or(key("duration")));
   if (ns_to_seconds(duration_ns_) > 31 * 86400.0)
     u.fail("duration", "at most 31 days", "simulate a day or a week, e.g. '24h' or '7d'");
@@ -182,9 +204,19 @@ Population::Population(yaml::Map& u, std::vector<RegionTraffic> regions, const R
     classes_.push_back(std::move(k));
   }
   sessions_mean_ = sampled_mean(*sessions_per_user_, false);
+  double share_sum = 0, turns1 = 0, turns2 = 0;  // the class mixture's E[T] and E[T²]
   for (auto& k : classes_) {
-    k.turns_mean = sampled_mean(k.turns ? *k.turns : *turns_, true);
+    const auto [m1, m2] = sampled_moments(k.turns ? *k.turns : *turns_, true);
+    k.turns_mean = m1;
     k.fanout_mean = k.fanout ? sampled_mean(*k.fanout, true) : 1.0;
+    share_sum += k.info.share;
+    turns1 += k.info.share * m1;
+    turns2 += k.info.share * m2;
+  }
+  if (share_sum > 0 && turns1 > 0) {
+    turns1 /= share_sum;
+    turns2 /= share_sum;
+    dispersion_ += std::max(0.0, turns2 / (turns1 * turns1) - 1.0);  // + CV² of turns
   }
   session_seed_ = lengths_.next_u64();
   double total = 0;

@@ -45,6 +45,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "hw_models/yaml_reader.h"
@@ -83,6 +84,8 @@ struct SessionClass {
 /// The mean of `d`'s draws as the generator makes them (redrawn into bounds; rounded to
 /// whole numbers when `whole`), estimated from 2^17 draws of a fixed stream.
 double sampled_mean(const workload::Distribution& d, bool whole);
+/// The same draws' mean and mean square.
+std::pair<double, double> sampled_moments(const workload::Distribution& d, bool whole);
 
 class Population {
  public:
@@ -139,6 +142,17 @@ class Population {
   SimTime duration_ns() const { return duration_ns_; }
   /// True when users are tracked one by one (users.tracking, see the top of this file).
   bool tracks_users() const { return per_user_; }
+  /// The sampled-run error of call counts is sqrt(this / sessions): the variance of the
+  /// run's call count over (mean calls per session)² · sessions. A count of S sessions of
+  /// T turns each (T independent of S) has variance E[S]·Var(T) + E[T]²·Var(S), so this is
+  /// Var(S)/E[S] + Var(T)/E[T]². Var(S)/E[S] is 1 for `tracking: rate` (Poisson). Tracking
+  /// users, a day's count is Σ over the N users of A·M, A ~ Bernoulli(q = dau) active and M
+  /// the stochastically rounded sessions_per_day draw: variance N·(q·E[M²] − q²·E[M]²) over
+  /// mean N·q·E[M], so (E[M²] − q·E[M]²) / E[M] (days are independent). The moments come
+  /// from fixed streams of draws (deterministic); the day's mean activity multiplier is
+  /// taken as 1, and agentic fan-out (calls per turn) and turns cut off by the run's end
+  /// are left out.
+  double call_count_dispersion() const { return dispersion_; }
   /// Seconds from Monday 00:00 UTC to the start of the run.
   double start_s() const { return start_s_; }
   uint64_t sessions_started() const { return sessions_started_; }
@@ -186,6 +200,7 @@ class Population {
   bool done_ = false;
   // tracking: users
   bool per_user_ = false;
+  double dispersion_ = 1;        // call_count_dispersion
   std::vector<uint64_t> users_;  // U_r per region
   struct Start {
     SimTime t;

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace fleetsim::metrics {
@@ -32,9 +33,9 @@ class Histogram {
   void merge(const Histogram& other);
 
   uint64_t count() const { return count_; }
-  double mean() const;      ///< 0 when empty
-  double min() const;       ///< 0 when empty
-  double max() const;       ///< 0 when empty
+  double mean() const;  ///< 0 when empty
+  double min() const;   ///< 0 when empty
+  double max() const;   ///< 0 when empty
   double sum() const { return sum_; }
   /// q in [0, 1]: the smallest recorded value v (to within rel_error) such that at least
   /// q·count samples are ≤ v. quantile(0) == min(), quantile(1) == max(). 0 when empty.
@@ -51,10 +52,15 @@ class Histogram {
   double bucket_lower(int64_t bucket) const;
 
  private:
+  /// What every histogram of one (rel_error, min_value) shares, built once per process:
+  /// the bucket edges up to 1e5 (27 hours in seconds) and a lookup table from a value's
+  /// bits to its bucket (see histogram.cpp).
+  struct Layout;
+  static std::shared_ptr<const Layout> layout_for(double rel_error, double min_value);
+  int64_t bucket_slow(double value) const;  // outside the table: a log, then exact edges
+
   double rel_error_, min_value_, log_base_inv_;
-  // bucket_lower(b) for the buckets up to 1e5 (27 hours in seconds), precomputed with the
-  // same formula: bucket_of() on the hot path then costs one log, not one log and two exps.
-  std::vector<double> edges_;
+  std::shared_ptr<const Layout> layout_;
   // The last bucket looked up and its edges: serving produces runs of equal or nearby
   // values (inter-token gaps of one step time), so most look-ups hit it.
   mutable int64_t last_bucket_ = -2;

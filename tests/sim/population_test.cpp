@@ -276,6 +276,39 @@ TEST(Population, SmallPopulationsAreTrackedUserByUser) {
   EXPECT_LT(uv, 3000.0);
   EXPECT_GT(rv, 800.0);
   EXPECT_LT(rv, 1600.0);
+  // The dispersion the report's sampling error uses: 2,160 / 1,200 = 1.8 by hand
+  // ((E[M²] − q·E[M]²) / E[M] = (9 − 0.4 × 9) / 3 with M = 3 always), 1 for Poisson. The
+  // measured ratio agrees within its ±15 % above.
+  auto users_pop = make(std::string(kTeam), {region("a", 1, 0, "{diurnal: flat}")});
+  EXPECT_NEAR(users_pop->call_count_dispersion(), 1.8, 1e-12);
+  EXPECT_NEAR(uv / um, 1.8, 0.3 * 1.8);
+  auto rate_pop =
+      make(std::string(kTeam) + "tracking: rate\n", {region("a", 1, 0, "{diurnal: flat}")});
+  EXPECT_EQ(rate_pop->call_count_dispersion(), 1.0);
+}
+
+TEST(Population, DispersionOfTrackedUsersCountsRoundingAndSpread) {
+  // sessions_per_day 2.5 (fixed): M is 2 or 3 with equal chance, E[M] = 2.5, E[M²] = 6.5;
+  // q = 0.4: (6.5 − 0.4 × 6.25) / 2.5 = 1.6.
+  std::string fixed = kTeam;
+  fixed.replace(fixed.find("sessions_per_day: 3"), 19, "sessions_per_day: 2.5");
+  EXPECT_NEAR(make(fixed, {region("a", 1, 0)})->call_count_dispersion(), 1.6, 1e-12);
+  // Exponential with mean 2.5: E[X²] = 2 × 2.5² = 12.5, plus the rounding term E[f(1 − f)]
+  // (about 1/6 for a spread this wide), so (12.5 + 0.17 − 0.4 × 6.25) / 2.5 = 4.07; within
+  // 5 % for 200,000 draws (E[X²]'s relative s.e. is √(E[X⁴]/E[X²]² − 1)/√200000 = √5/447 = 0.5 %).
+  std::string expo = kTeam;
+  expo.replace(expo.find("sessions_per_day: 3"), 19,
+               "sessions_per_day: {dist: exponential, mean: 2.5}");
+  EXPECT_NEAR(make(expo, {region("a", 1, 0)})->call_count_dispersion(), 4.07, 0.05 * 4.07);
+  // Turns per session uniform on {1, 2, 3}: E[T] = 2, E[T²] = 14/3, so Var(T)/E[T]² =
+  // (14/3 − 4)/4 = 1/6 joins the sessions' term: 1.8 + 1/6 tracking users, 1 + 1/6 as a
+  // Poisson process (2^17 draws: E[T²] within 0.5 %, so ±0.03).
+  std::string turns = kTeam;
+  turns.replace(turns.find("turns_per_session: 1"), 20,
+                "turns_per_session: {dist: uniform, min: 1, max: 3}");
+  EXPECT_NEAR(make(turns, {region("a", 1, 0)})->call_count_dispersion(), 1.8 + 1.0 / 6, 0.03);
+  EXPECT_NEAR(make(turns + "tracking: rate\n", {region("a", 1, 0)})->call_count_dispersion(),
+              1.0 + 1.0 / 6, 0.03);
 }
 
 TEST(Population, TrackedUsersFollowTheDiurnalCurve) {
