@@ -52,6 +52,7 @@
 #include "sim/scenario/scenario.h"
 #include "sim/scenario/schema.h"
 #include "sim/serving/registry.h"
+#include "sim/validation/bench_import.h"
 #include "sim/validation/fit.h"
 #include "sim/validation/validation.h"
 
@@ -1011,24 +1012,96 @@ std::string calibration_diff(const hw::CalibrationTable& t, const hw::Calibratio
   return o.str();
 }
 
+// `calibrate import-bench FILE`: validation cases from a vLLM/SGLang serving benchmark's
+// saved result (sim/validation/bench_import.h), written into --out; nothing is replaced
+// without --force.
+int cmd_calibrate_import_bench(const std::vector<std::string>& args) {
+  po::options_description desc("calibrate import-bench options");
+  desc.add_options()("model", po::value<std::string>(), "catalog model id that ran (required)")(
+      "gpu", po::value<std::string>(), "catalog GPU id that ran (required)")(
+      "tp", po::value<int>()->default_value(1), "tensor-parallel GPUs per replica")(
+      "replicas", po::value<int>()->default_value(1), "replicas behind the endpoint")(
+      "weights", po::value<std::string>(), "weight precision it ran with (e.g. fp8, fp4)")(
+      "engine", po::value<std::string>(),
+      "catalog engine id (default: from the file's backend: vllm-v1 or sglang)")(
+      "source", po::value<std::string>(),
+      "source id for leave-one-source-out (default: file stem)")(
+      "heldout", "mark the cases held out (calibrate fit never trains on them)")(
+      "out", po::value<std::string>(), "folder to write the case files into (required)")(
+      "force", "replace case files of the same name")("help,h", "show this help");
+  po::positional_options_description pos;
+  pos.add("file", 1);
+  desc.add_options()("file", po::value<std::string>(), "the benchmark's result JSON");
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
+  po::notify(vm);
+  if (vm.count("help") || !vm.count("file")) {
+    std::cout
+        << "usage: fleetsim calibrate import-bench RESULT.json --model ID --gpu ID --out DIR\n"
+           "  turns the JSON that `vllm bench serve --save-result` or sglang.bench_serving\n"
+           "  wrote into validation cases (throughput, mean TTFT, mean TPOT); then\n"
+           "  `fleetsim validate DIR` compares fleetsim with them and `calibrate fit --dir\n"
+           "  DIR` can fit an engine profile on them\n\n"
+        << desc << "\n";
+    return vm.count("help") ? 0 : 2;
+  }
+  if (!vm.count("out"))
+    throw InputError("no --out folder", "name the folder the case files go into: --out DIR");
+  validation::BenchImportOptions opt;
+  if (vm.count("model")) opt.model = vm["model"].as<std::string>();
+  if (vm.count("gpu")) opt.gpu = vm["gpu"].as<std::string>();
+  opt.tp = vm["tp"].as<int>();
+  opt.replicas = vm["replicas"].as<int>();
+  if (vm.count("weights")) opt.weights = vm["weights"].as<std::string>();
+  if (vm.count("engine")) opt.engine = vm["engine"].as<std::string>();
+  if (vm.count("source")) opt.source = vm["source"].as<std::string>();
+  opt.heldout = vm.count("heldout") > 0;
+  const hw::Catalog catalog = hw::Catalog::load(hw::Catalog::default_dir());
+  const auto cases = validation::import_serving_bench(vm["file"].as<std::string>(), opt, catalog);
+  namespace fs = std::filesystem;
+  const fs::path dir = vm["out"].as<std::string>();
+  for (const auto& c : cases)
+    if (fs::exists(dir / c.name) && !vm.count("force"))
+      throw InputError("a case file named " + c.name + " is already there",
+                       "pass --force to replace it, or choose another --out",
+                       (dir / c.name).string());
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec)
+    throw InputError("cannot create the folder: " + ec.message(), "check the path", dir.string());
+  for (const auto& c : cases) {
+    std::ofstream f(dir / c.name, std::ios::binary);
+    f << c.text;
+    if (!f)
+      throw InputError("cannot write the case file", "check the folder", (dir / c.name).string());
+    std::cout << "wrote " << (dir / c.name).string() << "\n";
+  }
+  return 0;
+}
+
 int cmd_calibrate(const std::vector<std::string>& args) {
   if (!args.empty() && args[0] == "fit")
     return cmd_calibrate_fit(std::vector<std::string>(args.begin() + 1, args.end()));
+  if (!args.empty() && args[0] == "import-bench")
+    return cmd_calibrate_import_bench(std::vector<std::string>(args.begin() + 1, args.end()));
   const bool wants_help = std::any_of(
       args.begin(), args.end(), [](const std::string& a) { return a == "--help" || a == "-h"; });
   const bool known =
       !args.empty() && (args[0] == "import" || args[0] == "remove" || args[0] == "list");
   if (!known || wants_help || (args[0] != "list" && args.size() < 2)) {
-    std::cout << "usage: fleetsim calibrate import FILE [--force] [--calibration DIR]\n"
-                 "  checks a calibration table (hw_models/calibration/README.md), shows where it\n"
-                 "  overlaps installed tables, and copies it into the calibration folder;\n"
-                 "  --force replaces a table of the same name\n"
-                 "       fleetsim calibrate list [--calibration DIR]\n"
-                 "  lists the installed tables\n"
-                 "       fleetsim calibrate remove NAME [--calibration DIR]\n"
-                 "  removes the installed table NAME (as list shows it)\n"
-                 "       fleetsim calibrate fit [--engine ID ...] [--write]\n"
-                 "  fits serving-engine profiles on the validation suite (calibrate fit --help)\n";
+    std::cout
+        << "usage: fleetsim calibrate import FILE [--force] [--calibration DIR]\n"
+           "  checks a calibration table (hw_models/calibration/README.md), shows where it\n"
+           "  overlaps installed tables, and copies it into the calibration folder;\n"
+           "  --force replaces a table of the same name\n"
+           "       fleetsim calibrate list [--calibration DIR]\n"
+           "  lists the installed tables\n"
+           "       fleetsim calibrate remove NAME [--calibration DIR]\n"
+           "  removes the installed table NAME (as list shows it)\n"
+           "       fleetsim calibrate fit [--engine ID ...] [--write]\n"
+           "  fits serving-engine profiles on the validation suite (calibrate fit --help)\n"
+           "       fleetsim calibrate import-bench RESULT.json --model ID --gpu ID --out DIR\n"
+           "  validation cases from a vLLM/SGLang serving benchmark's saved result\n";
     return wants_help ? 0 : 2;
   }
   const std::string file = args[0] == "list" ? std::string() : args[1];

@@ -1,4 +1,5 @@
-// Managing calibration tables: list, import with the overlap it creates shown, remove.
+// Managing calibration tables: list, import with the overlap it creates shown, remove; and
+// validation cases imported from a serving benchmark's result.
 #include "cli_fixture.h"
 
 namespace {
@@ -35,6 +36,39 @@ TEST_F(Cli, CalibrationTablesCanBeListedImportedWithTheirOverlapAndRemoved) {
   EXPECT_EQ(run("calibrate remove ../cal/h100-sxm-fa3.csv" + where).code, 1);
   EXPECT_TRUE(fs::exists(cal / "h100-sxm-fa3.csv"));
   EXPECT_EQ(run("calibrate remove --help").code, 0);
+}
+
+TEST_F(Cli, ImportBenchWritesCasesThatValidateRunsAndKeepsWhatIsThere) {
+  // A format fixture with the fields of vLLM's saved result (values for the hand math, not
+  // a measurement): 8 requests of 200 + 100 tokens (1,600 / 8 and 800 / 8), 2 in flight.
+  std::ofstream(dir_ / "run.json")
+      << R"({"backend": "vllm", "model_id": "meta-llama/Llama-3.1-8B-Instruct",
+"request_rate": "inf", "max_concurrency": 2, "completed": 8, "total_input_tokens": 1600,
+"total_output_tokens": 800, "total_token_throughput": 3000.0, "mean_ttft_ms": 40.0,
+"mean_tpot_ms": 9.0})";
+  const std::string args = "calibrate import-bench '" + (dir_ / "run.json").string() +
+                           "' --model llama-3.1-8b --gpu h100-sxm --out '" +
+                           (dir_ / "cases").string() + "'";
+  const Result imp = run(args);
+  ASSERT_EQ(imp.code, 0) << imp.err;
+  EXPECT_TRUE(fs::exists(dir_ / "cases" / "run-ttft_mean.yaml"));
+  EXPECT_TRUE(fs::exists(dir_ / "cases" / "run-tpot_mean.yaml"));
+  EXPECT_TRUE(fs::exists(dir_ / "cases" / "run-total_tokens_per_s.yaml"));
+  // validate runs them: one row per case, the measured TTFT shown as 40.0 ms.
+  const Result val = run("validate '" + (dir_ / "cases").string() + "'");
+  ASSERT_EQ(val.code, 0) << val.err;
+  EXPECT_NE(val.out.find("run-ttft_mean"), std::string::npos) << val.out;
+  EXPECT_NE(val.out.find("40.0 ms"), std::string::npos) << val.out;
+  // Nothing is replaced without --force; with it, the files are written again.
+  std::ofstream(dir_ / "cases" / "run-ttft_mean.yaml") << "# mine\n";
+  expect_error(args, {"already there", "--force"});
+  EXPECT_EQ(slurp(dir_ / "cases" / "run-ttft_mean.yaml"), "# mine\n");
+  EXPECT_EQ(run(args + " --force").code, 0);
+  EXPECT_NE(slurp(dir_ / "cases" / "run-ttft_mean.yaml").find("measured: 0.04"), std::string::npos);
+  // The GPU must be named.
+  expect_error(
+      "calibrate import-bench '" + (dir_ / "run.json").string() + "' --model llama-3.1-8b --out x",
+      {"--gpu"});
 }
 
 }  // namespace
