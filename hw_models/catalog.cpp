@@ -368,6 +368,7 @@ EngineSpec load_engine_file(const std::string& path) {
   if (auto s = m.map_opt("scheduler")) {
     e.chunked_prefill = s->boolean_or("chunked_prefill", e.chunked_prefill);
     e.split_prompts = s->boolean_or("split_prompts", e.split_prompts);
+    e.split_long_prompts = s->boolean_or("split_long_prompts", e.split_long_prompts);
     e.max_batched_tokens = s->integer_or("max_batched_tokens", 1, 1 << 24, e.max_batched_tokens);
     e.max_num_seqs = s->integer_or("max_num_seqs", 1, 65536, e.max_num_seqs);
     e.pipeline_sequential =

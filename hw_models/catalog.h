@@ -178,8 +178,11 @@ struct EngineSpec {
   std::string id;    ///< file stem, e.g. "vllm-v1"
   std::string name;  ///< e.g. "vLLM, V1 engine (0.8 and later)"
   // Scheduler semantics: defaults for the serving fields a scenario leaves out.
-  bool chunked_prefill = true;        ///< prompts mixed with decodes in a token budget
-  bool split_prompts = true;          ///< and split across iterations (false: whole prompts)
+  bool chunked_prefill = true;  ///< prompts mixed with decodes in a token budget
+  bool split_prompts = true;    ///< and split across iterations (false: whole prompts)
+  /// Prefill-first: a prompt longer than the budget runs in budget-sized prefill iterations
+  /// (SGLang's chunked_prefill_size) instead of being rejected (vLLM V0).
+  bool split_long_prompts = false;
   int64_t max_batched_tokens = 8192;  ///< token budget per iteration
   int64_t max_num_seqs = 256;         ///< running sequences per replica
   bool pipeline_sequential = false;   ///< pp stages run one after another (no micro-batches)

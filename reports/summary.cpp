@@ -74,7 +74,8 @@ json resolved_scenario(const scenario::Scenario& sc) {
                   {"router", sc.router},
                   {"policy", sc.policy},
                   {"chunked_prefill", sc.vllm.chunked_prefill},
-                  {"split_prompts", sc.vllm.split_prompts},
+                  {"split_prompts",
+                   sc.vllm.chunked_prefill ? sc.vllm.split_prompts : sc.vllm.split_long_prompts},
                   {"block_tokens", sc.vllm.block_tokens},
                   {"max_num_seqs", sc.vllm.max_num_seqs},
                   {"max_batched_tokens", sc.vllm.max_batched_tokens},
@@ -248,7 +249,8 @@ std::string serving_setup(const scenario::Scenario& sc) {
     << (sc.policy != "vllm" ? ""
         : sc.vllm.chunked_prefill
             ? (sc.vllm.split_prompts ? " (chunked prefill)" : " (whole prompts with decodes)")
-            : " (prefill-first)")
+            : (sc.vllm.split_long_prompts ? " (prefill-first, long prompts in chunks)"
+                                          : " (prefill-first)"))
     << ", router " << sc.router;
   return o.str();
 }

@@ -750,9 +750,10 @@ int cmd_list(const std::vector<std::string>& args) {
             "%-10s %-42s %s, budget %lld tokens, overhead %s/iteration + %s/sequence, kernels "
             "x%.2f%s%s\n",
             id.c_str(), e.name.substr(0, 42).c_str(),
-            !e.chunked_prefill ? "prefill-first"
-            : e.split_prompts  ? "chunked prefill"
-                               : "whole prompts with decodes",
+            !e.chunked_prefill
+                ? (e.split_long_prompts ? "prefill-first, long prompts in chunks" : "prefill-first")
+            : e.split_prompts ? "chunked prefill"
+                              : "whole prompts with decodes",
             static_cast<long long>(e.max_batched_tokens),
             units::format(e.iteration_overhead_s, units::Dim::kTime).c_str(),
             units::format(e.per_sequence_overhead_s, units::Dim::kTime).c_str(),

@@ -733,12 +733,13 @@ Scenario load_map(yaml::Map root, const std::string& file,
     if (sc.policy == "sarathi" && !sc.vllm.chunked_prefill)
       sv.fail("chunked_prefill", "the sarathi policy is chunked prefill",
               "drop chunked_prefill, or use policy: vllm for prefill-first");
-    // Whole or split prompts in a chunked iteration: the engine's way unless the file says.
-    sc.vllm.split_prompts =
-        sv.boolean_or(key("split_prompts"), sc.policy == "sarathi" || sc.engine.split_prompts);
-    if (sv.has("split_prompts") && !sc.vllm.chunked_prefill)
-      sv.fail("split_prompts", "split_prompts applies to chunked prefill only",
-              "set chunked_prefill: true, or remove split_prompts");
+    // Whole or split prompts in a chunked iteration, and whether prefill-first cuts a long
+    // prompt or rejects it: the engine's way unless the file says.
+    const bool split = sv.boolean_or(
+        key("split_prompts"),
+        sc.policy == "sarathi" ||
+            (sc.vllm.chunked_prefill ? sc.engine.split_prompts : sc.engine.split_long_prompts));
+    (sc.vllm.chunked_prefill ? sc.vllm.split_prompts : sc.vllm.split_long_prompts) = split;
     if (sc.policy == "sarathi" && !sc.vllm.split_prompts)
       sv.fail("split_prompts", "the sarathi policy splits prompts into chunks",
               "use policy: vllm with chunked_prefill: true for whole prompts with decodes");

@@ -192,7 +192,9 @@ std::vector<Key> build() {
             "decodes first, then prompt chunks in the token budget (Sarathi-Serve)"),
           "false when policy is named, else the engine's"),
       doc(B("serving.split_prompts", "",
-            "with chunked_prefill: a prompt may be split across iterations"),
+            "with chunked_prefill: a prompt may be split across iterations; prefill-first: a "
+            "prompt longer than max_batched_tokens runs in prefill iterations of at most that "
+            "many tokens (SGLang) instead of being rejected (vLLM V0)"),
           "the engine's (true for sarathi)"),
       I("serving.block_tokens", 1, 1024, "16", "tokens per paged-KV block (vLLM --block-size)"),
       doc(I("serving.max_num_seqs", 1, 65536, "",

@@ -24,7 +24,8 @@ const std::vector<PolicyInfo>& policies() {
          "decodes first, then prompt chunks in the token budget (Sarathi-Serve)"},
         {"split_prompts", "bool", "the engine's", "",
          "with chunked_prefill: split a prompt across iterations (false: whole prompts, as "
-         "TensorRT-LLM without chunked context)"},
+         "TensorRT-LLM without chunked context); prefill-first: cut a prompt longer than "
+         "max_batched_tokens into prefill iterations (SGLang) instead of rejecting it (vLLM V0)"},
         {"prefix_caching", "bool", "false", "",
          "keep prompt prefix blocks by content hash, evict least recently used (needs a trace "
          "with prefix hashes)"},
@@ -33,7 +34,8 @@ const std::vector<PolicyInfo>& policies() {
          if (c.chunked_prefill)
            return std::unique_ptr<Replica>(
                std::make_unique<Sarathi>(i, e, o, s, c, SarathiConfig{c.split_prompts}));
-         return std::unique_ptr<Replica>(std::make_unique<Vllm>(i, e, o, s, c));
+         return std::unique_ptr<Replica>(
+             std::make_unique<Vllm>(i, e, o, s, c, VllmConfig{c.split_long_prompts}));
        }},
       {"sarathi",
        "Sarathi-Serve: the vllm replica with chunked prefill always on — every iteration runs "

@@ -13,6 +13,9 @@ struct ServingConfig : EngineConfig {
   bool chunked_prefill = false;
   /// sarathi (SarathiConfig::split_prompts): split a prompt across iterations.
   bool split_prompts = true;
+  /// vllm prefill-first (VllmConfig::split_prompts): cut a prompt longer than the budget
+  /// into prefill iterations (SGLang) instead of rejecting it (vLLM V0).
+  bool split_long_prompts = false;
   /// dynamic (DynamicConfig::batch_timeout_ns): launch a partial batch once the oldest
   /// waiting request has waited this long.
   SimTime batch_timeout_ns = 10'000'000;

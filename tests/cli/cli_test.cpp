@@ -148,10 +148,6 @@ TEST_F(Cli, BadOverrides) {
   expect_error("check scenarios/examples/expert-parallel.yaml --set hardware.redundant_experts=20",
                {"redundant_experts", "256 experts + 20 redundant ones", "16 GPUs"});
   expect_error(
-      "check scenarios/chat-service.yaml --set serving.chunked_prefill=false "
-      "--set serving.split_prompts=false",
-      {"split_prompts", "applies to chunked prefill only"});
-  expect_error(
       "check scenarios/chat-service.yaml --set serving.policy=sarathi "
       "--set serving.split_prompts=false",
       {"split_prompts", "sarathi policy splits prompts"});

@@ -1,5 +1,6 @@
 // The scenario loader's checks of a deployment against its server: host memory for
-// offloaded weights, in a single pool and in a fleet pool.
+// offloaded weights, in a single pool and in a fleet pool; and the serving defaults an
+// engine profile gives (what prefill-first does with a prompt longer than its budget).
 #include "sim/scenario/scenario.h"
 
 #include <gtest/gtest.h>
@@ -58,6 +59,37 @@ fleet:
   const std::string e = error_of(text);
   EXPECT_NE(e.find("'fleet.regions[0].pools[0].offload.layers_on_host'"), std::string::npos) << e;
   EXPECT_NE(e.find("[home/desk]"), std::string::npos) << e;
+}
+
+// Llama-3.1-8B on one H100 with `serving` as given.
+Scenario with_serving(const std::string& serving) {
+  return test::load_text(R"(
+model: llama-3.1-8b
+hardware: {gpu: h100-sxm, tp: 1}
+serving: )" + serving + R"(
+workload: {arrival: {rate: 1/s}, requests: 10, prompt_tokens: 100, output_tokens: 10}
+)",
+                         "s.yaml");
+}
+
+TEST(ServingDefaults, PrefillFirstCutsLongPromptsAsTheEngineDoes) {
+  // SGLang runs prefill batches apart from decodes and cuts a long prompt at
+  // chunked_prefill_size (hw_models/catalog/engines/sglang.yaml: split_long_prompts).
+  const Scenario sg = with_serving("{engine: sglang}");
+  EXPECT_FALSE(sg.vllm.chunked_prefill);
+  EXPECT_TRUE(sg.vllm.split_long_prompts);
+  // Naming the vllm policy means vLLM V0's prefill-first: a long prompt is rejected.
+  const Scenario v0 = with_serving("{policy: vllm}");
+  EXPECT_FALSE(v0.vllm.chunked_prefill);
+  EXPECT_FALSE(v0.vllm.split_long_prompts);
+  // The file decides over the engine, both ways.
+  EXPECT_TRUE(with_serving("{policy: vllm, split_prompts: true}").vllm.split_long_prompts);
+  EXPECT_FALSE(with_serving("{engine: sglang, split_prompts: false}").vllm.split_long_prompts);
+  // With chunked prefill the key keeps its meaning (whole prompts with the decodes or not),
+  // and prefill-first's setting stays off.
+  const Scenario whole = with_serving("{chunked_prefill: true, split_prompts: false}");
+  EXPECT_FALSE(whole.vllm.split_prompts);
+  EXPECT_FALSE(whole.vllm.split_long_prompts);
 }
 
 }  // namespace scenario_test

@@ -175,6 +175,32 @@ TEST(Vllm, RejectsRequestsThatCanNeverRun) {
   EXPECT_EQ(r.log.out.size(), 1u);  // 8 + 8 - 1 = 15 tokens fit
 }
 
+TEST(Vllm, PrefillFirstCutsALongPromptIntoPrefillIterationsWhenSplitting) {
+  const StepModel steps = simple_steps(8, 10);
+  // SGLang-style prefill-first, budget 64 tokens, split_long_prompts.
+  // A (t=0, 100 prompt, 2 output) is longer than the budget: 64 tokens 0..64 ms.
+  // B (t=10, 40 prompt, 1 output) waits. At 64 the rest of A goes first (36 tokens), then B
+  //   is cut to the 64 - 36 = 28 tokens left: 64..128 ms. A's prompt is complete: its first
+  //   token at 128.
+  // At 128 B's last 12 tokens run alone (prefill-first: A's decode waits), 128..140 → B's
+  //   first and only token at 140 (TTFT 130). 140..150: A's decode → A done at 150.
+  for (bool ff : {true, false}) {
+    ServingConfig cfg = config(false, 64, 1000);
+    cfg.split_long_prompts = true;
+    cfg.fast_forward = ff;
+    RunLog r = simulate(steps, cfg, {req(0, 0, 100, 2), req(1, 10 * kMs, 40, 1)});
+    EXPECT_EQ(r.log.rejected, 0);
+    EXPECT_EQ(r.log.out[0], (Outcome{0, 128 * kMs, 150 * kMs, 0}));
+    EXPECT_EQ(r.log.out[1], (Outcome{64 * kMs, 140 * kMs, 140 * kMs, 0}));
+    EXPECT_EQ(r.iterations, 4);
+  }
+  // vLLM V0 (the default): A can never run and is rejected; B prefills alone 10..50 ms.
+  ServingConfig cfg = config(false, 64, 1000);
+  RunLog r = simulate(steps, cfg, {req(0, 0, 100, 2), req(1, 10 * kMs, 40, 1)});
+  EXPECT_EQ(r.log.rejected, 1);
+  EXPECT_EQ(r.log.out[1], (Outcome{10 * kMs, 50 * kMs, 50 * kMs, 0}));
+}
+
 RequestSpec with_hashes(RequestSpec r, uint32_t begin, uint32_t count) {
   r.hash_begin = begin;
   r.hash_count = count;
@@ -598,13 +624,16 @@ TEST(Vllm, FastPathMatchesSteppingOnRandomScenarios) {
   Rng rng(2024);
   int preemptions = 0, chunked_trials = 0;
   int64_t hit_tokens = 0, evictions = 0;
-  int spec_trials = 0, swap_trials = 0;
+  int spec_trials = 0, swap_trials = 0, split_long_trials = 0;
   uint64_t fast_events = 0, slow_events = 0;
   for (int trial = 0; trial < 60; ++trial) {
     const int bs = 1 + static_cast<int>(rng.uniform_u64(16));
     const bool chunked = rng.uniform_u64(2) == 1;
     const int64_t max_seqs = 1 + static_cast<int64_t>(rng.uniform_u64(12));
-    const int64_t budget = chunked ? max_seqs + static_cast<int64_t>(rng.uniform_u64(200)) : 400;
+    // Some prefill-first trials cut prompts longer than a 64-token budget (SGLang).
+    const bool split_long = !chunked && trial % 5 == 1;
+    const int64_t budget =
+        chunked ? max_seqs + static_cast<int64_t>(rng.uniform_u64(200)) : (split_long ? 64 : 400);
     const int64_t kv_blocks = 8 + static_cast<int64_t>(rng.uniform_u64(80));
     // Affine decode cost with a real per-context slope, so stretch times are non-trivial.
     std::vector<SimTime> fixed(static_cast<size_t>(max_seqs) + 1);
@@ -668,6 +697,8 @@ TEST(Vllm, FastPathMatchesSteppingOnRandomScenarios) {
     cfg.max_batched_tokens = budget;
     cfg.chunked_prefill = chunked;
     cfg.split_prompts = !(chunked && trial % 8 == 3);  // some chunked trials: whole prompts
+    cfg.split_long_prompts = split_long;
+    split_long_trials += split_long;
     cfg.fast_forward = true;
     RunLog fast = simulate(steps, cfg, reqs);
     cfg.fast_forward = false;
@@ -702,6 +733,7 @@ TEST(Vllm, FastPathMatchesSteppingOnRandomScenarios) {
   EXPECT_GT(hit_tokens, 0);
   EXPECT_GT(spec_trials, 5);
   EXPECT_GT(swap_trials, 5);
+  EXPECT_GT(split_long_trials, 3);
   EXPECT_GT(evictions, 0);
   EXPECT_LT(fast_events * 2, slow_events);
 }
