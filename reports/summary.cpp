@@ -524,4 +524,48 @@ void RequestsCsv::on_reject(const workload::RequestSpec& r, int replica, serving
   write(request_row(r, replica, why));
 }
 
+std::string capacity_text(const app::Capacity& c) {
+  auto x = [](double v) { return general(v, 3) + "x"; };
+  auto probe_at = [&c](double scale) -> const app::CapacityProbe& {
+    for (const auto& p : c.probes)
+      if (p.scale == scale) return p;
+    return c.probes.back();
+  };
+  const std::string indent = "\n              ";
+  std::ostringstream o;
+  if (c.scale_met <= 0) {
+    o << "capacity    misses the SLO even at " << x(c.probes.back().scale)
+      << " this traffic: " << c.probes.back().misses << "\n";
+    return o.str();
+  }
+  o << "capacity    meets the SLO up to " << x(c.scale_met) << " this traffic ("
+    << human(c.throughput_at_capacity_per_s) << " req/s completed; " << pct(c.target)
+    << " of requests within the plain targets, every percentile target)" << indent;
+  if (c.scale_missed > 0)
+    o << "at " << x(c.scale_missed) << " it misses: " << probe_at(c.scale_missed).misses;
+  else
+    o << "still meets it at " << x(c.scale_met) << ", the most tried";
+  o << indent << "headroom now: "
+    << (c.headroom() >= 0
+            ? "+" + pct(c.headroom()) + " more traffic"
+            : "none: the traffic as written is " + x(1.0 / c.scale_met) + " what meets the SLO")
+    << " (\"running a batch\" above is busy time, not load)\n";
+  return o.str();
+}
+
+nlohmann::json capacity_json(const app::Capacity& c) {
+  nlohmann::json j = {{"target_slo_attainment", c.target},
+                      {"scale_met", c.scale_met},
+                      {"scale_missed", c.scale_missed},
+                      {"headroom", c.scale_met > 0 ? c.headroom() : -1.0},
+                      {"requests_per_s_at_capacity", c.throughput_at_capacity_per_s}};
+  j["probes"] = nlohmann::json::array();
+  for (const auto& p : c.probes)
+    j["probes"].push_back({{"scale", p.scale},
+                           {"met", p.met},
+                           {"misses", p.misses},
+                           {"requests_per_s", p.throughput_per_s}});
+  return j;
+}
+
 }  // namespace fleetsim::reports

@@ -11,11 +11,17 @@
 
 #include "hw_models/files.h"
 #include "reports/document.h"
+#include "sim/app/capacity.h"
 #include "sim/run_result.h"
 #include "sim/scenario/scenario.h"
 #include "sim/serving/observer.h"
 
 namespace fleetsim::reports {
+
+/// `run --capacity`: the capacity at the SLO next to the load now, as terminal lines and
+/// as summary.json's "capacity" object.
+std::string capacity_text(const app::Capacity& c);
+nlohmann::json capacity_json(const app::Capacity& c);
 
 /// The fully resolved scenario (defaults filled in, catalog entries expanded).
 nlohmann::json resolved_scenario(const scenario::Scenario& sc);

@@ -327,11 +327,17 @@ int cmd_run(const std::vector<std::string>& args) {
       "threads", po::value<int>(), "threads (default: all cores; results do not depend on it)")(
       "replications", po::value<int>(),
       "also run N seeds (the scenario's and the next N-1) in parallel and report "
-      "each metric's mean and 95 % confidence interval");
+      "each metric's mean and 95 % confidence interval")(
+      "capacity",
+      "also find the most traffic these replicas carry within the SLO (a single pool with an "
+      "slo: and an arrival rate or trace; about 9 more runs) and the headroom now")(
+      "capacity-target", po::value<double>(),
+      "with --capacity: share of requests that must meet the plain SLO targets (default 0.99)");
   auto p = parse("run", args, desc);
   if (!p) return 0;
   const scenario::Scenario sc = load_scenario(*p);
   app::prepare_network(sc);  // before anything is printed or written
+  if (p->vm.count("capacity")) app::check_capacity_applies(sc, p->scenario);
   if (p->vm.count("explain")) std::cout << reports::explain(sc) << "\n";
   const std::string out_dir = prepare_out_dir(p->vm, p->scenario, sc.name, "", {"summary.json"});
   set_activity("running " + p->scenario + " (output folder " + out_dir + ")");
@@ -391,6 +397,22 @@ int cmd_run(const std::vector<std::string>& args) {
     std::cout << reports::summary_table(sc, *rec.pool);
     j = reports::summary_json(sc, *rec.pool);
     wrote = {json_path};
+  }
+  if (p->vm.count("capacity")) {
+    const double target =
+        p->vm.count("capacity-target") ? p->vm["capacity-target"].as<double>() : 0.99;
+    if (!(target > 0 && target <= 1))
+      throw InputError("--capacity-target must be in (0, 1], got " + std::to_string(target),
+                       "e.g. --capacity-target 0.99");
+    const hw::Catalog catalog = load_catalog(p->vm);
+    std::vector<std::string> sets;
+    if (p->vm.count("set")) sets = p->vm["set"].as<std::vector<std::string>>();
+    const app::Capacity cap = app::find_capacity(p->scenario, sets, seed_of(p->vm), catalog,
+                                                 load_calibration(p->vm, catalog), target);
+    std::cout << "  " << reports::capacity_text(cap);
+    j["capacity"] = reports::capacity_json(cap);
+  } else if (p->vm.count("capacity-target")) {
+    throw InputError("--capacity-target applies to --capacity", "add --capacity");
   }
   if (replications) {
     // Seeds s … s + n − 1 of the same scenario, without progress lines or extra observers.
