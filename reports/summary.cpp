@@ -127,10 +127,15 @@ std::string slo_check_text(const metrics::SloCheck& c) {
   char b[64];
   const double a = std::fabs(100 * m);
   std::snprintf(b, sizeof b, a >= 10 || a == 0 ? "%.0f %%" : "%.1f %%", a);
-  if (c.met)
+  if (c.met) {
     s += std::string(": ") + b + " margin";
-  else
+  } else if (c.value_s >= 10 * c.target.bound_s) {
+    // "missed by 36001 %" reads worse than the ratio.
+    std::snprintf(b, sizeof b, "%.3g", c.value_s / c.target.bound_s);
+    s += std::string(": ") + b + "x the bound";
+  } else {
     s += std::string(": missed by ") + b;
+  }
   return s;
 }
 

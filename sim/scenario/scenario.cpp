@@ -616,6 +616,11 @@ serving::Speculative attach_speculative(const hw::ModelSpec& draft, bool mtp, in
   spec.k = k;
   spec.draft = dep;
   spec.draft.model = std::make_shared<const hw::ModelSpec>(draft);
+  // The engine's CPU work (scheduling, sampling set-up, detokenisation) happens once per
+  // iteration, in the target's step: the draft's k forward passes are GPU work (their
+  // launches stay).
+  spec.draft.eff.iteration_overhead_s = 0;
+  spec.draft.eff.per_sequence_overhead_s = 0;
   const hw::Precision& p = dep.prec;
   const hw::Parallelism& par = dep.par;
   dep.extra_weight_bytes_per_gpu =

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "sim/core/rng.h"
+#include "tests/sim/scenario_text.h"
 
 using fleetsim::SimTime;
 using fleetsim::serving::floor_sum;
@@ -41,7 +42,8 @@ TEST(StepModel, IterationsToReachIsTheFirstBoundaryAtOrAfter) {
   fixed[0] = 0;
   StepModel m(fixed, 0.77, [](const fleetsim::hw::BatchShape&) { return SimTime{1}; });
   for (int64_t n = 1; n <= 4; ++n) {
-    for (SimTime delta : {SimTime{1}, SimTime{3'999'999}, SimTime{4'000'000}, SimTime{123'456'789}}) {
+    for (SimTime delta :
+         {SimTime{1}, SimTime{3'999'999}, SimTime{4'000'000}, SimTime{123'456'789}}) {
       SimTime t = 0;
       const int64_t k = m.decode_iterations_to_reach(n, 5000, 1000, delta, &t);
       EXPECT_EQ(t, m.decode_run_ns(n, 5000, k));
@@ -56,3 +58,38 @@ TEST(StepModel, IterationsToReachIsTheFirstBoundaryAtOrAfter) {
   SimTime t = 0;
   EXPECT_EQ(m.decode_iterations_to_reach(1, 0, 10, 1'000'000'000, &t), 10);
 }
+
+namespace step_model_test {  // named: the tests build as one unit with other files
+
+// Llama-3.1-8B drafted by Llama-3.2-1B (k = 4) on one H100 with `overhead` per iteration.
+fleetsim::scenario::Scenario speculative(const std::string& overhead) {
+  return fleetsim::test::load_text(R"(
+model: llama-3.1-8b
+hardware: {gpu: h100-sxm, tp: 1}
+efficiency: {iteration_overhead: )" + overhead +
+                                       R"(, per_sequence_overhead: 0s}
+serving:
+  replicas: 1
+  max_num_seqs: 16
+  speculative: {draft_model: llama-3.2-1b, k: 4, acceptance: 0.8}
+workload: {arrival: {rate: 1/s}, requests: 10, prompt_tokens: 100, output_tokens: 10}
+)",
+                                   "s.yaml");
+}
+
+TEST(StepModel, SpeculativeDecodingPaysTheIterationOverheadOnce) {
+  // An iteration verifies k + 1 = 5 positions per sequence on the target and runs k = 4
+  // draft steps; the engine's CPU work (10 ms here) happens once per iteration, not once per
+  // draft step: the step with it is the step without it + 10 ms (not + 50 ms), to the
+  // nanosecond of rounding.
+  const auto with = speculative("10ms"), without = speculative("0s");
+  ASSERT_TRUE(with.spec && without.spec);
+  const StepModel a({with.dep, with.spec, std::nullopt}, 16);
+  const StepModel b({without.dep, without.spec, std::nullopt}, 16);
+  for (int64_t n : {1, 8, 16})
+    EXPECT_NEAR(static_cast<double>(a.decode_step_ns(n, 1000 * n) - b.decode_step_ns(n, 1000 * n)),
+                10e6, 1.0)
+        << n;
+}
+
+}  // namespace step_model_test
