@@ -185,7 +185,8 @@ const std::vector<CalibrationRow>* calib_rows(const Unit& u, int kind, bool comp
 
 class Calc {
  public:
-  Calc(const Deployment& d, std::vector<OpCost>* ops) : d_(d), m_(*d.model), ops_(ops) {
+  Calc(const Deployment& d, std::vector<OpCost>* ops, StepCache* cache = nullptr)
+      : d_(d), m_(*d.model), ops_(ops), cache_(cache) {
     if (d.model == nullptr || d.gpu == nullptr)
       throw std::invalid_argument("estimate_step: deployment without model or gpu");
     const Parallelism& p = d.par;
@@ -250,7 +251,14 @@ class Calc {
     op(bucket, cat, name, count, 2.0 * rows * in * out, gemm_bytes(rows, in, out), Kind::kGemm, u,
        1.0, 1.0, floor_s);
   }
-  void layer_ops(StepBreakdown& s, const BatchShape& b, double scale, const Unit& u, bool on_host);
+  // What layer_ops adds: the operators whose cost depends on the token count only
+  // (projections, MLPs, MoE), the attention, or both.
+  enum Parts { kTokenOps = 1, kAttentionOps = 2, kAllOps = 3 };
+  void layer_ops(StepBreakdown& s, const BatchShape& b, double scale, const Unit& u, bool on_host,
+                 int parts = kAllOps);
+  // The embedding gather and layer_ops' token operators on the GPU (all layers there).
+  void token_ops(StepBreakdown& s, const BatchShape& b);
+  void embedding(StepBreakdown& s, double Ta, double mb);
 
   CommGroup group(int size) const {
     return {size, std::min(size, std::max(1, d_.scaleup_domain_gpus))};
@@ -259,6 +267,7 @@ class Calc {
   const Deployment& d_;
   const ModelSpec& m_;
   std::vector<OpCost>* ops_;
+  StepCache* cache_ = nullptr;
   const NetworkModel* net_ = nullptr;
   AnalyticNetwork local_net_;
   Unit gpu_, host_;
@@ -324,7 +333,7 @@ double Calc::decode_unit_s(const Unit& u) const {
 // offloaded), on unit `u`. Per GPU, per micro-batch; count = layers × scale (each GPU runs
 // layers/pp layers for each of pp micro-batches).
 void Calc::layer_ops(StepBreakdown& s, const BatchShape& b, double scale, const Unit& u,
-                     bool on_host) {
+                     bool on_host, int parts) {
   const Parallelism& p = d_.par;
   const int tp = p.tp, D = p.dp_attention, G = p.gpus_per_stage();
   const double mb = micro_batches(d_), split = mb * D;
@@ -340,7 +349,7 @@ void Calc::layer_ops(StepBreakdown& s, const BatchShape& b, double scale, const 
   double* e_bucket = on_host ? &s.offload_s : &s.moe_s;
 
   // Attention projections.
-  if (Ta > 0) {
+  if ((parts & kTokenOps) && Ta > 0) {
     if (m_.mla) {
       const MlaSpec& a = *m_.mla;
       const double qk = a.qk_nope_head_dim + a.qk_rope_head_dim;
@@ -366,7 +375,7 @@ void Calc::layer_ops(StepBreakdown& s, const BatchShape& b, double scale, const 
   const double pairs = b.prefill_attn_pairs / split, kvtok = per(b.prefill_kv_tokens),
                ptok = per(b.prefill_tokens);
   const double ctx = per(b.decode_ctx_tokens), seqs = per(b.decode_seqs);
-  if (pairs > 0 || kvtok > 0) {
+  if ((parts & kAttentionOps) && (pairs > 0 || kvtok > 0)) {
     double f_pair, b_kv, b_q;
     if (m_.mla) {
       const MlaSpec& a = *m_.mla;
@@ -390,8 +399,8 @@ void Calc::layer_ops(StepBreakdown& s, const BatchShape& b, double scale, const 
          kv_sw * b_kv + ptok * b_q, Kind::kPrefill, u);
     }
   }
-  const double unit = decode_unit_s(u);
-  if (ctx > 0 && Lfull > 0) {
+  const double unit = (parts & kAttentionOps) ? decode_unit_s(u) : 0.0;
+  if ((parts & kAttentionOps) && ctx > 0 && Lfull > 0) {
     const double t = ctx * unit;
     *a_bucket += Lfull * t;
     if (ops_ != nullptr)
@@ -399,7 +408,7 @@ void Calc::layer_ops(StepBreakdown& s, const BatchShape& b, double scale, const 
                        calib_rows(u, static_cast<int>(Kind::kDecode), false) ? "memory (calibrated)"
                                                                              : "roofline"});
   }
-  if (seqs > 0 && Lsw > 0) {
+  if ((parts & kAttentionOps) && seqs > 0 && Lsw > 0) {
     const double t = seqs * m_.sliding_window_tokens * unit;
     *a_bucket += Lsw * t;
     if (ops_ != nullptr)
@@ -407,6 +416,8 @@ void Calc::layer_ops(StepBreakdown& s, const BatchShape& b, double scale, const 
                        calib_rows(u, static_cast<int>(Kind::kDecode), false) ? "memory (calibrated)"
                                                                              : "roofline"});
   }
+
+  if (!(parts & kTokenOps)) return;
 
   // MLPs.
   if (Tm > 0 && Ldense > 0) {
@@ -455,6 +466,22 @@ void Calc::layer_ops(StepBreakdown& s, const BatchShape& b, double scale, const 
   }
 }
 
+void Calc::embedding(StepBreakdown& s, double Ta, double mb) {
+  // Embedding gather: each token reads one row of the table and writes it.
+  if (Ta > 0) {
+    const double bytes = Ta * m_.hidden * (d_.prec.weight_bytes + d_.prec.act_bytes);
+    op(&s.gemm_s, "gemm", "embedding gather", mb, 0, bytes, Kind::kOther, gpu_);
+  }
+}
+
+void Calc::token_ops(StepBreakdown& s, const BatchShape& b) {
+  const double mb = micro_batches(d_);
+  const double Ta =
+      static_cast<double>(b.prefill_tokens + b.decode_seqs) / mb / d_.par.dp_attention;
+  embedding(s, Ta, mb);
+  layer_ops(s, b, 1.0, gpu_, false, kTokenOps);
+}
+
 StepBreakdown Calc::run(const BatchShape& b) {
   StepBreakdown s;
   const int64_t tokens = b.prefill_tokens + b.decode_seqs;
@@ -470,16 +497,25 @@ StepBreakdown Calc::run(const BatchShape& b) {
   const int host_layers = std::min(off.layers_on_host, m_.layers);
   const double host_share = static_cast<double>(host_layers) / m_.layers;
 
-  // Embedding gather: each token reads one row of the table and writes it.
-  if (Ta > 0) {
-    const double bytes = Ta * h * (d_.prec.weight_bytes + act);
-    op(&s.gemm_s, "gemm", "embedding gather", mb, 0, bytes, Kind::kOther, gpu_);
-  }
-
-  if (off.mode == Offload::Mode::kHostCompute && host_layers > 0) {
+  StepCache::TokenPart* memo =
+      cache_ != nullptr && ops_ == nullptr && host_layers == 0 ? cache_->part(tokens) : nullptr;
+  if (memo != nullptr) {
+    // The token operators as a first iteration of this many tokens found them: the same
+    // additions in the same order, so the sums are bit-identical.
+    if (!memo->set) {
+      StepBreakdown t;
+      token_ops(t, b);
+      *memo = {t.gemm_s, t.moe_s, true};
+    }
+    s.gemm_s = memo->gemm_s;
+    s.moe_s = memo->moe_s;
+    layer_ops(s, b, 1.0, gpu_, false, kAttentionOps);
+  } else if (off.mode == Offload::Mode::kHostCompute && host_layers > 0) {
+    embedding(s, Ta, mb);
     layer_ops(s, b, 1.0 - host_share, gpu_, false);
     layer_ops(s, b, host_share, host_, true);
   } else {
+    embedding(s, Ta, mb);
     layer_ops(s, b, 1.0, gpu_, false);
   }
 
@@ -668,6 +704,17 @@ bool ep_alltoall_leaves_domain(const Deployment& d) {
 
 StepBreakdown estimate_step(const Deployment& d, const BatchShape& batch) {
   return Calc(d, nullptr).run(batch);
+}
+
+StepBreakdown estimate_step(const Deployment& d, const BatchShape& batch, StepCache* cache) {
+  return Calc(d, nullptr, cache).run(batch);
+}
+
+StepCache::TokenPart* StepCache::part(int64_t tokens) {
+  if (tokens < 0 || tokens > kMaxTokens) return nullptr;
+  const auto i = static_cast<size_t>(tokens);
+  if (i >= parts_.size()) parts_.resize(std::max(i + 1, parts_.size() * 2));
+  return &parts_[i];
 }
 
 std::vector<OpCost> explain_step(const Deployment& d, const BatchShape& batch) {

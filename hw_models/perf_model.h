@@ -225,6 +225,25 @@ struct StepBreakdown {
   }
 };
 
+/// A memo of the parts of an iteration's time that depend on its token count alone (the
+/// embedding gather, attention projections, MLPs and MoE; not attention, communication,
+/// offload or overheads), for one deployment: estimate_step with it returns bit-identical
+/// results and skips that work for a token count it has met before. Deployments with
+/// host-resident layers are not memoised. Not thread-safe: one per deployment and thread.
+class StepCache {
+ public:
+  struct TokenPart {
+    double gemm_s = 0, moe_s = 0;
+    bool set = false;
+  };
+  static constexpr int64_t kMaxTokens = 1 << 20;
+  /// The memo of `tokens` (nullptr past kMaxTokens).
+  TokenPart* part(int64_t tokens);
+
+ private:
+  std::vector<TokenPart> parts_;
+};
+
 /// One operator of an iteration, for `fleetsim run --explain`.
 struct OpCost {
   std::string category;  ///< gemm | attention | moe | communication | offload | overhead
@@ -239,6 +258,8 @@ struct OpCost {
 /// Preconditions (std::invalid_argument otherwise): model and gpu set; tp, pp, D >= 1;
 /// a scale-up bandwidth when a group spans GPUs; efficiencies and rates > 0.
 StepBreakdown estimate_step(const Deployment& d, const BatchShape& batch);
+/// The same with `cache` (may be null) memoising its token-count terms (StepCache).
+StepBreakdown estimate_step(const Deployment& d, const BatchShape& batch, StepCache* cache);
 /// The expert-parallel all-to-all of one iteration of `tokens` token rows (prompt tokens
 /// plus decode rows), as estimate_step prices it: `calls` all-to-alls (dispatch and combine
 /// for every MoE layer), each GPU sending `bytes_per_gpu` per call spread evenly over the

@@ -53,7 +53,8 @@ StepModel::StepModel(StepModelConfig cfg, int64_t max_seqs) : cfg_(std::move(cfg
     }
     if (cfg_.lora && n > 0) {
       const double rows = static_cast<double>(n) * (cfg_.spec ? cfg_.spec->k + 1 : 1);
-      a.fixed_s += hw::lora_step_s(cfg_.dep, rows, static_cast<double>(std::min<int64_t>(n, cfg_.lora->slots)),
+      a.fixed_s += hw::lora_step_s(cfg_.dep, rows,
+                                   static_cast<double>(std::min<int64_t>(n, cfg_.lora->slots)),
                                    cfg_.lora->rank);
     }
     // At least 1 ns per iteration so that time always advances.
@@ -81,7 +82,8 @@ SimTime StepModel::decode_run_ns(int64_t n, int64_t g, int64_t ctx0, int64_t k) 
   uint64_t frac;
   if (k < (int64_t{1} << 31)) {
     frac = floor_sum_impl<uint64_t>(static_cast<uint64_t>(k), uint64_t{1} << 32,
-                           static_cast<uint64_t>(a) & kMask, static_cast<uint64_t>(b) & kMask);
+                                    static_cast<uint64_t>(a) & kMask,
+                                    static_cast<uint64_t>(b) & kMask);
   } else {
     frac = static_cast<uint64_t>(floor_sum(kk, static_cast<u128>(1) << 32, a & kMask, b & kMask));
   }
@@ -113,7 +115,7 @@ int64_t StepModel::decode_iterations_to_reach(int64_t n, int64_t g, int64_t ctx0
 }
 
 hw::StepBreakdown StepModel::breakdown(const hw::BatchShape& shape) const {
-  return hw::estimate_step(cfg_.dep, shape);
+  return hw::estimate_step(cfg_.dep, shape, &target_cache_);
 }
 
 SimTime StepModel::mixed_step_ns(const hw::BatchShape& shape) const {
@@ -136,22 +138,24 @@ SimTime StepModel::mixed_step_ns(const hw::BatchShape& shape) const {
     hw::BatchShape draft_prefill = shape;
     draft_prefill.decode_seqs = draft_prefill.decode_ctx_tokens = 0;
     draft_prefill.logits_tokens -= n;
-    const double s = hw::estimate_step(cfg_.dep, target).total_s() +
-                     static_cast<double>(k) * hw::estimate_step(cfg_.spec->draft, draft_decode).total_s() +
-                     hw::estimate_step(cfg_.spec->draft, draft_prefill).total_s();
+    const double s =
+        hw::estimate_step(cfg_.dep, target, &target_cache_).total_s() +
+        static_cast<double>(k) *
+            hw::estimate_step(cfg_.spec->draft, draft_decode, &draft_cache_).total_s() +
+        hw::estimate_step(cfg_.spec->draft, draft_prefill, &draft_cache_).total_s();
     t = seconds_to_ns(s);
   } else if (cfg_.spec) {
     t = seconds_to_ns(breakdown(shape).total_s() +
-                      hw::estimate_step(cfg_.spec->draft, shape).total_s());
+                      hw::estimate_step(cfg_.spec->draft, shape, &draft_cache_).total_s());
   } else {
     t = seconds_to_ns(breakdown(shape).total_s());
   }
   if (cfg_.lora && !mixed_fn_) {
     const int64_t seqs = shape.decode_seqs + shape.logits_tokens;  // an upper bound on adapters
     const double rows = static_cast<double>(shape.prefill_tokens + shape.decode_seqs);
-    t += seconds_to_ns(hw::lora_step_s(cfg_.dep, rows,
-                                       static_cast<double>(std::min<int64_t>(seqs, cfg_.lora->slots)),
-                                       cfg_.lora->rank));
+    t += seconds_to_ns(hw::lora_step_s(
+        cfg_.dep, rows, static_cast<double>(std::min<int64_t>(seqs, cfg_.lora->slots)),
+        cfg_.lora->rank));
   }
   return t > 0 ? t : 1;
 }

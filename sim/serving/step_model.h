@@ -29,8 +29,8 @@ __extension__ typedef unsigned __int128 u128;
 ///   target(rows n·(k+1), attended context (k+1)·Σctx) + k · draft(n, Σctx),
 /// still affine in Σctx. Iterations with prompt chunks also prefill them on the draft.
 struct Speculative {
-  int k = 0;                ///< draft tokens per iteration
-  hw::Deployment draft;     ///< the draft model (or an MTP head) on the same GPUs
+  int k = 0;             ///< draft tokens per iteration
+  hw::Deployment draft;  ///< the draft model (or an MTP head) on the same GPUs
 };
 
 /// Multi-LoRA: every iteration also runs the adapters (hw::lora_step_s), with
@@ -67,7 +67,9 @@ class StepModel {
   /// whose attended context grows by g tokens per iteration (g = n without speculative
   /// decoding; the tokens accepted per iteration with it). O(log) time.
   SimTime decode_run_ns(int64_t n, int64_t g, int64_t ctx0, int64_t k) const;
-  SimTime decode_run_ns(int64_t n, int64_t ctx0, int64_t k) const { return decode_run_ns(n, n, ctx0, k); }
+  SimTime decode_run_ns(int64_t n, int64_t ctx0, int64_t k) const {
+    return decode_run_ns(n, n, ctx0, k);
+  }
 
   /// The smallest k in [1, k_max] with decode_run_ns(n, ctx0, k) >= delta_ns (k_max when
   /// none): the first iteration boundary at or after delta_ns into a stretch. Stores
@@ -100,10 +102,12 @@ class StepModel {
   std::function<SimTime(const hw::BatchShape&)> mixed_fn_;  // set: replaces the roofline
   std::vector<SimTime> fixed_ns_;
   uint64_t slope_ns_q32_ = 0;  // ns per attended context token, 32.32 fixed point
+  // Token-count terms of mixed iterations met before, for the target and the draft: the
+  // same results, less work (one StepModel serves one simulation, on one thread).
+  mutable hw::StepCache target_cache_, draft_cache_;
 };
 
 /// Σ_{i=0}^{n-1} floor((a·i + b) / m), the classic floor-sum in O(log m) steps.
-u128 floor_sum(u128 n, u128 m, u128 a,
-                            u128 b);
+u128 floor_sum(u128 n, u128 m, u128 a, u128 b);
 
 }  // namespace fleetsim::serving

@@ -120,6 +120,48 @@ TEST(PerfModel, DecodeStaysAffineForMoeMlaAndSlidingWindowModels) {
   }
 }
 
+TEST(StepCache, MemoisedStepsAreBitIdenticalToFreshOnes) {
+  // The memo replays the token-count terms (embedding, projections, MLPs, MoE) in the order a
+  // fresh estimate adds them, so every bucket must be equal to the last bit (EXPECT_EQ on
+  // doubles, not a tolerance) — for dense, MoE with EP, MLA and sliding-window models, and
+  // for the second and later shapes with a token count met before (the cached path) as well
+  // as the first (the filling path). Shapes differ in their prefill/decode split and context
+  // at the same token count, which is exactly what the memo must not depend on.
+  for (const char* id : {"llama-2-7b", "mixtral-8x7b", "deepseek-v3", "gpt-oss-20b"}) {
+    const auto& m = catalog().model(id);
+    const auto& g = catalog().gpu("h200-sxm");
+    Parallelism par{8};
+    par.expert_parallel = m.moe.has_value();
+    Efficiency e = full_test_eff(g);
+    e.iteration_overhead_s = 20e-6;
+    e.moe_half_tokens = 16;
+    const auto d = make_deployment(m, par, g, {}, e);
+    StepCache cache;
+    int cached = 0;
+    for (int64_t tokens : {1, 7, 512, 4096, 7, 512}) {
+      for (int64_t prefill : {int64_t{0}, tokens / 2, tokens}) {
+        BatchShape b;
+        b.prefill_tokens = prefill;
+        b.decode_seqs = tokens - prefill;
+        b.decode_ctx_tokens = b.decode_seqs * 900;
+        b.prefill_attn_pairs = static_cast<double>(prefill * (prefill + 1) / 2);
+        b.prefill_kv_tokens = prefill;
+        b.logits_tokens = b.decode_seqs + (prefill > 0 ? 1 : 0);
+        const bool seen = cache.part(tokens)->set;
+        const StepBreakdown fresh = estimate_step(d, b);
+        const StepBreakdown memo = estimate_step(d, b, &cache);
+        EXPECT_EQ(memo.gemm_s, fresh.gemm_s) << id << " tokens " << tokens;
+        EXPECT_EQ(memo.moe_s, fresh.moe_s) << id << " tokens " << tokens;
+        EXPECT_EQ(memo.attention_s, fresh.attention_s) << id << " tokens " << tokens;
+        EXPECT_EQ(memo.total_s(), fresh.total_s()) << id << " tokens " << tokens;
+        cached += seen ? 1 : 0;
+      }
+    }
+    // 6 token counts × 3 splits = 18 shapes over 4 distinct counts: 14 found a memo.
+    EXPECT_EQ(cached, 14) << id;
+  }
+}
+
 TEST(PerfModel, PipelineSpreadsKvReadsAndAddsHandOffs) {
   // Llama-3.1-70B on H100, pp 2: each stage holds half the layers' KV, so the decode slope
   // halves; two micro-batches of 4 tokens each hand 4·8192·2 = 65,536 bytes to the next
