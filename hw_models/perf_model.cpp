@@ -256,8 +256,6 @@ class Calc {
   enum Parts { kTokenOps = 1, kAttentionOps = 2, kAllOps = 3 };
   void layer_ops(StepBreakdown& s, const BatchShape& b, double scale, const Unit& u, bool on_host,
                  int parts = kAllOps);
-  // The embedding gather and layer_ops' token operators on the GPU (all layers there).
-  void token_ops(StepBreakdown& s, const BatchShape& b);
   void embedding(StepBreakdown& s, double Ta, double mb);
 
   CommGroup group(int size) const {
@@ -474,14 +472,6 @@ void Calc::embedding(StepBreakdown& s, double Ta, double mb) {
   }
 }
 
-void Calc::token_ops(StepBreakdown& s, const BatchShape& b) {
-  const double mb = micro_batches(d_);
-  const double Ta =
-      static_cast<double>(b.prefill_tokens + b.decode_seqs) / mb / d_.par.dp_attention;
-  embedding(s, Ta, mb);
-  layer_ops(s, b, 1.0, gpu_, false, kTokenOps);
-}
-
 StepBreakdown Calc::run(const BatchShape& b) {
   StepBreakdown s;
   const int64_t tokens = b.prefill_tokens + b.decode_seqs;
@@ -504,7 +494,8 @@ StepBreakdown Calc::run(const BatchShape& b) {
     // additions in the same order, so the sums are bit-identical.
     if (!memo->set) {
       StepBreakdown t;
-      token_ops(t, b);
+      embedding(t, Ta, mb);
+      layer_ops(t, b, 1.0, gpu_, false, kTokenOps);
       *memo = {t.gemm_s, t.moe_s, true};
     }
     s.gemm_s = memo->gemm_s;
