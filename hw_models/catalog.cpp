@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <stdexcept>
+#include <tuple>
 
 #include "hw_models/error.h"
 #include "hw_models/units.h"
@@ -126,6 +127,7 @@ GpuSpec load_gpu_file(const std::string& path) {
   g.fp4_flops_per_s = m.quantity_or("fp4_dense", Dim::kFlopRate, 0.0, 1.0);
   g.fp16_acc16_flops_per_s = m.quantity_or("fp16_accumulate_dense", Dim::kFlopRate, 0.0, 1.0);
   g.sm_count = static_cast<int>(m.integer_or("sm_count", 1, 100000, 0));
+  g.compute_twin = m.str_or("compute_twin", "");
   g.scaleup = m.str_or("scaleup", "");
   if (!g.scaleup.empty())
     g.scaleup_bw_bytes_per_s = m.quantity("scaleup_bandwidth", Dim::kBandwidth, 1.0);
@@ -523,6 +525,31 @@ Catalog Catalog::load(const std::string& dir) {
       if (g.scaleup_latency_s == 0) g.scaleup_latency_s = host.latency_s;
     }
     c.gpus_.emplace(g.id, std::move(g));
+  }
+  // A compute twin must exist and have the same dense tensor rates: only then do its
+  // compute-bound calibration rows (fractions of those rates) describe this GPU.
+  for (const auto& [id, g] : c.gpus_) {
+    if (g.compute_twin.empty()) continue;
+    const std::string file = (fs::path(dir) / "gpus" / (id + ".yaml")).string();
+    check_ref(file, "compute_twin", g.compute_twin, "compute_twin",
+              [&](const std::string& v) { return c.gpu(v); });
+    const GpuSpec& t = c.gpu(g.compute_twin);
+    std::string why;
+    if (t.id == id) why = "a GPU cannot be its own compute twin";
+    for (auto [name, a, b] : {std::tuple{"bf16_dense", g.bf16_flops_per_s, t.bf16_flops_per_s},
+                              std::tuple{"fp8_dense", g.fp8_flops_per_s, t.fp8_flops_per_s},
+                              std::tuple{"fp4_dense", g.fp4_flops_per_s, t.fp4_flops_per_s}})
+      if (why.empty() && std::abs(a - b) > 1e-9 * std::max(a, b))
+        why = std::string(name) + " " + units::format(a, Dim::kFlopRate) + " differs from " + t.id +
+              "'s " + units::format(b, Dim::kFlopRate);
+    if (!why.empty()) {
+      yaml::Map m = yaml::load_file(file);
+      (void)m.str("compute_twin");
+      throw m.locate("compute_twin",
+                     InputError("compute_twin " + g.compute_twin + ": " + why,
+                                "a compute twin has the same die, SM count and clocks, so the "
+                                "same dense tensor rates; drop compute_twin otherwise"));
+    }
   }
   for (const auto& f : yaml_files(fs::path(dir) / "models")) {
     ModelSpec s = load_model_file(f);

@@ -31,6 +31,10 @@ struct GpuSpec {
   /// Streaming multiprocessors (NVIDIA) on the part; 0 = not given. Kernels whose memory
   /// traffic is limited per SM (EngineSpec::matvec_sm_bandwidth) use it.
   int sm_count = 0;
+  /// Catalog id of a GPU with the same die, SM count and clocks (equal dense tensor rates):
+  /// its compute-bound calibration rows stand for this GPU's where this one has none of
+  /// that operator and dtype (e.g. H200 SXM = H100 SXM's GH100 with other memory). "" = none.
+  std::string compute_twin;
   std::string scaleup;                ///< interconnect id of the GPU fabric ("" = none)
   double scaleup_bw_bytes_per_s = 0;  ///< per-GPU, per-direction NVLink/xGMI bandwidth
   double scaleup_latency_s = 0;       ///< α of one collective step: measured (empirical)

@@ -623,13 +623,30 @@ void Deployment::bind_calibration(std::shared_ptr<const CalibrationSet> set) {
   for (auto& k : calib_rows) k[0] = k[1] = nullptr;
   if (!calibration || !gpu) return;
   const std::string gemm_dtype = calib_gemm_dtype(*gpu, prec.math);
-  for (int regime = 0; regime < 2; ++regime) {
-    const bool cb = regime == 1;
-    if (!gemm_dtype.empty())
-      calib_rows[0][regime] = calibration->rows(gpu->id, CalibOp::kGemm, gemm_dtype, cb);
-    calib_rows[1][regime] = calibration->rows(gpu->id, CalibOp::kAttnPrefill, "bf16", cb);
-    calib_rows[2][regime] = calibration->rows(gpu->id, CalibOp::kAttnDecode, "bf16", cb);
+  const CalibOp ops[3] = {CalibOp::kGemm, CalibOp::kAttnPrefill, CalibOp::kAttnDecode};
+  for (int k = 0; k < 3; ++k) {
+    const std::string dtype = k == 0 ? gemm_dtype : "bf16";
+    if (dtype.empty()) continue;
+    for (int regime = 0; regime < 2; ++regime) {
+      const bool cb = regime == 1;
+      calib_rows[k][regime] = calibration->rows(gpu->id, ops[k], dtype, cb);
+      // A compute-bound row is a fraction of the dense tensor rate, which the twin shares
+      // (checked when the catalog loads); memory-bound rows depend on the memory, which
+      // it does not.
+      if (cb && calib_rows[k][regime] == nullptr && !gpu->compute_twin.empty())
+        calib_rows[k][regime] = calibration->rows(gpu->compute_twin, ops[k], dtype, cb);
+    }
   }
+}
+
+bool Deployment::uses_table(const CalibrationTable& table) const {
+  if (!calibration) return false;
+  for (const auto& r : table.rows) {
+    const auto* rows = calibration->rows(table.gpu, r.op, r.dtype, r.compute_bound);
+    for (const auto& slot : calib_rows)
+      if (rows != nullptr && (slot[0] == rows || slot[1] == rows)) return true;
+  }
+  return false;
 }
 
 void apply_engine(const EngineSpec& engine, Efficiency* eff) {

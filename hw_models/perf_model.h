@@ -85,6 +85,7 @@ namespace fleetsim::hw {
 
 class CalibrationSet;
 struct CalibrationRow;
+struct CalibrationTable;
 
 /// Element formats. The llama.cpp GGUF block formats carry their scales: q8_0 is 34 bytes per
 /// 32 weights (8.5 bits), q4_0 18 bytes per 32 (4.5 bits); q4_k_m mixes Q4_K and Q6_K
@@ -191,8 +192,11 @@ struct Deployment {
   /// Rows of `calibration` for this GPU, [gemm, attn_prefill, attn_decode][memory, compute],
   /// resolved once by bind_calibration so that estimate_step does no look-ups.
   const std::vector<CalibrationRow>* calib_rows[3][2] = {};
-  /// Attaches `set` (may be null) and resolves calib_rows for this GPU and precision.
+  /// Attaches `set` (may be null) and resolves calib_rows for this GPU and precision. A
+  /// compute-bound slot this GPU has no rows for takes its compute twin's, if it has one.
   void bind_calibration(std::shared_ptr<const CalibrationSet> set);
+  /// True when some calib_rows slot holds rows that `table` contributes to.
+  bool uses_table(const CalibrationTable& table) const;
 };
 
 /// What one iteration computes, aggregated over the batch.

@@ -318,14 +318,18 @@ void load_deployment(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
   load_network(root, sc, up, out, domain, catalog);
   sc.dep.offload = sc.offload;
   if (use_calibration && calibration) {
+    sc.dep.bind_calibration(calibration);
+    // This GPU's tables, and its compute twin's whose rows stand in for missing ones.
     std::string used;
     for (const auto& t : calibration->tables())
-      if (t.gpu == sc.gpu.id)
-        used += (used.empty() ? "" : ", ") + std::filesystem::path(t.file).filename().string();
+      if (t.gpu == sc.gpu.id || (t.gpu == sc.gpu.compute_twin && sc.dep.uses_table(t)))
+        used += (used.empty() ? "" : ", ") + std::filesystem::path(t.file).filename().string() +
+                (t.gpu == sc.gpu.id ? "" : " (compute twin " + t.gpu + ")");
     if (!used.empty()) {
-      sc.dep.bind_calibration(calibration);
       sc.calibration_used = used;
       sc.efficiency_source += "; calibrated by " + used;
+    } else {
+      sc.dep.bind_calibration(nullptr);
     }
   }
 }

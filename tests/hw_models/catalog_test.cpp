@@ -26,9 +26,11 @@ const Catalog& shipped() {
 TEST(Catalog, LoadsTheShippedFiles) {
   const Catalog& c = shipped();
   // Every GPU, model, node and interconnect the catalog promises is in it.
-  for (const char* id : {"a100-80gb-sxm", "h100-sxm", "h100-pcie", "h800-sxm", "h200-sxm", "b200",
-                         "gb200", "mi300x", "mi325x", "l40s", "rtx-4090", "rtx-5090", "m2-ultra",
-                         "m3-max", "m4-max", "m4-pro-24gb", "tpu-v5e", "tpu-v6e", "v100-sxm2-32gb"})
+  for (const char* id :
+       {"a100-80gb-sxm", "a100-80gb-pcie", "h100-sxm", "h100-pcie", "h800-sxm",
+        "h200-sxm",      "b200",           "gb200",    "mi300x",    "mi325x",
+        "l40s",          "rtx-4090",       "rtx-5090", "m2-ultra",  "m3-max",
+        "m4-max",        "m4-pro-24gb",    "tpu-v5e",  "tpu-v6e",   "v100-sxm2-32gb"})
     EXPECT_NO_THROW(c.gpu(id)) << id;
   for (const char* id :
        {"llama-2-7b", "llama-2-70b", "llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b",
@@ -447,6 +449,40 @@ TEST_F(BadCatalogFile, NodeNamingAnUnknownGpuIsRejectedWhereItIsWritten) {
     EXPECT_EQ(e.field(), "gpu");
     EXPECT_NE(e.message().find("did you mean 'test-gpu'"), std::string::npos) << e.what();
   }
+}
+
+TEST_F(BadCatalogFile, ComputeTwinMustExistAndShareTheTensorRates) {
+  write("interconnects/pcie5-x16.yaml",
+        "name: PCIe 5\nkind: host\nbandwidth: 64GB/s\nlatency: 3us\nsources: [spec]\n");
+  write("gpus/test-gpu.yaml", good_gpu());
+  // Same 300 TFLOP/s BF16, more bandwidth: a valid twin (line 14 = the 13 lines + 1).
+  write("gpus/twin.yaml",
+        good_gpu("memory_bandwidth", "memory_bandwidth: 3TB/s") + "compute_twin: test-gpu\n");
+  EXPECT_EQ(Catalog::load(dir_).gpu("twin").compute_twin, "test-gpu");
+  auto load_error = [&] {
+    try {
+      Catalog::load(dir_);
+    } catch (const InputError& e) {
+      return e;
+    }
+    ADD_FAILURE() << "no InputError";
+    return InputError("none");
+  };
+  // Another BF16 rate: its calibration fractions would not describe this GPU.
+  const std::string bad = write("gpus/twin.yaml", good_gpu("bf16_dense", "bf16_dense: 400TFLOP/s") +
+                                                      "compute_twin: test-gpu\n");
+  InputError e = load_error();
+  EXPECT_EQ(e.file(), bad);
+  EXPECT_EQ(e.line(), 14);
+  EXPECT_EQ(e.field(), "compute_twin");
+  EXPECT_NE(e.message().find("bf16_dense 400 TFLOP/s differs from test-gpu's 300 TFLOP/s"),
+            std::string::npos)
+      << e.what();
+  // A typo, with did-you-mean.
+  write("gpus/twin.yaml", good_gpu() + "compute_twin: test-gpuu\n");
+  e = load_error();
+  EXPECT_EQ(e.field(), "compute_twin");
+  EXPECT_NE(e.message().find("did you mean 'test-gpu'"), std::string::npos) << e.what();
 }
 
 TEST_F(BadCatalogFile, InterconnectWithoutUnitIsRejected) {

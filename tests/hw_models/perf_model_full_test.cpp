@@ -363,6 +363,46 @@ TEST_F(CalibrationFile, FractionsAndLogInterpolation) {
   EXPECT_GT(calibrated, plain * 0.5 / 0.8 * 0.99);
 }
 
+TEST_F(CalibrationFile, AComputeTwinLendsItsComputeBoundRowsOnly) {
+  // H200 SXM names H100 SXM as its compute twin (same GH100, 989.4 TFLOP/s BF16). An H100
+  // table with the two compute-bound rows and one memory-bound row: 1 × 8192 × 8192 moves
+  // (8192 + 8192² + 8192)·2 B = 134.25 MB, 40.07 µs at 3.35 TB/s vs 0.04 µs of FLOPs at
+  // peak; measured 50.09 µs → fraction 0.8.
+  const double bytes = (8192.0 + 8192.0 * 8192.0 + 8192.0) * 2.0;
+  char mem_row[128];
+  std::snprintf(mem_row, sizeof mem_row, "gemm,bf16,1,8192,8192,,,,,,,,%.6f,memory row\n",
+                bytes / 3.35e12 / 0.8 * 1e6);
+  const CalibrationTable h100 = load_calibration(write(header() + two_rows() + mem_row), catalog());
+  CalibrationSet set;
+  set.add(h100);
+  auto shared = std::make_shared<const CalibrationSet>(set);
+  const auto& m = catalog().model("llama-3.1-8b");
+  ASSERT_EQ(catalog().gpu("h200-sxm").compute_twin, "h100-sxm");
+  auto d = make_deployment(m, {}, catalog().gpu("h200-sxm"), {},
+                           full_test_eff(catalog().gpu("h200-sxm")));
+  d.bind_calibration(shared);
+  // [gemm][compute-bound] borrows H100's rows; [gemm][memory-bound] does not (the memory
+  // differs); nothing is invented for attention.
+  EXPECT_EQ(d.calib_rows[0][1], shared->rows("h100-sxm", CalibOp::kGemm, "bf16", true));
+  EXPECT_EQ(d.calib_rows[0][0], nullptr);
+  EXPECT_EQ(d.calib_rows[1][1], nullptr);
+  EXPECT_TRUE(d.uses_table(shared->tables()[0]));
+
+  // A table of H200's own for that slot wins over the twin's.
+  const std::string own = header("h200-sxm") + two_rows();
+  set.add(load_calibration(write(own), catalog()));
+  shared = std::make_shared<const CalibrationSet>(set);
+  d.bind_calibration(shared);
+  EXPECT_EQ(d.calib_rows[0][1], shared->rows("h200-sxm", CalibOp::kGemm, "bf16", true));
+  EXPECT_FALSE(d.uses_table(shared->tables()[0]));
+
+  // A GPU without a twin borrows nothing.
+  auto a100 = make_deployment(m, {}, catalog().gpu("a100-80gb-sxm"), {},
+                              full_test_eff(catalog().gpu("a100-80gb-sxm")));
+  a100.bind_calibration(shared);
+  EXPECT_EQ(a100.calib_rows[0][1], nullptr);
+}
+
 TEST_F(CalibrationFile, ErrorsNameLineAndColumn) {
   auto error_of = [&](const std::string& text) {
     try {
