@@ -327,6 +327,7 @@ const FitParam kFitParams[] = {
     {"moe_compute_efficiency", &EngineSpec::moe_compute_efficiency, 0.1, 1.2, "kernels",
      "moe_compute", false},
     {"moe_imbalance", &EngineSpec::moe_imbalance, 1.0, 3.0, "kernels", "moe_imbalance", false},
+    {"mla_efficiency", &EngineSpec::mla_efficiency, 0.02, 1.2, "kernels", "mla_efficiency", false},
     {"quant_bandwidth", &EngineSpec::quant_bandwidth, 0.2, 1.0, "kernels", "quant_bandwidth",
      false},
     {"matvec_sm_bandwidth", &EngineSpec::matvec_sm_bandwidth, 2e9, 50e9, "kernels",
@@ -392,6 +393,7 @@ EngineSpec load_engine_file(const std::string& path) {
     e.moe_efficiency = k->number_or("moe_efficiency", 0.2, 1.5, 1.0);
     e.moe_compute_efficiency = k->number_or("moe_compute", 0.1, 1.5, 1.0);
     e.moe_imbalance = k->number_or("moe_imbalance", 1.0, 4.0, 1.0);
+    e.mla_efficiency = k->number_or("mla_efficiency", 0.02, 1.5, 1.0);
     e.quant_bandwidth = k->number_or("quant_bandwidth", 0.1, 1.0, 1.0);
     e.fp16_accumulate = k->boolean_or("fp16_accumulate", false);
     e.dequant_gemm_min_tokens = k->integer_or("dequant_gemm_min_tokens", 0, 1 << 20, 0);

@@ -204,7 +204,11 @@ struct EngineSpec {
   /// Triton reach less of the tensor rate than the dense GEMMs do, while streaming expert
   /// weights at small batch runs near the dense rate)
   double moe_compute_efficiency = 1.0;
-  double moe_imbalance = 1.0;     ///< busiest expert-parallel GPU's tokens / mean (floor)
+  double moe_imbalance = 1.0;  ///< busiest expert-parallel GPU's tokens / mean (floor)
+  /// Multi-head latent attention kernels (prefill and decode; DeepSeek-V2/V3 models only)
+  /// against the calibrated or roofline rate: FlashMLA-class kernels run near it, early
+  /// Triton MLA kernels far below.
+  double mla_efficiency = 1.0;
   double ep_alltoall_call_s = 0;  ///< fixed cost of one EP dispatch or combine call
   double quant_bandwidth = 1.0;   ///< block-quantised (GGUF) mat-vec bandwidth / 16-bit's
   /// 16-bit GEMMs accumulate in FP16 (cuBLAS CUBLAS_COMPUTE_16F): they run at the GPU's

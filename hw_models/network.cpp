@@ -129,7 +129,8 @@ void Fabric::validate() const {
     bad("domain_gpus (" + std::to_string(domain_gpus) + ") must be a multiple of gpus_per_node (" +
         std::to_string(gpus_per_node) + ")");
   if (gpus % gpus_per_node != 0)
-    bad("gpus (" + std::to_string(gpus) + ") must fill whole nodes of " + std::to_string(gpus_per_node));
+    bad("gpus (" + std::to_string(gpus) + ") must fill whole nodes of " +
+        std::to_string(gpus_per_node));
   if (nics_per_node < 0) bad("nics_per_node must be >= 0");
   if (nodes_per_leaf < 1) bad("nodes_per_leaf must be >= 1");
   if (!(oversubscription >= 1.0) || !std::isfinite(oversubscription))
@@ -137,12 +138,14 @@ void Fabric::validate() const {
   if (domain_gpus > 1 && !(scaleup.bw_bytes_per_s > 0)) bad("scale-up bandwidth must be > 0");
   if (gpus > domain_gpus && (nics_per_node == 0 || !(nic.bw_bytes_per_s > 0)))
     bad("the GPUs span more than one scale-up domain but the nodes have no NIC bandwidth");
-  if (scaleup.latency_s < 0 || nic.latency_s < 0 || wan.latency_s < 0) bad("latencies must be >= 0");
+  if (scaleup.latency_s < 0 || nic.latency_s < 0 || wan.latency_s < 0)
+    bad("latencies must be >= 0");
   if (regions < 1) bad("regions must be >= 1");
   if (regions > 1) {
     const int nodes = gpus / gpus_per_node;
     if (nodes % regions != 0)
-      bad(std::to_string(nodes) + " nodes do not split evenly into " + std::to_string(regions) + " regions");
+      bad(std::to_string(nodes) + " nodes do not split evenly into " + std::to_string(regions) +
+          " regions");
     if (!(wan.bw_bytes_per_s > 0)) bad("regions > 1 need a WAN bandwidth");
     if (nics_per_node == 0 || !(nic.bw_bytes_per_s > 0)) bad("regions > 1 need NICs");
   }
@@ -185,20 +188,34 @@ Fabric Fabric::parse(const std::string& text) {
     if (eq == std::string::npos) throw std::invalid_argument("fabric: bad line '" + line + "'");
     const std::string k = line.substr(0, eq), v = line.substr(eq + 1);
     const double d = std::strtod(v.c_str(), nullptr);
-    if (k == "gpus") f.gpus = std::stoi(v);
-    else if (k == "gpus_per_node") f.gpus_per_node = std::stoi(v);
-    else if (k == "domain_gpus") f.domain_gpus = std::stoi(v);
-    else if (k == "nics_per_node") f.nics_per_node = std::stoi(v);
-    else if (k == "scaleup_latency_s") f.scaleup.latency_s = d;
-    else if (k == "scaleup_bw") f.scaleup.bw_bytes_per_s = d;
-    else if (k == "nic_latency_s") f.nic.latency_s = d;
-    else if (k == "nic_bw") f.nic.bw_bytes_per_s = d;
-    else if (k == "nodes_per_leaf") f.nodes_per_leaf = std::stoi(v);
-    else if (k == "oversubscription") f.oversubscription = d;
-    else if (k == "regions") f.regions = std::stoi(v);
-    else if (k == "wan_latency_s") f.wan.latency_s = d;
-    else if (k == "wan_bw") f.wan.bw_bytes_per_s = d;
-    else throw std::invalid_argument("fabric: unknown key '" + k + "'");
+    if (k == "gpus")
+      f.gpus = std::stoi(v);
+    else if (k == "gpus_per_node")
+      f.gpus_per_node = std::stoi(v);
+    else if (k == "domain_gpus")
+      f.domain_gpus = std::stoi(v);
+    else if (k == "nics_per_node")
+      f.nics_per_node = std::stoi(v);
+    else if (k == "scaleup_latency_s")
+      f.scaleup.latency_s = d;
+    else if (k == "scaleup_bw")
+      f.scaleup.bw_bytes_per_s = d;
+    else if (k == "nic_latency_s")
+      f.nic.latency_s = d;
+    else if (k == "nic_bw")
+      f.nic.bw_bytes_per_s = d;
+    else if (k == "nodes_per_leaf")
+      f.nodes_per_leaf = std::stoi(v);
+    else if (k == "oversubscription")
+      f.oversubscription = d;
+    else if (k == "regions")
+      f.regions = std::stoi(v);
+    else if (k == "wan_latency_s")
+      f.wan.latency_s = d;
+    else if (k == "wan_bw")
+      f.wan.bw_bytes_per_s = d;
+    else
+      throw std::invalid_argument("fabric: unknown key '" + k + "'");
   }
   return f;
 }

@@ -368,7 +368,8 @@ void Calc::layer_ops(StepBreakdown& s, const BatchShape& b, double scale, const 
     }
   }
 
-  // Attention.
+  // Attention. The engine's MLA kernels at their own efficiency (not on the host).
+  const double attn_scale = m_.mla && !on_host ? d_.eff.mla_efficiency : 1.0;
   auto per = [&](int64_t v) { return static_cast<double>(v) / split; };
   const double pairs = b.prefill_attn_pairs / split, kvtok = per(b.prefill_kv_tokens),
                ptok = per(b.prefill_tokens);
@@ -388,7 +389,7 @@ void Calc::layer_ops(StepBreakdown& s, const BatchShape& b, double scale, const 
     }
     if (Lfull > 0)
       op(a_bucket, "attention", "prefill attention", Lfull, f_pair * pairs,
-         kvtok * b_kv + ptok * b_q, Kind::kPrefill, u);
+         kvtok * b_kv + ptok * b_q, Kind::kPrefill, u, 1.0, attn_scale);
     if (Lsw > 0) {
       const double w = m_.sliding_window_tokens;
       const double pairs_sw = std::min(pairs, ptok * w);
@@ -397,7 +398,7 @@ void Calc::layer_ops(StepBreakdown& s, const BatchShape& b, double scale, const 
          kv_sw * b_kv + ptok * b_q, Kind::kPrefill, u);
     }
   }
-  const double unit = (parts & kAttentionOps) ? decode_unit_s(u) : 0.0;
+  const double unit = (parts & kAttentionOps) ? decode_unit_s(u) / attn_scale : 0.0;
   if ((parts & kAttentionOps) && ctx > 0 && Lfull > 0) {
     const double t = ctx * unit;
     *a_bucket += Lfull * t;
@@ -660,6 +661,7 @@ void apply_engine(const EngineSpec& engine, Efficiency* eff) {
   eff->moe_efficiency = engine.moe_efficiency;
   eff->moe_compute_efficiency = engine.moe_compute_efficiency;
   eff->moe_imbalance = engine.moe_imbalance;
+  eff->mla_efficiency = engine.mla_efficiency;
   eff->quant_bandwidth = engine.quant_bandwidth;
   eff->fp16_accumulate = engine.fp16_accumulate;
   eff->dequant_gemm_min_tokens = engine.dequant_gemm_min_tokens;

@@ -150,6 +150,7 @@ struct Efficiency {
   double moe_half_tokens = 0;           ///< grouped GEMM rate ∝ m / (m + this), m tokens/expert
   double moe_efficiency = 1.0;          ///< routed-expert grouped GEMM / dense GEMM rate
   double moe_compute_efficiency = 1.0;  ///< and of its compute side
+  double mla_efficiency = 1.0;          ///< MLA attention kernels / the calibrated rate
   double quant_bandwidth = 1.0;         ///< GGUF block-format weight streaming / 16-bit's
   bool fp16_accumulate = false;         ///< 16-bit GEMMs at the FP16-accumulate rate
   int64_t dequant_gemm_min_tokens = 0;  ///< GGUF matmuls of ≥ this many tokens: FP16 copy

@@ -183,20 +183,17 @@ std::string format_scaled(double value, const std::vector<Scale>& scales) {
 }
 
 const std::vector<Scale>& scales_of(Dim d) {
-  static const std::vector<Scale> time = {{1e-9, " ns"}, {1e-6, " us"}, {1e-3, " ms"},
-                                          {1, " s"},     {60, " min"},  {3600, " h"},
-                                          {86400, " d"}};
-  static const std::vector<Scale> bytes = {{1, " B"},     {1e3, " kB"},  {1e6, " MB"},
-                                           {1e9, " GB"},  {1e12, " TB"}, {1e15, " PB"},
-                                           {1e18, " EB"}};
-  static const std::vector<Scale> bandwidth = {{1, " B/s"},     {1e3, " kB/s"},  {1e6, " MB/s"},
-                                               {1e9, " GB/s"},  {1e12, " TB/s"}, {1e15, " PB/s"}};
-  static const std::vector<Scale> flops = {{1, " FLOP/s"},     {1e3, " kFLOP/s"},
-                                           {1e6, " MFLOP/s"},  {1e9, " GFLOP/s"},
-                                           {1e12, " TFLOP/s"}, {1e15, " PFLOP/s"},
-                                           {1e18, " EFLOP/s"}};
-  static const std::vector<Scale> rate = {{1, "/s"},    {1e3, "k/s"},  {1e6, "M/s"},
-                                          {1e9, "G/s"}, {1e12, "T/s"}};
+  static const std::vector<Scale> time = {{1e-9, " ns"}, {1e-6, " us"}, {1e-3, " ms"}, {1, " s"},
+                                          {60, " min"},  {3600, " h"},  {86400, " d"}};
+  static const std::vector<Scale> bytes = {{1, " B"},     {1e3, " kB"},  {1e6, " MB"}, {1e9, " GB"},
+                                           {1e12, " TB"}, {1e15, " PB"}, {1e18, " EB"}};
+  static const std::vector<Scale> bandwidth = {{1, " B/s"},    {1e3, " kB/s"},  {1e6, " MB/s"},
+                                               {1e9, " GB/s"}, {1e12, " TB/s"}, {1e15, " PB/s"}};
+  static const std::vector<Scale> flops = {
+      {1, " FLOP/s"},     {1e3, " kFLOP/s"},  {1e6, " MFLOP/s"}, {1e9, " GFLOP/s"},
+      {1e12, " TFLOP/s"}, {1e15, " PFLOP/s"}, {1e18, " EFLOP/s"}};
+  static const std::vector<Scale> rate = {
+      {1, "/s"}, {1e3, "k/s"}, {1e6, "M/s"}, {1e9, "G/s"}, {1e12, "T/s"}};
   static const std::vector<Scale> power = {{1, " W"}, {1e3, " kW"}, {1e6, " MW"}, {1e9, " GW"}};
   switch (d) {
     case Dim::kTime: return time;
@@ -247,8 +244,8 @@ double parse(std::string_view text, Dim d) {
     rest.remove_prefix(1);
   }
   double value = 0;
-  const auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), value,
-                                         std::chars_format::general);
+  const auto [end, ec] =
+      std::from_chars(rest.data(), rest.data() + rest.size(), value, std::chars_format::general);
   if (ec == std::errc::invalid_argument || end == rest.data())
     throw InputError("expected a " + std::string(dim_name(d)) +
                          " value (a number followed by a unit), got " + quoted(s),
@@ -258,12 +255,12 @@ double parse(std::string_view text, Dim d) {
                      hint);
   if (negative) value = -value;
 
-  const std::string_view unit = trim(std::string_view(end, static_cast<size_t>(
-                                                                rest.data() + rest.size() - end)));
+  const std::string_view unit =
+      trim(std::string_view(end, static_cast<size_t>(rest.data() + rest.size() - end)));
   if (unit.empty())
-    throw InputError("expected a " + std::string(dim_name(d)) + " value with a unit, got " +
-                         quoted(s),
-                     std::string("a bare number is ambiguous; write e.g. ") + dim_examples(d));
+    throw InputError(
+        "expected a " + std::string(dim_name(d)) + " value with a unit, got " + quoted(s),
+        std::string("a bare number is ambiguous; write e.g. ") + dim_examples(d));
 
   for (const auto& u : unit_table()) {
     if (unit != u.symbol) continue;
@@ -284,8 +281,8 @@ double parse(std::string_view text, Dim d) {
 std::string format(double value, Dim d) { return format_scaled(value, scales_of(d)); }
 
 std::string format_count(double value) {
-  static const std::vector<Scale> count = {{1, ""}, {1e3, "k"}, {1e6, "M"}, {1e9, "G"},
-                                           {1e12, "T"}};
+  static const std::vector<Scale> count = {
+      {1, ""}, {1e3, "k"}, {1e6, "M"}, {1e9, "G"}, {1e12, "T"}};
   if (value != 0 && std::isfinite(value) && std::fabs(value) < 1) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%.3g", value);

@@ -396,6 +396,8 @@ std::string engine_line(const scenario::Scenario& sc) {
     o << ", MoE grouped GEMMs at " << sc.eff.moe_efficiency << "x the dense rate";
     if (sc.eff.moe_compute_efficiency != 1.0)
       o << " (their compute side at a further " << sc.eff.moe_compute_efficiency << "x)";
+    if (sc.model.mla && sc.eff.mla_efficiency != 1.0)
+      o << ", MLA attention at " << sc.eff.mla_efficiency << "x the calibrated rate";
     o << ", hottest expert " << sc.model.moe->hot_expert << "x the mean"
       << (sc.model.moe->hot_expert > 1 ? "" : " (no published routing statistics: balanced)");
   }

@@ -176,9 +176,11 @@ std::vector<double> minimise(const std::vector<std::string>& files, const hw::Ca
 // what is left of the MoE cases' error once the shared operators are pinned by dense ones.
 // A shared parameter is never fitted on MoE cases alone: there it would absorb the MoE
 // kernels' slowness and carry it to every dense model the engine runs.
+// mla_efficiency counts as one: it moves only MLA models, and every MLA model (DeepSeek-V2/V3,
+// Kimi-K2) is a MoE one.
 bool moe_parameter(const std::string& p) {
   return p == "moe_efficiency" || p == "moe_compute_efficiency" || p == "moe_half_tokens" ||
-         p == "moe_imbalance";
+         p == "moe_imbalance" || p == "mla_efficiency";
 }
 
 struct Staged {

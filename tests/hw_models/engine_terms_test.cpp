@@ -179,6 +179,37 @@ TEST(EngineTerms, MoeComputeEfficiencySlowsOnlyTheComputeSideOfTheRoutedExperts)
             find_op(base, "router").time_s);
 }
 
+TEST(EngineTerms, MlaEfficiencyScalesOnlyTheLatentAttention) {
+  // DeepSeek-R1 (MLA) on 8 x MI300X, TP 8: at mla_efficiency 0.25 its prefill and decode
+  // attention take 1/0.25 = 4x as long; its GEMMs and experts do not move. Llama-2-7B (no
+  // MLA) keeps its attention whatever the factor.
+  const auto& g = catalog().gpu("mi300x");
+  Efficiency eff = catalog_efficiency(g);
+  apply_engine(catalog().engine("ideal"), &eff);
+  Parallelism p;
+  p.tp = 8;
+  Deployment d = make_deployment(catalog().model("deepseek-r1"), p, g, {}, eff);
+  const auto pre = explain_step(d, prefill(2048));
+  const auto dec = explain_step(d, decode(32, 3600));
+  d.eff.mla_efficiency = 0.25;
+  const auto pre4 = explain_step(d, prefill(2048));
+  const auto dec4 = explain_step(d, decode(32, 3600));
+  expect_rel(find_op(pre4, "prefill attention").time_s,
+             4 * find_op(pre, "prefill attention").time_s);
+  expect_rel(find_op(dec4, "decode attention").time_s, 4 * find_op(dec, "decode attention").time_s);
+  EXPECT_EQ(find_op(pre4, "routed experts (grouped GEMM, TP)").time_s,
+            find_op(pre, "routed experts (grouped GEMM, TP)").time_s);
+  EXPECT_EQ(find_op(dec4, "output projection").time_s, find_op(dec, "output projection").time_s);
+
+  Efficiency plain = catalog_efficiency(catalog().gpu("a100-80gb-sxm"));
+  apply_engine(catalog().engine("ideal"), &plain);
+  const double llama =
+      find_op(explain_step(llama7b(&plain), decode(8, 1000)), "decode attention").time_s;
+  plain.mla_efficiency = 0.25;
+  EXPECT_EQ(find_op(explain_step(llama7b(&plain), decode(8, 1000)), "decode attention").time_s,
+            llama);
+}
+
 TEST(EngineTerms, HottestExpertSetsTheBusiestGpu) {
   // EP over G GPUs, n = E/G = 8/G experts each; the busiest GPU gets (hot + n − 1)/n of the
   // mean GPU's token copies: G = 8, n = 1: hot = 3 → 3x; G = 2, n = 4: (3 + 3)/4 = 1.5x. The
