@@ -158,13 +158,11 @@ void Collector::on_token_gap_series(const StepSeries& series, int64_t k, uint64_
   int64_t j = 1;
   while (j < k) {
     const double v = ns_to_seconds(series.step_ns(j));
-    // The bucket is [lower(b), lower(b + 1)) and the steps do not decrease from v, so a later
-    // step is in it exactly when it is below the next bucket's lower edge.
-    const double next_edge = itl_.bucket_lower(itl_.bucket_of(v) + 1);
+    const int64_t bucket = itl_.bucket_of(v);
     int64_t lo = j, hi = k - 1;  // last index in the same bucket
     while (lo < hi) {
       const int64_t mid = lo + (hi - lo + 1) / 2;
-      if (ns_to_seconds(series.step_ns(mid)) < next_edge)
+      if (itl_.bucket_of(ns_to_seconds(series.step_ns(mid))) == bucket)
         lo = mid;
       else
         hi = mid - 1;
