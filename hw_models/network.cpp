@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
 
 namespace fleetsim::hw {
 
@@ -187,35 +188,33 @@ Fabric Fabric::parse(const std::string& text) {
     const auto eq = line.find('=');
     if (eq == std::string::npos) throw std::invalid_argument("fabric: bad line '" + line + "'");
     const std::string k = line.substr(0, eq), v = line.substr(eq + 1);
-    const double d = std::strtod(v.c_str(), nullptr);
-    if (k == "gpus")
-      f.gpus = std::stoi(v);
-    else if (k == "gpus_per_node")
-      f.gpus_per_node = std::stoi(v);
-    else if (k == "domain_gpus")
-      f.domain_gpus = std::stoi(v);
-    else if (k == "nics_per_node")
-      f.nics_per_node = std::stoi(v);
-    else if (k == "scaleup_latency_s")
-      f.scaleup.latency_s = d;
-    else if (k == "scaleup_bw")
-      f.scaleup.bw_bytes_per_s = d;
-    else if (k == "nic_latency_s")
-      f.nic.latency_s = d;
-    else if (k == "nic_bw")
-      f.nic.bw_bytes_per_s = d;
-    else if (k == "nodes_per_leaf")
-      f.nodes_per_leaf = std::stoi(v);
-    else if (k == "oversubscription")
-      f.oversubscription = d;
-    else if (k == "regions")
-      f.regions = std::stoi(v);
-    else if (k == "wan_latency_s")
-      f.wan.latency_s = d;
-    else if (k == "wan_bw")
-      f.wan.bw_bytes_per_s = d;
-    else
-      throw std::invalid_argument("fabric: unknown key '" + k + "'");
+    // serialize()'s keys: whole numbers, then doubles (hex floats, exact).
+    static const std::pair<const char*, int Fabric::*> ints[] = {
+        {"gpus", &Fabric::gpus},
+        {"gpus_per_node", &Fabric::gpus_per_node},
+        {"domain_gpus", &Fabric::domain_gpus},
+        {"nics_per_node", &Fabric::nics_per_node},
+        {"nodes_per_leaf", &Fabric::nodes_per_leaf},
+        {"regions", &Fabric::regions}};
+    const std::pair<const char*, double*> doubles[] = {{"scaleup_latency_s", &f.scaleup.latency_s},
+                                                       {"scaleup_bw", &f.scaleup.bw_bytes_per_s},
+                                                       {"nic_latency_s", &f.nic.latency_s},
+                                                       {"nic_bw", &f.nic.bw_bytes_per_s},
+                                                       {"oversubscription", &f.oversubscription},
+                                                       {"wan_latency_s", &f.wan.latency_s},
+                                                       {"wan_bw", &f.wan.bw_bytes_per_s}};
+    bool known = false;
+    for (const auto& [key, field] : ints) {
+      if (k != key) continue;
+      f.*field = std::stoi(v);
+      known = true;
+    }
+    for (const auto& [key, field] : doubles) {
+      if (k != key) continue;
+      *field = std::strtod(v.c_str(), nullptr);
+      known = true;
+    }
+    if (!known) throw std::invalid_argument("fabric: unknown key '" + k + "'");
   }
   return f;
 }
