@@ -261,6 +261,7 @@ CalibrationTable load_calibration(const std::string& path, const Catalog& catalo
       fail(lineno, "citation", "empty citation", "say which table/figure the row comes from");
     const double tf = r.flops / peak, tb = r.bytes / gpu->memory_bw_bytes_per_s;
     r.compute_bound = tf >= tb;
+    r.ridge_ratio = tf / tb;
     r.work = r.compute_bound ? r.flops : r.bytes;
     r.log_work = std::log10(r.work);
     r.fraction = std::max(tf, tb) / r.time_s;
@@ -307,10 +308,22 @@ void CalibrationSet::add(const CalibrationTable& t) {
     auto& v =
         index_[t.gpu + "|" + calib_op_name(r.op) + "|" + r.dtype + (r.compute_bound ? "|c" : "|m")];
     v.push_back(r);
-    std::stable_sort(v.begin(), v.end(), [](const CalibrationRow& a, const CalibrationRow& b) {
+    const auto by_work = [](const CalibrationRow& a, const CalibrationRow& b) {
       return a.work < b.work;
-    });
+    };
+    std::stable_sort(v.begin(), v.end(), by_work);
+    if (r.compute_bound && r.ridge_ratio >= kFarFromRidge) {
+      auto& far = index_[t.gpu + "|" + calib_op_name(r.op) + "|" + r.dtype + "|cf"];
+      far.push_back(r);
+      std::stable_sort(far.begin(), far.end(), by_work);
+    }
   }
+}
+
+const std::vector<CalibrationRow>* CalibrationSet::rows_far(const std::string& gpu, CalibOp op,
+                                                            const std::string& dtype) const {
+  auto it = index_.find(gpu + "|" + calib_op_name(op) + "|" + dtype + "|cf");
+  return it == index_.end() ? nullptr : &it->second;
 }
 
 const std::vector<CalibrationRow>* CalibrationSet::rows(const std::string& gpu, CalibOp op,

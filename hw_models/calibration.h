@@ -11,8 +11,10 @@
 // compute-bound rows (FLOPs/peak ≥ bytes/bandwidth) linearly in log10(FLOPs) for a
 // compute-bound operator, among the memory-bound rows in log10(bytes) for a memory-bound
 // one, clamped at the ends. A small square GEMM that is slow from launch overhead thus never
-// stands in for a skinny weight-streaming decode GEMM. With no row in the operator's regime
-// the model keeps the catalog efficiency.
+// stands in for a skinny weight-streaming decode GEMM. A compute-bound operator far from the
+// ridge (FLOPs time ≥ kFarFromRidge × bytes time) uses only the rows far from it, when there
+// are any: a kernel on the ridge is slowed by its memory traffic too. With no row in the
+// operator's regime the model keeps the catalog efficiency.
 #pragma once
 
 #include <map>
@@ -24,6 +26,10 @@
 namespace fleetsim::hw {
 
 enum class CalibOp { kGemm, kAttnPrefill, kAttnDecode };
+
+/// A compute-bound shape whose FLOPs time is at least this many times its bytes time is
+/// "far from the ridge" of the roofline (see CalibrationSet::rows_far).
+inline constexpr double kFarFromRidge = 2.0;
 const char* calib_op_name(CalibOp op);
 
 struct CalibrationRow {
@@ -32,6 +38,7 @@ struct CalibrationRow {
   double flops = 0, bytes = 0, time_s = 0;
   double fraction = 0;         ///< achieved fraction of the roofline at datasheet peaks
   bool compute_bound = false;  ///< FLOPs / peak >= bytes / bandwidth
+  double ridge_ratio = 0;      ///< (FLOPs / peak) / (bytes / bandwidth): 1 on the ridge
   double work = 0;             ///< FLOPs when compute-bound, bytes when memory-bound
   double log_work = 0;         ///< log10(work), precomputed for interpolation
   std::string citation;
@@ -64,6 +71,10 @@ class CalibrationSet {
   /// Rows for (gpu, op, dtype) in one regime, sorted by work; nullptr when none.
   const std::vector<CalibrationRow>* rows(const std::string& gpu, CalibOp op,
                                           const std::string& dtype, bool compute_bound) const;
+  /// The compute-bound rows for (gpu, op, dtype) that are far from the ridge (ridge_ratio >=
+  /// kFarFromRidge), sorted by FLOPs; nullptr when none.
+  const std::vector<CalibrationRow>* rows_far(const std::string& gpu, CalibOp op,
+                                              const std::string& dtype) const;
   /// Interpolated fraction at `work` (log-linear, clamped). Precondition: rows non-empty.
   static double fraction_at(const std::vector<CalibrationRow>& rows, double work);
   /// The fraction of the largest row (the steady state of a long kernel).

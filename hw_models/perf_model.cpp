@@ -111,7 +111,7 @@ struct Unit {
   double compute_eff = 1;       // and their compute side
   double dequant_min_rows = 0;  // GGUF matmuls of ≥ this many rows run on an FP16 copy (0: never)
   double matvec_bw = 0;         // mat-vec kernels stream at most this many bytes/s (0: no limit)
-  const std::vector<CalibrationRow>* const (*rows)[2] = nullptr;  // Deployment::calib_rows
+  const std::vector<CalibrationRow>* const (*rows)[3] = nullptr;  // Deployment::calib_rows
 };
 
 Unit gpu_unit(const Deployment& d) {
@@ -278,6 +278,13 @@ void Calc::op(double* bucket, const char* cat, const char* name, double count, d
   const double tf = flops / (peak * compute_scale * u.compute_eff), tb = bytes / u.bw_peak;
   const bool compute_bound = tf >= tb;
   const std::vector<CalibrationRow>* rows = calib_rows(u, static_cast<int>(kind), compute_bound);
+  // A shape far from the ridge is costed from the rows far from it when there are any: a
+  // kernel on the ridge is held back by its memory traffic too, and its fraction of the
+  // FLOPs roofline says little about a large prefill GEMM.
+  if (compute_bound && tf >= kFarFromRidge * tb && u.rows != nullptr) {
+    const auto* far = u.rows[static_cast<int>(kind)][2];
+    if (far != nullptr && !far->empty()) rows = far;
+  }
   double t;
   const char* bound;
   if (rows != nullptr && !rows->empty()) {
@@ -621,7 +628,7 @@ StepBreakdown Calc::run(const BatchShape& b) {
 
 void Deployment::bind_calibration(std::shared_ptr<const CalibrationSet> set) {
   calibration = std::move(set);
-  for (auto& k : calib_rows) k[0] = k[1] = nullptr;
+  for (auto& k : calib_rows) k[0] = k[1] = k[2] = nullptr;
   if (!calibration || !gpu) return;
   const std::string gemm_dtype = calib_gemm_dtype(*gpu, prec.math);
   const CalibOp ops[3] = {CalibOp::kGemm, CalibOp::kAttnPrefill, CalibOp::kAttnDecode};
@@ -637,6 +644,9 @@ void Deployment::bind_calibration(std::shared_ptr<const CalibrationSet> set) {
       if (cb && calib_rows[k][regime] == nullptr && !gpu->compute_twin.empty())
         calib_rows[k][regime] = calibration->rows(gpu->compute_twin, ops[k], dtype, cb);
     }
+    // Far-from-ridge rows come from the same table as the compute-bound slot above.
+    const bool own = calibration->rows(gpu->id, ops[k], dtype, true) != nullptr;
+    calib_rows[k][2] = calibration->rows_far(own ? gpu->id : gpu->compute_twin, ops[k], dtype);
   }
 }
 

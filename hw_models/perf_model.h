@@ -190,9 +190,10 @@ struct Deployment {
   /// Memory of a co-resident model (a speculative-decoding draft) on each GPU.
   double extra_weight_bytes_per_gpu = 0;
   double extra_kv_bytes_per_token_per_gpu = 0;
-  /// Rows of `calibration` for this GPU, [gemm, attn_prefill, attn_decode][memory, compute],
-  /// resolved once by bind_calibration so that estimate_step does no look-ups.
-  const std::vector<CalibrationRow>* calib_rows[3][2] = {};
+  /// Rows of `calibration` for this GPU, [gemm, attn_prefill, attn_decode][memory, compute,
+  /// compute far from the ridge], resolved once by bind_calibration so that estimate_step
+  /// does no look-ups.
+  const std::vector<CalibrationRow>* calib_rows[3][3] = {};
   /// Attaches `set` (may be null) and resolves calib_rows for this GPU and precision. A
   /// compute-bound slot this GPU has no rows for takes its compute twin's, if it has one.
   void bind_calibration(std::shared_ptr<const CalibrationSet> set);

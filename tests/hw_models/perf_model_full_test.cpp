@@ -403,6 +403,58 @@ TEST_F(CalibrationFile, AComputeTwinLendsItsComputeBoundRowsOnly) {
   EXPECT_EQ(a100.calib_rows[0][1], nullptr);
 }
 
+TEST_F(CalibrationFile, AShapeFarFromTheRidgeIsCostedFromRowsFarFromIt) {
+  // H100 SXM: 989.4 TFLOP/s BF16, 3.35 TB/s. Three compute-bound BF16 GEMM rows:
+  //   1,048,576 × 768 × 768: 1.2370e12 FLOPs → 1250.20 µs at peak; bytes
+  //     2·(2^20·768 + 768² + 2^20·768) = 3.2224e9 → 961.91 µs: ridge ratio 1250.20 / 961.91
+  //     = 1.30, on the ridge; measured at fraction 0.4 (3125.51 µs)
+  //   4096³: 1.3744e11 FLOPs, ridge ratio 4.62; fraction 0.7 (198.44 µs)
+  //   8192³: 1.0995e12 FLOPs, ridge ratio 9.25; fraction 0.8 (1389.10 µs)
+  const double kFr = 2.0 * 1048576.0 * 768 * 768, kF3 = 2.0 * 4096.0 * 4096 * 4096;
+  char rows[512];
+  std::snprintf(rows, sizeof rows,
+                "gemm,bf16,1048576,768,768,,,,,,,,%.6f,ridge row\n"
+                "gemm,bf16,4096,4096,4096,,,,,,,,%.6f,row three\n"
+                "gemm,bf16,8192,8192,8192,,,,,,,,%.6f,row two\n",
+                kFr / 989.4e12 / 0.4 * 1e6, kF3 / 989.4e12 / 0.7 * 1e6, kF2 / 989.4e12 / 0.8 * 1e6);
+  const CalibrationTable t = load_calibration(write(header() + rows), catalog());
+  ASSERT_EQ(t.rows.size(), 3u);
+  EXPECT_NEAR(t.rows[0].ridge_ratio, 1.2997, 1e-3);
+  EXPECT_NEAR(t.rows[1].ridge_ratio, 4.6229, 1e-3);
+  EXPECT_NEAR(t.rows[2].ridge_ratio, 9.2457, 1e-3);
+  CalibrationSet set;
+  set.add(t);
+  // All three are compute-bound; only the two with ratio >= kFarFromRidge (2) are far.
+  ASSERT_EQ(set.rows("h100-sxm", CalibOp::kGemm, "bf16", true)->size(), 3u);
+  const auto* far = set.rows_far("h100-sxm", CalibOp::kGemm, "bf16");
+  ASSERT_NE(far, nullptr);
+  ASSERT_EQ(far->size(), 2u);
+  EXPECT_NEAR(far->back().fraction, 0.8, 1e-6);
+
+  // Llama-3.1-8B prefill of 8192 tokens: MLP up+gate is 2·8192·4096·28672 = 1.9241e12 FLOPs
+  // per layer, bytes 2·(8192·4096 + 4096·28672 + 8192·28672) = 772.8 MB: ratio
+  // (1.9241e12 / 989.4e12) / (772.8e6 / 3.35e12) = 1944.7 µs / 230.7 µs = 8.4, far. Beyond
+  // every row's FLOPs, it clamps to the largest far row (0.8), not to the ridge row (0.4)
+  // that has the most FLOPs: 32 layers · 1944.7 µs / 0.8 = 77.79 ms.
+  const auto& m = catalog().model("llama-3.1-8b");
+  const auto& g = catalog().gpu("h100-sxm");
+  auto d = make_deployment(m, {}, g, {}, full_test_eff(g));
+  const auto shared = std::make_shared<const CalibrationSet>(set);
+  d.bind_calibration(shared);
+  ASSERT_EQ(d.calib_rows[0][2], shared->rows_far("h100-sxm", CalibOp::kGemm, "bf16"));
+  BatchShape b;
+  b.prefill_tokens = 8192;
+  bool found = false;
+  for (const OpCost& op : explain_step(d, b)) {
+    if (op.name != "MLP up+gate") continue;
+    found = true;
+    EXPECT_NEAR(op.flops, 2.0 * 8192 * 4096 * 28672, 1.0);
+    EXPECT_NEAR(op.time_s, 32 * op.flops / 989.4e12 / 0.8, 1e-9);
+    EXPECT_NEAR(op.time_s, 77.79e-3, 0.01e-3);
+  }
+  EXPECT_TRUE(found);
+}
+
 TEST_F(CalibrationFile, ErrorsNameLineAndColumn) {
   auto error_of = [&](const std::string& text) {
     try {
