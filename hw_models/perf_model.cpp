@@ -489,7 +489,7 @@ StepBreakdown Calc::run(const BatchShape& b) {
   const Parallelism& p = d_.par;
   const int tp = p.tp, D = p.dp_attention, G = p.gpus_per_stage();
   const double mb = micro_batches(d_);
-  const double h = m_.hidden, act = d_.prec.act_bytes;
+  const double h = m_.hidden;
   const double T = static_cast<double>(tokens), Tm = T / mb, Ta = Tm / D;
   const Offload& off = d_.offload;
   const int host_layers = std::min(off.layers_on_host, m_.layers);
@@ -526,14 +526,15 @@ StepBreakdown Calc::run(const BatchShape& b) {
   // Communication.
   if (tokens > 0) {
     const double L = m_.layers;
+    const double red = d_.prec.residual_bytes();
     if (tp > 1)
       fixed(&s.communication_s, "communication", "TP all-reduce after attention", L,
-            net_->allreduce_s(Ta * h * act, group(tp)), "network");
+            net_->allreduce_s(Ta * h * red, group(tp)), "network");
     const double ep_layers = p.expert_parallel ? m_.moe_layers() : 0.0;
     if (G > 1) {
       fixed(&s.communication_s, "communication",
             D > 1 ? "all-gather + reduce-scatter around the MLP" : "TP all-reduce after MLP",
-            L - ep_layers, net_->allreduce_s(Tm * h * act, group(G)), "network");
+            L - ep_layers, net_->allreduce_s(Tm * h * red, group(G)), "network");
       if (ep_layers > 0) {
         const EpAllToAll a2a = ep_alltoall(d_, T);
         const double before = s.communication_s;
@@ -557,7 +558,7 @@ StepBreakdown Calc::run(const BatchShape& b) {
     if (p.pp > 1) {
       const bool cross = p.gpus() > d_.scaleup_domain_gpus;
       fixed(&s.communication_s, "communication", "pipeline hand-off", mb,
-            net_->p2p_s(Tm * h * act, cross), "network");
+            net_->p2p_s(Tm * h * red, cross), "network");
     }
   }
 

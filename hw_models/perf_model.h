@@ -42,12 +42,14 @@
 //                  expert for all T·k copies and reads 1/G of the A experts hit. Shared
 //                  experts: a dense gated MLP of shared·expert_ffn (replicated under EP).
 //   LM head        (logits_tokens/D, hidden, vocab/tp)
-//   communication  per layer: all-reduce of (T/D)·hidden·act_bytes over tp after O; then
-//                  an all-reduce of T·hidden·act_bytes over G after the MLP (all-gather +
+//   communication  per layer: all-reduce of (T/D)·hidden·residual_bytes over tp after O
+//                  (residual_bytes = max(act_bytes, 2): reductions run at 16 bits); then
+//                  an all-reduce of T·hidden·residual_bytes over G after the MLP (all-gather +
 //                  reduce-scatter when D > 1), or, for expert-parallel MoE layers, dispatch
 //                  and combine all-to-alls of (T/G)·top_k·hidden·act_bytes per GPU, each
 //                  plus eff.ep_alltoall_call_s (the kernels' fixed cost);
-//                  pipeline: a point-to-point hand-off of (T/pp)·hidden·act_bytes per stage.
+//                  pipeline: a point-to-point hand-off of (T/pp)·hidden·residual_bytes per
+//                  stage.
 //   offload        layers or cold experts kept in host memory: streamed over the host link
 //                  each pass (`stream`), or computed by the host (`host_compute`) at its rate
 //   overhead       eff.iteration_overhead_s (scheduler) + eff.per_sequence_overhead_s per
@@ -122,6 +124,11 @@ struct Precision {
   double kv_bytes = 2;
   DType math = DType::kBf16;  ///< the tensor-core format GEMMs use
   bool block_quant = false;   ///< weights in a GGUF block format (q8_0, q4_0, q4_k_m)
+  /// Bytes per element of the residual stream, the hidden states between layers: at least
+  /// 16 bits. FP8 and FP4 GEMMs write their outputs in BF16/FP16, tensor-parallel
+  /// all-reduces sum them at that width and pipeline stages hand them on at it; only a GEMM's
+  /// input is quantised (TensorRT-LLM, vLLM and SGLang alike).
+  double residual_bytes() const { return act_bytes > 2 ? act_bytes : 2; }
   /// Bytes from the dtypes, and the math unit by the rule in the header comment.
   static Precision of(DType weights, DType activations, DType kv);
 };

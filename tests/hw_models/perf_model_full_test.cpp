@@ -266,6 +266,28 @@ TEST(Precision, MathUnitRules) {
             estimate_step(m, {}, h100, p8, full_test_eff(h100), b).gemm_s);
 }
 
+TEST(Precision, TheResidualStreamIsReducedAtSixteenBits) {
+  // FP8/FP4 GEMMs write BF16 outputs and the tensor-parallel all-reduce sums them at that
+  // width: residual_bytes = max(act_bytes, 2).
+  EXPECT_EQ(Precision::of(DType::kFp8, DType::kFp8, DType::kFp8).residual_bytes(), 2.0);
+  EXPECT_EQ(Precision::of(DType::kFp4, DType::kFp4, DType::kFp8).residual_bytes(), 2.0);
+  EXPECT_EQ(Precision::of(DType::kBf16, DType::kBf16, DType::kBf16).residual_bytes(), 2.0);
+  // Llama-3.1-70B (hidden 8192, 80 layers), TP 4 in one scale-up domain, prefill of 1024
+  // tokens: each all-reduce carries 1024 · 8192 · 2 B = 16,777,216 B, a ring of 4 costing
+  // 2·3·α + 2·3/4 · bytes / bw; 80 after attention and 80 after the MLP. The FP8 step (act 1
+  // B) moves exactly the BF16 step's bytes.
+  const auto& m = catalog().model("llama-3.1-70b");
+  const auto& g = catalog().gpu("h100-sxm");
+  const Efficiency e = full_test_eff(g);
+  BatchShape b;
+  b.prefill_tokens = 1024;
+  const double ring = 6 * e.allreduce_latency_s + 1.5 * 16777216.0 / e.link_bw_bytes_per_s;
+  for (const DType dt : {DType::kBf16, DType::kFp8}) {
+    const StepBreakdown s = estimate_step(m, Parallelism{4}, g, Precision::of(dt, dt, dt), e, b);
+    expect_rel(s.communication_s, 2 * 80 * ring);
+  }
+}
+
 TEST(MemoryFit, DeepSeekNeedsFp8OnEightH200s) {
   // DeepSeek-V3 weights: 671e9 params. On 8 × H200 (141 GB, 90 % usable = 136 GB) at BF16:
   // 1.34e12 / 8 = 168 GB per GPU: does not fit. At FP8: 84 GB per GPU: fits.
