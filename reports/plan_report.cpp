@@ -341,6 +341,12 @@ std::string plan_answer(const PlanResult& r) {
   for (const auto& tr : c.tried) o << " " << tr.replicas << (tr.met ? " met" : " missed") << ",";
   std::string s = o.str();
   s.back() = '.';
+  if (const auto nm = non_monotone(c.tried))
+    s += " Not monotone: " + std::to_string(nm->met) + " replicas met the SLO and " +
+         std::to_string(nm->missed) +
+         " missed it, so the SLO sits on a plateau of this configuration where more replicas "
+         "barely move it and chance decides; the answer is fragile (try the axis that sets "
+         "that latency, e.g. max_batched_tokens for TTFT).";
   if (c.error_band) {
     char buf[96];
     std::snprintf(buf, sizeof buf, ": %d GPUs instead of %d",
@@ -698,6 +704,8 @@ nlohmann::ordered_json plan_row(const Candidate& c) {
   simulated("itl_p99_s", b.itl_p99_s);
   simulated("replica_busy", b.busy);
   row["simulations"] = c.tried.size();
+  const auto nm = non_monotone(c.tried);
+  row["replica_search_monotone"] = !nm.has_value();
   row["reason"] = c.reason;
   return row;
 }

@@ -88,6 +88,18 @@ std::string sig3(double x) {
 
 }  // namespace
 
+std::optional<NonMonotone> non_monotone(const std::vector<Outcome>& tried) {
+  std::optional<NonMonotone> out;
+  for (const Outcome& a : tried) {
+    if (!a.met || (out && a.replicas >= out->met)) continue;
+    int missed = 0;
+    for (const Outcome& b : tried)
+      if (!b.met && b.replicas > a.replicas) missed = std::max(missed, b.replicas);
+    if (missed > 0) out = NonMonotone{a.replicas, missed};
+  }
+  return out;
+}
+
 const char* status_name(Status s) {
   switch (s) {
     case Status::kInvalid: return "invalid";

@@ -130,6 +130,17 @@ struct PerturbedAnswer {
   std::vector<Outcome> tried;  ///< the runs of the search, in order
 };
 
+/// Two replica counts of a search where the SLO did not improve with replicas: `met` met it
+/// and the larger `missed` did not. The SLO then sits on a plateau of the configuration
+/// (e.g. a TTFT p99 set by the step length, not by queueing), where noise decides, and
+/// the search's answer is fragile. `met` is the smallest such count, `missed` the largest
+/// count above it that missed.
+struct NonMonotone {
+  int met = 0, missed = 0;
+};
+/// Such a pair among the runs of a search, if the runs show one.
+std::optional<NonMonotone> non_monotone(const std::vector<Outcome>& tried);
+
 enum class Status {
   kInvalid,     ///< the loader rejected the combination (memory fit, tp vs heads, ...)
   kInfeasible,  ///< the analytic model says no replica count meets the SLO

@@ -64,6 +64,33 @@ std::string error_of(const std::string& name, const std::string& text) {
   return "";
 }
 
+TEST(Planner, ASearchWhereMoreReplicasMissedIsFlaggedNotMonotone) {
+  auto runs = [](std::initializer_list<std::pair<int, bool>> l) {
+    std::vector<Outcome> v;
+    for (const auto& [n, met] : l) {
+      Outcome o;
+      o.replicas = n;
+      o.met = met;
+      v.push_back(o);
+    }
+    return v;
+  };
+  // A monotone search (the usual doubling then bisection): nothing to flag.
+  EXPECT_FALSE(non_monotone(runs({{5, true}, {2, false}, {3, false}, {4, false}})));
+  EXPECT_FALSE(non_monotone(runs({{5, false}, {9, false}, {13, true}, {11, false}})));
+  EXPECT_FALSE(non_monotone({}));
+  // 10 met but 11 and 12 missed (question 1 at 80 requests/s with an 8,192-token budget:
+  // TTFT p99 904 ms, 1.01 s, 1.01 s): the smallest count that met, and the largest count
+  // above it that missed.
+  const auto nm =
+      non_monotone(runs({{9, false}, {13, true}, {11, false}, {10, true}, {12, false}}));
+  ASSERT_TRUE(nm);
+  EXPECT_EQ(nm->met, 10);
+  EXPECT_EQ(nm->missed, 12);
+  // A count that met with nothing larger missing does not count: 6 met, 7 met, 5 missed.
+  EXPECT_FALSE(non_monotone(runs({{6, true}, {5, false}, {7, true}})));
+}
+
 TEST(Planner, EnumeratesTheCartesianProductLastAxisFastest) {
   const Planner p =
       make("enum", scenario_text("  gpu: [h100-sxm, a100-80gb-sxm]\n  tp: [1, 2]\n"
