@@ -281,15 +281,21 @@ void Calc::op(double* bucket, const char* cat, const char* name, double count, d
   // A shape far from the ridge is costed from the rows far from it when there are any: a
   // kernel on the ridge is held back by its memory traffic too, and its fraction of the
   // FLOPs roofline says little about a large prefill GEMM.
+  bool far_rows = false;
   if (compute_bound && tf >= kFarFromRidge * tb && u.rows != nullptr) {
     const auto* far = u.rows[static_cast<int>(kind)][2];
-    if (far != nullptr && !far->empty()) rows = far;
+    if (far != nullptr && !far->empty()) {
+      rows = far;
+      far_rows = true;
+    }
   }
   double t;
   const char* bound;
   if (rows != nullptr && !rows->empty()) {
     t = std::max(tf, tb) / CalibrationSet::fraction_at(*rows, compute_bound ? flops : bytes);
-    bound = compute_bound ? "compute (calibrated)" : "memory (calibrated)";
+    bound = far_rows        ? "compute (calibrated, rows far from the ridge)"
+            : compute_bound ? "compute (calibrated)"
+                            : "memory (calibrated)";
   } else {
     const double tc = tf / (kind == Kind::kGemm ? u.eff_gemm_compute : u.eff_compute),
                  tm = tb / u.eff_memory;

@@ -473,6 +473,7 @@ TEST_F(CalibrationFile, AShapeFarFromTheRidgeIsCostedFromRowsFarFromIt) {
     EXPECT_NEAR(op.flops, 2.0 * 8192 * 4096 * 28672, 1.0);
     EXPECT_NEAR(op.time_s, 32 * op.flops / 989.4e12 / 0.8, 1e-9);
     EXPECT_NEAR(op.time_s, 77.79e-3, 0.01e-3);
+    EXPECT_EQ(op.bound, "compute (calibrated, rows far from the ridge)");  // --explain says so
   }
   EXPECT_TRUE(found);
 }
