@@ -302,35 +302,42 @@ CalibrationSet CalibrationSet::load_dir(const std::string& dir, const Catalog& c
   return set;
 }
 
+namespace {
+// index_'s key: "gpu|op|dtype|regime", regime m (memory-bound), c (compute-bound) or cf
+// (compute-bound and far from the ridge).
+std::string index_key(const std::string& gpu, CalibOp op, const std::string& dtype,
+                      const char* regime) {
+  return gpu + "|" + calib_op_name(op) + "|" + dtype + "|" + regime;
+}
+}  // namespace
+
 void CalibrationSet::add(const CalibrationTable& t) {
   tables_.push_back(t);
+  const auto by_work = [](const CalibrationRow& a, const CalibrationRow& b) {
+    return a.work < b.work;
+  };
   for (const auto& r : t.rows) {
-    auto& v =
-        index_[t.gpu + "|" + calib_op_name(r.op) + "|" + r.dtype + (r.compute_bound ? "|c" : "|m")];
+    auto& v = index_[index_key(t.gpu, r.op, r.dtype, r.compute_bound ? "c" : "m")];
     v.push_back(r);
-    const auto by_work = [](const CalibrationRow& a, const CalibrationRow& b) {
-      return a.work < b.work;
-    };
     std::stable_sort(v.begin(), v.end(), by_work);
     if (r.compute_bound && r.ridge_ratio >= kFarFromRidge) {
-      auto& far = index_[t.gpu + "|" + calib_op_name(r.op) + "|" + r.dtype + "|cf"];
+      auto& far = index_[index_key(t.gpu, r.op, r.dtype, "cf")];
       far.push_back(r);
       std::stable_sort(far.begin(), far.end(), by_work);
     }
   }
 }
 
-const std::vector<CalibrationRow>* CalibrationSet::rows_far(const std::string& gpu, CalibOp op,
-                                                            const std::string& dtype) const {
-  auto it = index_.find(gpu + "|" + calib_op_name(op) + "|" + dtype + "|cf");
-  return it == index_.end() ? nullptr : &it->second;
-}
-
 const std::vector<CalibrationRow>* CalibrationSet::rows(const std::string& gpu, CalibOp op,
                                                         const std::string& dtype,
                                                         bool compute_bound) const {
-  auto it =
-      index_.find(gpu + "|" + calib_op_name(op) + "|" + dtype + (compute_bound ? "|c" : "|m"));
+  auto it = index_.find(index_key(gpu, op, dtype, compute_bound ? "c" : "m"));
+  return it == index_.end() ? nullptr : &it->second;
+}
+
+const std::vector<CalibrationRow>* CalibrationSet::rows_far(const std::string& gpu, CalibOp op,
+                                                            const std::string& dtype) const {
+  auto it = index_.find(index_key(gpu, op, dtype, "cf"));
   return it == index_.end() ? nullptr : &it->second;
 }
 

@@ -26,11 +26,11 @@
 namespace fleetsim::hw {
 
 enum class CalibOp { kGemm, kAttnPrefill, kAttnDecode };
+const char* calib_op_name(CalibOp op);
 
 /// A compute-bound shape whose FLOPs time is at least this many times its bytes time is
 /// "far from the ridge" of the roofline (see CalibrationSet::rows_far).
 inline constexpr double kFarFromRidge = 2.0;
-const char* calib_op_name(CalibOp op);
 
 struct CalibrationRow {
   CalibOp op = CalibOp::kGemm;
@@ -88,7 +88,7 @@ class CalibrationSet {
  private:
   std::string dir_;
   std::vector<CalibrationTable> tables_;
-  std::map<std::string, std::vector<CalibrationRow>> index_;  // "gpu|op|dtype"
+  std::map<std::string, std::vector<CalibrationRow>> index_;  // "gpu|op|dtype|regime"
 };
 
 }  // namespace fleetsim::hw
