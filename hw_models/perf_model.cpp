@@ -111,6 +111,7 @@ struct Unit {
   double compute_eff = 1;       // and their compute side
   double dequant_min_rows = 0;  // GGUF matmuls of ≥ this many rows run on an FP16 copy (0: never)
   double matvec_bw = 0;         // mat-vec kernels stream at most this many bytes/s (0: no limit)
+  double min_kernel_s = 0;      // the shortest time a GPU operator takes (0: on the host)
   const std::vector<CalibrationRow>* const (*rows)[3] = nullptr;  // Deployment::calib_rows
 };
 
@@ -128,6 +129,7 @@ Unit gpu_unit(const Deployment& d) {
   u.kernel_eff = d.eff.kernel_efficiency;
   u.compute_eff = d.eff.compute_efficiency;
   u.rows = d.calib_rows;
+  u.min_kernel_s = d.eff.min_kernel_s;
   // ggml's CUDA backend before its MMQ kernels became the default multiplied batched GGUF
   // matmuls by dequantising the weights into an FP16 buffer and calling cuBLAS; Metal's
   // kernels dequantise in place.
@@ -269,6 +271,7 @@ class Calc {
   const NetworkModel* net_ = nullptr;
   AnalyticNetwork local_net_;
   Unit gpu_, host_;
+  double decode_ctx_attention_s_ = 0;  // decode attention over the context, so far
 };
 
 void Calc::op(double* bucket, const char* cat, const char* name, double count, double flops,
@@ -303,6 +306,10 @@ void Calc::op(double* bucket, const char* cat, const char* name, double count, d
     bound = tc >= tm ? "compute" : "memory";
   }
   t /= u.kernel_eff * time_scale;
+  if (t < u.min_kernel_s) {
+    t = u.min_kernel_s;
+    bound = "fixed (shortest kernel)";
+  }
   if (t < floor_s) {
     t = floor_s;
     bound = "memory (mat-vec, per-SM limit)";
@@ -415,6 +422,7 @@ void Calc::layer_ops(StepBreakdown& s, const BatchShape& b, double scale, const 
   if ((parts & kAttentionOps) && ctx > 0 && Lfull > 0) {
     const double t = ctx * unit;
     *a_bucket += Lfull * t;
+    decode_ctx_attention_s_ += Lfull * t;
     if (ops_ != nullptr)
       ops_->push_back({"attention", "decode attention", Lfull, 0, 0, Lfull * t,
                        calib_rows(u, static_cast<int>(Kind::kDecode), false) ? "memory (calibrated)"
@@ -614,19 +622,38 @@ StepBreakdown Calc::run(const BatchShape& b) {
     }
   }
 
-  // Overheads: scheduler time, and kernel launches (one graph for decode-only iterations).
+  // Overheads: scheduler time, kernel launches (one graph for decode-only iterations) and a
+  // dataflow part's latency per operator.
   fixed(&s.overhead_s, "overhead", "scheduler (iteration overhead)", 1, d_.eff.iteration_overhead_s,
         "fixed");
   fixed(&s.overhead_s, "overhead", "per-sequence CPU work (sampling, detokenisation)",
         static_cast<double>(b.logits_tokens), d_.eff.per_sequence_overhead_s, "fixed");
-  if (d_.eff.kernel_launch_s > 0) {
+  if (d_.eff.kernel_launch_s > 0 || d_.eff.operator_latency_s > 0) {
     const bool graph_fits =
         d_.eff.cuda_graph_max_batch == 0 || b.decode_seqs <= d_.eff.cuda_graph_max_batch;
     const bool graph = d_.eff.cuda_graphs && b.prefill_tokens == 0 && graph_fits;
     const double per_layer = 9.0 + (m_.is_moe() ? 3.0 : 0.0) + (G > 1 ? 2.0 : 0.0);
     const double kernels = graph ? 1.0 : per_layer * m_.layers / p.pp + 2.0;
-    fixed(&s.overhead_s, "overhead", graph ? "CUDA graph launch" : "kernel launches", kernels * mb,
-          d_.eff.kernel_launch_s, "fixed");
+    const double launches = kernels * mb;
+    const double eager_kernels = (per_layer * m_.layers / p.pp + 2.0) * mb;
+    fixed(&s.overhead_s, "overhead", "operator latency (device-side)", eager_kernels,
+          d_.eff.operator_latency_s, "fixed");
+    if (graph) {
+      fixed(&s.overhead_s, "overhead", "CUDA graph launch", launches, d_.eff.kernel_launch_s,
+            "fixed");
+    } else {
+      // Launches are asynchronous: the CPU queues kernels while the GPU runs earlier ones, so
+      // only the launch time beyond the GPU's work shows. The GPU work counted is all but
+      // the decode attention over the context, which keeps a decode-only iteration's time
+      // affine in its context (the fast path's property); that attention is then taken to
+      // hide no launches, an upper bound on the launch time that shows.
+      const double gpu_work = s.gemm_s + s.attention_s - decode_ctx_attention_s_ + s.moe_s +
+                              s.communication_s + s.offload_s + s.overlap_s;
+      const double shown = launches * d_.eff.kernel_launch_s - gpu_work;
+      if (shown > 0)
+        fixed(&s.overhead_s, "overhead", "kernel launches not hidden by GPU work", launches,
+              shown / launches, "fixed");
+    }
   }
   return s;
 }

@@ -53,9 +53,15 @@
 //   offload        layers or cold experts kept in host memory: streamed over the host link
 //                  each pass (`stream`), or computed by the host (`host_compute`) at its rate
 //   overhead       eff.iteration_overhead_s (scheduler) + eff.per_sequence_overhead_s per
-//                  sampling sequence + launches: one per kernel (kernels_per_layer·layers +
-//                  2), or one graph launch for decode-only iterations with CUDA graphs of at
-//                  most eff.cuda_graph_max_batch sequences.
+//                  sampling sequence + launches: one graph launch for decode-only iterations
+//                  with CUDA graphs of at most eff.cuda_graph_max_batch sequences, otherwise
+//                  one per kernel (kernels_per_layer·layers + 2) at eff.kernel_launch_s of
+//                  CPU time each, of which only what exceeds the GPU's work shows (launches
+//                  are asynchronous; the decode attention over the context is not counted
+//                  as hiding them, which keeps decode affine in the context); plus
+//                  eff.operator_latency_s per kernel on dataflow parts.
+//   every GPU operator takes at least eff.min_kernel_s (a kernel's launch, ramp and drain),
+//                  except the decode attention over the context (affine, as below).
 // Engine terms (hw_models/catalog/engines): every GPU operator's time is divided by
 // eff.kernel_efficiency, and its compute side (FLOPs / rate) by eff.compute_efficiency
 // before the roofline's max; the routed-expert grouped GEMM's compute side runs at m/(m + m_half)
@@ -144,11 +150,21 @@ struct Efficiency {
   double compute = 0.7;             ///< achieved / peak tensor rate
   double memory = 0.8;              ///< achieved / peak HBM bandwidth
   double iteration_overhead_s = 0;  ///< scheduler (CPU) time per iteration
-  double kernel_launch_s = 0;       ///< per kernel launch, eager mode
-  bool cuda_graphs = true;          ///< decode-only iterations replay one graph
-  double moe_imbalance = 1.0;       ///< busiest expert-parallel GPU / mean (≥ 1)
-  double allreduce_latency_s = 0;   ///< α of the scale-up level
-  double link_bw_bytes_per_s = 0;   ///< β⁻¹ of the scale-up level (per GPU, per direction)
+  double kernel_launch_s = 0;       ///< CPU time per kernel launch, eager mode
+  /// The shortest time a GPU operator takes, however little it computes or moves: a
+  /// kernel's launch on the GPU, its ramp-up and drain. SGLang PR #24707 (H100 SXM, Nsight
+  /// Compute): an RMSNorm of 32 tokens x 512 (32 kB) takes 5,738-6,273 cycles, 2.9-3.2 us
+  /// at the 1.98 GHz boost clock; ninfer PR #150: 0.86-1.5 us for 4-row RMSNorms. 2 us sits
+  /// between them.
+  double min_kernel_s = 2e-6;
+  /// A device-side latency per operator, never hidden (dataflow parts such as a Cerebras
+  /// wafer, where no host launches kernels): added for each of the kernels an eager
+  /// iteration would launch. 0 on GPUs.
+  double operator_latency_s = 0;
+  bool cuda_graphs = true;         ///< decode-only iterations replay one graph
+  double moe_imbalance = 1.0;      ///< busiest expert-parallel GPU / mean (≥ 1)
+  double allreduce_latency_s = 0;  ///< α of the scale-up level
+  double link_bw_bytes_per_s = 0;  ///< β⁻¹ of the scale-up level (per GPU, per direction)
   // Serving-engine terms (hw_models/catalog/engines; apply_engine sets them).
   double per_sequence_overhead_s = 0;   ///< CPU time per sampling sequence per iteration
   int64_t cuda_graph_max_batch = 0;     ///< decode batches above this run eagerly (0: none do)

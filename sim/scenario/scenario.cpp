@@ -254,6 +254,10 @@ void load_deployment(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
         schema::key("efficiency.per_sequence_overhead"), sc.eff.per_sequence_overhead_s);
     sc.eff.kernel_launch_s =
         ef->quantity_or(schema::key("efficiency.kernel_launch"), sc.eff.kernel_launch_s);
+    sc.eff.min_kernel_s =
+        ef->quantity_or(schema::key("efficiency.min_kernel"), sc.eff.min_kernel_s);
+    sc.eff.operator_latency_s =
+        ef->quantity_or(schema::key("efficiency.operator_latency"), sc.eff.operator_latency_s);
     sc.eff.cuda_graphs = ef->boolean_or(schema::key("efficiency.cuda_graphs"));
     sc.eff.moe_imbalance =
         ef->number_or(schema::key("efficiency.moe_imbalance"), sc.eff.moe_imbalance);

@@ -77,22 +77,58 @@ TEST(EngineTerms, PerSequenceOverheadIsPerSamplingSequence) {
 }
 
 TEST(EngineTerms, DecodeBatchesAboveTheGraphLimitLaunchEagerly) {
-  // kernel_launch 5 µs. Graph-replayed decode: one launch = 5 µs. Eager: (9 kernels per layer
-  // · 32 layers + 2) = 290 launches = 1.45 ms (dense model, one GPU: no MoE or collective
-  // kernels).
+  // Graph-replayed decode: one launch of kernel_launch. Eager: (9 kernels per layer · 32
+  // layers + 2) = 290 launches (dense model, one GPU: no MoE or collective kernels), queued
+  // by the CPU while the GPU runs: only the launch time beyond the GPU's work shows.
   Deployment d = llama7b();
   d.eff.kernel_launch_s = 5e-6;
   d.eff.cuda_graphs = true;
   d.eff.cuda_graph_max_batch = 8;
   expect_rel(estimate_step(d, decode(8, 100)).overhead_s, 5e-6);
-  expect_rel(estimate_step(d, decode(9, 100)).overhead_s, 290 * 5e-6);
+  // 290 · 5 µs = 1.45 ms of launches, hidden: the 7B weights alone (13.5 GB) take more than
+  // 6.6 ms at the A100's full 2.039 TB/s.
+  EXPECT_EQ(estimate_step(d, decode(9, 100)).overhead_s, 0.0);
+  // 290 · 100 µs = 29 ms of launches: 29 ms less the GPU's work shows. The GPU's work here
+  // is the GEMMs (the decode attention over the context is not counted as hiding launches).
+  d.eff.kernel_launch_s = 100e-6;
+  const StepBreakdown s = estimate_step(d, decode(9, 100));
+  EXPECT_GT(s.gemm_s, 6.6e-3);
+  expect_rel(s.overhead_s, 290 * 100e-6 - s.gemm_s);
+  expect_rel(s.total_s(), 290 * 100e-6 + s.attention_s);
   d.eff.cuda_graph_max_batch = 0;  // 0: every decode batch replays a graph
-  expect_rel(estimate_step(d, decode(4096, 100)).overhead_s, 5e-6);
+  expect_rel(estimate_step(d, decode(4096, 100)).overhead_s, 100e-6);
+}
+
+TEST(EngineTerms, EagerLaunchesHiddenByALongPrefill) {
+  // A 4096-token prefill on one A100: 739 GFLOP in the MLP up+gate alone (> 2 ms at 312
+  // TFLOP/s) against 290 launches · 5 µs = 1.45 ms: no launch time shows.
+  Deployment d = llama7b();
+  d.eff.kernel_launch_s = 5e-6;
+  const StepBreakdown s = estimate_step(d, prefill(4096));
+  EXPECT_GT(s.gemm_s, 290 * 5e-6);
+  EXPECT_EQ(s.overhead_s, 0.0);
+}
+
+TEST(EngineTerms, EveryGpuOperatorTakesAtLeastTheShortestKernel) {
+  // Batch-1 decode: the embedding gather reads and writes one 4096-wide row, 4096 · (2 + 2)
+  // = 16,384 bytes: 8 ns at 2.039 TB/s, so it takes min_kernel, whatever that is.
+  Deployment d = llama7b();
+  d.eff.min_kernel_s = 10e-6;
+  expect_rel(find_op(explain_step(d, decode(1, 100)), "embedding gather").time_s, 10e-6);
+  d.eff.min_kernel_s = 0;
+  EXPECT_LT(find_op(explain_step(d, decode(1, 100)), "embedding gather").time_s, 1e-7);
+  // A device-side latency per operator (dataflow parts) is added for every eager kernel,
+  // never hidden, even with CUDA graphs: 290 · 1 µs.
+  d.eff.operator_latency_s = 1e-6;
+  const double base = estimate_step(llama7b(), decode(1, 100)).overhead_s;
+  expect_rel(estimate_step(d, decode(1, 100)).overhead_s - base, 290 * 1e-6);
 }
 
 TEST(EngineTerms, KernelEfficiencyScalesEveryGpuOperator) {
-  // At 0.5 every GPU operator takes twice as long; overheads do not change.
+  // At 0.5 every GPU operator takes twice as long; overheads do not change. (No shortest
+  // kernel: the embedding gather would sit at it either way.)
   Deployment d = llama7b();
+  d.eff.min_kernel_s = 0;
   d.eff.iteration_overhead_s = 1e-3;
   const StepBreakdown base = estimate_step(d, decode(32, 2000));
   d.eff.kernel_efficiency = 0.5;
