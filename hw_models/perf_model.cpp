@@ -629,8 +629,10 @@ StepBreakdown Calc::run(const BatchShape& b) {
   fixed(&s.overhead_s, "overhead", "per-sequence CPU work (sampling, detokenisation)",
         static_cast<double>(b.logits_tokens), d_.eff.per_sequence_overhead_s, "fixed");
   if (d_.eff.kernel_launch_s > 0 || d_.eff.operator_latency_s > 0) {
+    // Each attention-DP rank captures and replays graphs of its own batch.
     const bool graph_fits =
-        d_.eff.cuda_graph_max_batch == 0 || b.decode_seqs <= d_.eff.cuda_graph_max_batch;
+        d_.eff.cuda_graph_max_batch == 0 ||
+        static_cast<double>(b.decode_seqs) / D <= static_cast<double>(d_.eff.cuda_graph_max_batch);
     const bool graph = d_.eff.cuda_graphs && b.prefill_tokens == 0 && graph_fits;
     const double per_layer = 9.0 + (m_.is_moe() ? 3.0 : 0.0) + (G > 1 ? 2.0 : 0.0);
     const double kernels = graph ? 1.0 : per_layer * m_.layers / p.pp + 2.0;

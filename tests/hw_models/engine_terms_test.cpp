@@ -99,6 +99,24 @@ TEST(EngineTerms, DecodeBatchesAboveTheGraphLimitLaunchEagerly) {
   expect_rel(estimate_step(d, decode(4096, 100)).overhead_s, 100e-6);
 }
 
+TEST(EngineTerms, AttentionDataParallelRanksEachReplayTheirOwnGraph) {
+  // Llama-2-7B with 4 attention-DP ranks (4 GPUs), graphs up to 8 sequences: 32 sequences
+  // are 8 per rank, so each rank replays its graph (one launch); 36 are 9 per rank: eager
+  // launches, hidden here by the GEMMs. kernel_launch 1 s makes the two cases tell apart:
+  // a graph launch costs 1 s, eager launches ((9 + 2 collective) kernels · 32 layers + 2 =
+  // 354) 354 s less the GPU's work (milliseconds).
+  const auto& g = catalog().gpu("a100-80gb-sxm");
+  Efficiency eff = catalog_efficiency(g);
+  apply_engine(catalog().engine("ideal"), &eff);
+  eff.kernel_launch_s = 1.0;
+  eff.cuda_graph_max_batch = 8;
+  Parallelism p;
+  p.dp_attention = 4;
+  const Deployment d = make_deployment(catalog().model("llama-2-7b"), p, g, {}, eff);
+  expect_rel(estimate_step(d, decode(32, 100)).overhead_s, 1.0);
+  EXPECT_GT(estimate_step(d, decode(36, 100)).overhead_s, 300.0);
+}
+
 TEST(EngineTerms, EagerLaunchesHiddenByALongPrefill) {
   // A 4096-token prefill on one A100: 739 GFLOP in the MLP up+gate alone (> 2 ms at 312
   // TFLOP/s) against 290 launches · 5 µs = 1.45 ms: no launch time shows.
