@@ -125,7 +125,9 @@ void run_permute(benchmark::State& st, const MoeCase& cs, const std::string& nam
   });
 }
 
-void run_grouped(benchmark::State& st, const MoeCase& cs, bool gate_up, const std::string& name) {
+// impl "own": the portable tiled grouped GEMM (WMMA); "own_wgmma": the Hopper TMA + wgmma one.
+void run_grouped(benchmark::State& st, const MoeCase& cs, bool gate_up, bool wgmma,
+                 const std::string& name) {
   guarded(st, name, [&] {
     Context& c = ctx();
     const int n = gate_up ? 2 * cs.s.expert_ffn : cs.s.hidden;
@@ -148,8 +150,12 @@ void run_grouped(benchmark::State& st, const MoeCase& cs, bool gate_up, const st
     DeviceBuffer<int> tile_off(static_cast<std::size_t>(E) + 1);
     FK_CHECK(fill_random_bf16(X.get(), X.size(), seed_x, 1.0f, nullptr));
     auto launch = [&] {
-      FK_CHECK(moe_grouped_gemm_bf16(X.get(), W.get(), Y.get(), rt.offsets.get(), tile_off.get(), E,
-                                     rows, n, k, nullptr));
+      if (wgmma)
+        FK_CHECK(moe_grouped_gemm_wgmma_bf16(X.get(), W.get(), Y.get(), rt.offsets.get(),
+                                             tile_off.get(), E, rows, n, k, nullptr));
+      else
+        FK_CHECK(moe_grouped_gemm_bf16(X.get(), W.get(), Y.get(), rt.offsets.get(), tile_off.get(),
+                                       E, rows, n, k, nullptr));
     };
     Y.poison();
     launch();
@@ -180,14 +186,19 @@ void run_grouped(benchmark::State& st, const MoeCase& cs, bool gate_up, const st
     }
     if (!chk.ok) return validation_failed(st, name, chk);
 
-    // Dense references at the same total rows: own tiled GEMM and cuBLASLt on expert 0's
-    // weights (one n×k matrix).
+    // Dense references at the same total rows: the own dense GEMM of the same mainloop (tiled
+    // or wgmma) and cuBLASLt on expert 0's weights (one n×k matrix).
     DeviceBuffer<bf16_bits> D(static_cast<std::size_t>(rows) * n);
     std::string err;
     const int ref_reps = c.opt.smoke ? 1 : 5;
     const double dense_own_us = median(c.timer->time_us(
-        [&] { FK_CHECK(gemm_tiled_bf16(X.get(), W.get(), D.get(), rows, n, k, nullptr)); }, 1,
-        ref_reps));
+        [&] {
+          if (wgmma)
+            FK_CHECK(gemm_wgmma_bf16(X.get(), W.get(), D.get(), rows, n, k, nullptr));
+          else
+            FK_CHECK(gemm_tiled_bf16(X.get(), W.get(), D.get(), rows, n, k, nullptr));
+        },
+        1, ref_reps));
     const double dense_lt_us = median(c.timer->time_us(
         [&] {
           if (gemm_cublaslt_bf16(c.lt, X.get(), W.get(), D.get(), rows, n, k, nullptr, &err) != 0)
@@ -196,6 +207,7 @@ void run_grouped(benchmark::State& st, const MoeCase& cs, bool gate_up, const st
         1, ref_reps));
 
     Result r = base_result("moe_grouped_gemm", cs, gate_up ? "expert_gate_up" : "expert_down");
+    if (wgmma) r.impl = "own_wgmma";
     r.m = rows;
     r.n = n;
     r.k = k;
@@ -296,13 +308,17 @@ void register_moe() {
                      k = gate_up ? m.hidden : m.expert_ffn;
         const double need = m.experts * n * k * 2 + rows * (k + 3 * n) * 2 + rows * m.hidden * 2;
         if (need > 0.7 * static_cast<double>(free_b)) continue;
-        const std::string nm = "moe_grouped_gemm/own/" + m.model + (gate_up ? ":gate_up" : ":down");
-        add(nm, reps_for(estimate_us({2 * rows * n * k, m.experts * n * k * 2.0}) * 2),
-            [cs, gate_up, nm](benchmark::State& st) {
-              run_grouped(st, cs, gate_up, nm + "/tokens:" + std::to_string(cs.tokens));
-            })
-            ->ArgNames({"tokens"})
-            ->Args({t});
+        for (bool wg : {false, true}) {
+          if (wg && !gemm_wgmma_supported()) continue;
+          const std::string nm = std::string("moe_grouped_gemm/") + (wg ? "own_wgmma/" : "own/") +
+                                 m.model + (gate_up ? ":gate_up" : ":down");
+          add(nm, reps_for(estimate_us({2 * rows * n * k, m.experts * n * k * 2.0}) * 2),
+              [cs, gate_up, wg, nm](benchmark::State& st) {
+                run_grouped(st, cs, gate_up, wg, nm + "/tokens:" + std::to_string(cs.tokens));
+              })
+              ->ArgNames({"tokens"})
+              ->Args({t});
+        }
       }
     for (int t : tokens_of(m)) {
       const MoeCase cs{m, t};

@@ -16,6 +16,14 @@
 //   epilogue stores bf16 pairs straight from the accumulators, predicated on row < m and
 //   column < n (n % 8 == 0, so a pair never straddles the edge).
 //
+// Grouped (MoE) mode, moe_grouped_gemm_wgmma_bf16: the same mainloop over the permuted tokens
+// of all experts in one launch. Block (x, y) is n-tile x of m-tile y; m-tiles are 128-row
+// tiles that never cross an expert (a scan of the per-expert tile counts, then a binary search
+// per block, as in moe_grouped_gemm.cu). A is loaded as two 64-row boxes, the second only if
+// the expert has rows there; the W box starts at row e·n + col0 of the [experts·n][k] view.
+// Loads past an expert's rows or columns read the next expert's data (or TMA's zeros past the
+// end); the epilogue stores only row < the expert's end and col < n.
+//
 // Built only for sm_90a (kernels/CMakeLists.txt: -gencode=arch=compute_90a,code=sm_90a).
 // The device code is guarded by __CUDA_ARCH_FEAT_SM90_ALL; the launcher refuses
 // (cudaErrorNotSupported) any device that is not compute capability 9.0. Not emulated:
@@ -167,11 +175,23 @@ __device__ __forceinline__ void setmaxnreg_inc232() {
 /// next, and releases a stage one iteration later (the CUTLASS mainloop pattern). Without it,
 /// each consumer waits for its own wgmma before releasing the stage it just read (simpler;
 /// the other consumer warpgroup still keeps the tensor cores busy).
-template <bool kOverlap>
+/// Grouped (MoE) mode: the A rows are the permuted tokens, grouped by expert
+/// (offsets[e] .. offsets[e + 1]), W holds the experts' [n][k] matrices one after another
+/// ([experts·n][k] for the tensor map). Block (x, y) computes n-tile x of m-tile y, where the
+/// m-tiles are 128-row tiles that never cross an expert (tile_offsets: exclusive scan of each
+/// expert's tile count). A tile's TMA loads may reach into the next expert's rows or weights
+/// (at an expert's last partial tile or n-tile); those rows and columns are never stored.
+struct Grouped {
+  const int* offsets = nullptr;       ///< [experts + 1], device
+  const int* tile_offsets = nullptr;  ///< [experts + 1], device
+  int experts = 0;
+};
+
+template <bool kOverlap, bool kGrouped>
 __global__ void __launch_bounds__(L::THREADS, 1)
     gemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a,
                       const __grid_constant__ CUtensorMap map_w, __nv_bfloat16* __restrict__ C,
-                      int m, int n, int k) {
+                      int m, int n, int k, Grouped g) {
 #if defined(FK_WGMMA_DEVICE)
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   __shared__ __align__(8) std::uint64_t full_bar[L::STAGES];
@@ -179,11 +199,33 @@ __global__ void __launch_bounds__(L::THREADS, 1)
 
   // The ring, 1024-aligned in the shared window (128B swizzle phase = address bits 7..9).
   const std::uint32_t ring = (smem_u32(smem_raw) + (L::SMEM_ALIGN - 1)) & ~(L::SMEM_ALIGN - 1u);
-  const int tiles_m = (m + L::BM - 1) / L::BM;
-  const int tiles_n = (n + L::BN - 1) / L::BN;
-  const L::TileCoord tile = L::tile_of_block(static_cast<int>(blockIdx.x), tiles_m, tiles_n);
-  const int row0 = tile.tm * L::BM;
-  const int col0 = tile.tn * L::BN;
+  int row0 = 0, col0 = 0, w_row0 = 0, row_end = m;
+  if constexpr (kGrouped) {
+    const int tile = static_cast<int>(blockIdx.y);
+    if (tile >= g.tile_offsets[g.experts]) return;  // block-uniform, before any barrier
+    // The last expert e with tile_offsets[e] <= tile (empty experts share their offset with
+    // the next one; taking the last skips them).
+    int lo = 0, hi = g.experts - 1;
+    while (lo < hi) {
+      const int mid = (lo + hi + 1) >> 1;
+      if (g.tile_offsets[mid] <= tile)
+        lo = mid;
+      else
+        hi = mid - 1;
+    }
+    row0 = g.offsets[lo] + (tile - g.tile_offsets[lo]) * L::BM;
+    row_end = g.offsets[lo + 1];
+    col0 = static_cast<int>(blockIdx.x) * L::BN;
+    w_row0 = lo * n + col0;
+  } else {
+    const int tiles_m = (m + L::BM - 1) / L::BM;
+    const int tiles_n = (n + L::BN - 1) / L::BN;
+    const L::TileCoord tile = L::tile_of_block(static_cast<int>(blockIdx.x), tiles_m, tiles_n);
+    row0 = tile.tm * L::BM;
+    col0 = tile.tn * L::BN;
+    w_row0 = col0;
+  }
+  const bool second_half = row0 + L::BM / 2 < row_end;  // rows for the second consumer
   const int k_tiles = (k + L::BK - 1) / L::BK;
   const int wg = static_cast<int>(threadIdx.x) / 128;
   const int t = static_cast<int>(threadIdx.x) % 128;
@@ -212,9 +254,19 @@ __global__ void __launch_bounds__(L::THREADS, 1)
         const std::uint32_t a_dst = ring + static_cast<std::uint32_t>(s) * L::STAGE_BYTES;
         const std::uint32_t b_dst = a_dst + L::A_STAGE_BYTES;
         const std::uint32_t fb = smem_u32(&full_bar[s]);
-        mbar_arrive_expect_tx(fb, L::STAGE_BYTES);
-        tma_load_2d(a_dst, &map_a, fb, kt * L::BK, row0);
-        tma_load_2d(b_dst, &map_w, fb, kt * L::BK, col0);
+        if constexpr (kGrouped) {
+          // A in two 64-row boxes, the second only when the expert has rows there (a small
+          // expert's tile then reads 64 rows of A, not 128).
+          mbar_arrive_expect_tx(
+              fb, (second_half ? L::A_STAGE_BYTES : L::A_STAGE_BYTES / 2) + L::B_STAGE_BYTES);
+          tma_load_2d(a_dst, &map_a, fb, kt * L::BK, row0);
+          if (second_half)
+            tma_load_2d(a_dst + L::A_STAGE_BYTES / 2, &map_a, fb, kt * L::BK, row0 + L::BM / 2);
+        } else {
+          mbar_arrive_expect_tx(fb, L::STAGE_BYTES);
+          tma_load_2d(a_dst, &map_a, fb, kt * L::BK, row0);
+        }
+        tma_load_2d(b_dst, &map_w, fb, kt * L::BK, w_row0);
       }
     }
   } else {
@@ -238,9 +290,12 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       const std::uint64_t db = L::make_desc_sw128_kmajor(b_tile);
       fence_acc(acc);
       wgmma_fence();
+      // (grouped: the second consumer's rows may all lie past the expert's end; its half of
+      // the A stage was not loaded, and it issues no wgmma, but keeps to the barriers)
+      if (!kGrouped || cw == 0 || second_half)
 #pragma unroll
-      for (int kk = 0; kk < L::BK / L::WGMMA_K; ++kk)
-        wgmma_m64n256k16(acc, L::desc_advance_k(da, kk), L::desc_advance_k(db, kk), 1u);
+        for (int kk = 0; kk < L::BK / L::WGMMA_K; ++kk)
+          wgmma_m64n256k16(acc, L::desc_advance_k(da, kk), L::desc_advance_k(db, kk), 1u);
       wgmma_commit();
       if constexpr (kOverlap) {
         // The group of k-tile kt - 1 is complete: release its stage.
@@ -265,7 +320,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     for (int i = 0; i < L::ACC_REGS; i += 2) {
       const int row = rbase + L::acc_row(t, i);
       const int col = col0 + L::acc_col(t, i);
-      if (row < m && col < n) {
+      if (row < row_end && col < n) {
         const __nv_bfloat162 v = __floats2bfloat162_rn(acc[i], acc[i + 1]);
         *reinterpret_cast<__nv_bfloat162*>(C + static_cast<std::size_t>(row) * n + col) = v;
       }
@@ -279,6 +334,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
   (void)m;
   (void)n;
   (void)k;
+  (void)g;
 #endif
 }
 
@@ -326,15 +382,34 @@ bool device_is_cc90() {
   return major == 9 && minor == 0;
 }
 
-template <bool kOverlap>
+template <bool kOverlap, bool kGrouped>
 cudaError_t launch_wgmma(const CUtensorMap& map_a, const CUtensorMap& map_w, bf16_bits* C, int m,
-                         int n, int k, long long tiles, cudaStream_t s) {
-  static const cudaError_t attr = cudaFuncSetAttribute(
-      gemm_wgmma_kernel<kOverlap>, cudaFuncAttributeMaxDynamicSharedMemorySize, L::SMEM_BYTES);
+                         int n, int k, dim3 grid, Grouped g, cudaStream_t s) {
+  static const cudaError_t attr =
+      cudaFuncSetAttribute(gemm_wgmma_kernel<kOverlap, kGrouped>,
+                           cudaFuncAttributeMaxDynamicSharedMemorySize, L::SMEM_BYTES);
   if (attr != cudaSuccess) return attr;
-  gemm_wgmma_kernel<kOverlap><<<static_cast<unsigned>(tiles), L::THREADS, L::SMEM_BYTES, s>>>(
-      map_a, map_w, reinterpret_cast<__nv_bfloat16*>(C), m, n, k);
+  gemm_wgmma_kernel<kOverlap, kGrouped><<<grid, L::THREADS, L::SMEM_BYTES, s>>>(
+      map_a, map_w, reinterpret_cast<__nv_bfloat16*>(C), m, n, k, g);
   return cudaGetLastError();
+}
+
+/// tile_offsets[e + 1] = Σ_{e' <= e} ceil(rows_e' / BM), tile_offsets[0] = 0: one block of a
+/// power-of-two number of threads >= experts (<= 1024), Hillis–Steele scan in shared memory.
+__global__ void grouped_tile_offsets_kernel(const int* __restrict__ offsets, int experts,
+                                            int* __restrict__ tile_offsets) {
+  __shared__ int buf[1024];
+  const int tid = static_cast<int>(threadIdx.x);
+  buf[tid] = tid < experts ? (offsets[tid + 1] - offsets[tid] + L::BM - 1) / L::BM : 0;
+  __syncthreads();
+  for (int d = 1; d < static_cast<int>(blockDim.x); d <<= 1) {
+    const int add = tid >= d ? buf[tid - d] : 0;
+    __syncthreads();
+    buf[tid] += add;
+    __syncthreads();
+  }
+  if (tid < experts) tile_offsets[tid + 1] = buf[tid];
+  if (tid == 0) tile_offsets[0] = 0;
 }
 
 }  // namespace
@@ -343,8 +418,9 @@ bool gemm_wgmma_supported() {
   if (!device_is_cc90()) return false;
   // The fatbin holds sm_90a code for this device (a kernel image loads).
   cudaFuncAttributes fa{};
-  const bool ok = cudaFuncGetAttributes(&fa, gemm_wgmma_kernel<true>) == cudaSuccess &&
-                  cudaFuncGetAttributes(&fa, gemm_wgmma_kernel<false>) == cudaSuccess;
+  const bool ok = cudaFuncGetAttributes(&fa, gemm_wgmma_kernel<true, false>) == cudaSuccess &&
+                  cudaFuncGetAttributes(&fa, gemm_wgmma_kernel<false, false>) == cudaSuccess &&
+                  cudaFuncGetAttributes(&fa, gemm_wgmma_kernel<true, true>) == cudaSuccess;
   if (!ok) (void)cudaGetLastError();  // not sticky; clear it for the caller
   return ok;
 }
@@ -363,8 +439,37 @@ cudaError_t gemm_wgmma_bf16(const bf16_bits* A, const bf16_bits* W, bf16_bits* C
   CUtensorMap map_a, map_w;
   if ((err = encode_map(fn, &map_a, A, m, k, L::BM)) != cudaSuccess) return err;
   if ((err = encode_map(fn, &map_w, W, n, k, L::BN)) != cudaSuccess) return err;
-  return overlap_stages ? launch_wgmma<true>(map_a, map_w, C, m, n, k, tiles, s)
-                        : launch_wgmma<false>(map_a, map_w, C, m, n, k, tiles, s);
+  const dim3 grid(static_cast<unsigned>(tiles));
+  return overlap_stages ? launch_wgmma<true, false>(map_a, map_w, C, m, n, k, grid, Grouped{}, s)
+                        : launch_wgmma<false, false>(map_a, map_w, C, m, n, k, grid, Grouped{}, s);
+}
+
+cudaError_t moe_grouped_gemm_wgmma_bf16(const bf16_bits* x_perm, const bf16_bits* w,
+                                        bf16_bits* y_perm, const int* offsets, int* tile_offsets,
+                                        int experts, int total_rows, int n, int k, cudaStream_t s) {
+  if (experts <= 0 || experts > 1024 || total_rows <= 0 || n <= 0 || k <= 0 || k % 8 != 0 ||
+      n % 8 != 0 || offsets == nullptr || tile_offsets == nullptr)
+    return cudaErrorInvalidValue;
+  if (static_cast<long long>(experts) * n > 0x7FFFFFFFLL) return cudaErrorInvalidValue;
+  if (!aligned16(x_perm) || !aligned16(w) || !aligned16(y_perm)) return cudaErrorInvalidValue;
+  // Upper bound on the m-tiles: each non-empty expert adds at most one partial tile.
+  const long long max_tiles =
+      (total_rows + L::BM - 1) / L::BM + (experts < total_rows ? experts : total_rows);
+  if (max_tiles > 65535) return cudaErrorInvalidValue;
+  if (!device_is_cc90()) return cudaErrorNotSupported;
+  cudaError_t err = cudaSuccess;
+  const PFN_cuTensorMapEncodeTiled_v12000 fn = encode_fn(&err);
+  if (err != cudaSuccess) return err;
+  CUtensorMap map_a, map_w;
+  if ((err = encode_map(fn, &map_a, x_perm, total_rows, k, L::BM / 2)) != cudaSuccess) return err;
+  if ((err = encode_map(fn, &map_w, w, experts * n, k, L::BN)) != cudaSuccess) return err;
+  int threads = 32;
+  while (threads < experts) threads *= 2;
+  grouped_tile_offsets_kernel<<<1, threads, 0, s>>>(offsets, experts, tile_offsets);
+  if ((err = cudaGetLastError()) != cudaSuccess) return err;
+  const dim3 grid(static_cast<unsigned>((n + L::BN - 1) / L::BN), static_cast<unsigned>(max_tiles));
+  return launch_wgmma<true, true>(map_a, map_w, y_perm, total_rows, n, k, grid,
+                                  Grouped{offsets, tile_offsets, experts}, s);
 }
 
 }  // namespace fleetsim::kernels

@@ -163,6 +163,14 @@ cudaError_t moe_grouped_gemm_bf16(const bf16_bits* x_perm, const bf16_bits* w, b
                                   const int* offsets, int* tile_offsets, int experts,
                                   int total_rows, int n, int k, cudaStream_t s);
 
+/// The same on Hopper (sm_90a, compute capability 9.0 only): the TMA + wgmma mainloop of
+/// gemm_wgmma_bf16 with 128-row tiles that never cross an expert, W viewed as one
+/// [experts·n][k] matrix. k % 8 == 0, n % 8 == 0, experts <= 1024. cudaErrorNotSupported
+/// elsewhere (and in the emulator).
+cudaError_t moe_grouped_gemm_wgmma_bf16(const bf16_bits* x_perm, const bf16_bits* w,
+                                        bf16_bits* y_perm, const int* offsets, int* tile_offsets,
+                                        int experts, int total_rows, int n, int k, cudaStream_t s);
+
 /// out[t] = Σ_slot weights[t][slot]·y_perm[dst_row[t·top_k + slot]] (FP32 sum, bf16 out).
 /// hidden % 8 == 0.
 cudaError_t moe_unpermute(const bf16_bits* y_perm, const int* dst_row, const float* weights,

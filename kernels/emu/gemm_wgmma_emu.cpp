@@ -14,4 +14,14 @@ cudaError_t gemm_wgmma_bf16(const bf16_bits* A, const bf16_bits* W, bf16_bits* C
   return cudaErrorNotSupported;
 }
 
+cudaError_t moe_grouped_gemm_wgmma_bf16(const bf16_bits* x_perm, const bf16_bits* w,
+                                        bf16_bits* y_perm, const int* offsets, int* tile_offsets,
+                                        int experts, int total_rows, int n, int k, cudaStream_t s) {
+  (void)x_perm, (void)w, (void)y_perm, (void)s;
+  if (experts <= 0 || experts > 1024 || total_rows <= 0 || n <= 0 || k <= 0 || k % 8 != 0 ||
+      n % 8 != 0 || offsets == nullptr || tile_offsets == nullptr)
+    return cudaErrorInvalidValue;
+  return cudaErrorNotSupported;
+}
+
 }  // namespace fleetsim::kernels

@@ -41,7 +41,8 @@ struct Shape3 {
 // A GEMM of shape s: fresh random inputs on the device, the output poisoned (NaN).
 struct GemmCase {
   explicit GemmCase(const Shape3& s)
-      : a(static_cast<std::size_t>(s.m) * s.k), w(static_cast<std::size_t>(s.n) * s.k),
+      : a(static_cast<std::size_t>(s.m) * s.k),
+        w(static_cast<std::size_t>(s.n) * s.k),
         c(static_cast<std::size_t>(s.m) * s.n) {
     p.m = s.m;
     p.n = s.n;
@@ -59,7 +60,8 @@ TEST_F(Gpu, TiledGemmMatchesTheCpuReference) {
   for (const Shape3 s : {Shape3{1, 8, 8}, Shape3{7, 24, 40}, Shape3{129, 136, 264},
                          Shape3{300, 520, 1032}, Shape3{128, 128, 32}}) {
     GemmCase g(s);
-    ASSERT_EQ(gemm_tiled_bf16(g.a.get(), g.w.get(), g.c.get(), s.m, s.n, s.k, nullptr), cudaSuccess);
+    ASSERT_EQ(gemm_tiled_bf16(g.a.get(), g.w.get(), g.c.get(), s.m, s.n, s.k, nullptr),
+              cudaSuccess);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     const CheckResult r = check_gemm(g.p, g.c.get(), kAll, kAll);
     EXPECT_TRUE(r.ok) << r.detail;
@@ -377,6 +379,65 @@ TEST_F(Gpu, GroupedGemmHandlesUnevenAndEmptyExperts) {
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   const CheckResult r = check_grouped_gemm(offsets, n, k, seed_x, seed_w, yp.get(), kAll, kAll);
   EXPECT_TRUE(r.ok) << r.detail;
+}
+
+// The Hopper grouped GEMM (TMA + wgmma, sm_90a) on uneven and empty experts. n = 520 is two
+// full 256-column tiles and a partial one whose TMA box reaches into the next expert's
+// weights (and past the last expert's: zero-filled); k = 200 ends in a partial 64-wide
+// k-tile; expert 6's 300 rows are two full 128-row tiles and a partial one that loads the
+// next expert's rows. Every output element is compared with the CPU reference, and the
+// output is poisoned first, so a row or column left unwritten or written past its expert
+// shows as NaN or a mismatch.
+TEST_F(Gpu, WgmmaGroupedGemmHandlesUnevenAndEmptyExperts) {
+  if (!gemm_wgmma_supported())
+    GTEST_SKIP() << "moe_grouped_gemm_wgmma_bf16 needs a compute capability 9.0 GPU (H100/H200) "
+                    "and the sm_90a build";
+  struct Shape {
+    std::vector<int> counts;
+    int n, k;
+  };
+  const std::vector<Shape> shapes = {
+      {{0, 1, 127, 128, 129, 0, 300, 5, 0}, 520, 200},
+      {{3, 0, 0, 64}, 136, 72},
+      {{256, 1, 130}, 512, 64},
+  };
+  for (const Shape& sh : shapes) {
+    const int experts = static_cast<int>(sh.counts.size());
+    std::vector<int> offsets(experts + 1, 0);
+    for (int e = 0; e < experts; ++e) offsets[e + 1] = offsets[e] + sh.counts[e];
+    const int rows = offsets.back();
+    const std::uint64_t seed_x = fresh_seed(), seed_w = fresh_seed();
+    DeviceBuffer<bf16_bits> xp(static_cast<std::size_t>(rows) * sh.k),
+        wt(static_cast<std::size_t>(experts) * sh.n * sh.k),
+        yp(static_cast<std::size_t>(rows) * sh.n);
+    DeviceBuffer<int> off(offsets.size()), tile_off(offsets.size());
+    off.from_host(offsets);
+    ASSERT_EQ(fill_random_bf16(xp.get(), xp.size(), seed_x, 1.0f, nullptr), cudaSuccess);
+    ASSERT_EQ(fill_random_bf16(wt.get(), wt.size(), seed_w, 1.0f, nullptr), cudaSuccess);
+    yp.poison();
+    ASSERT_EQ(moe_grouped_gemm_wgmma_bf16(xp.get(), wt.get(), yp.get(), off.get(), tile_off.get(),
+                                          experts, rows, sh.n, sh.k, nullptr),
+              cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const CheckResult r =
+        check_grouped_gemm(offsets, sh.n, sh.k, seed_x, seed_w, yp.get(), kAll, kAll);
+    EXPECT_TRUE(r.ok) << "experts " << experts << " n " << sh.n << " k " << sh.k << ": "
+                      << r.detail;
+  }
+}
+
+// Where it cannot run, the grouped wgmma GEMM says so; bad arguments are refused first.
+TEST(WgmmaGroupedGemmSupport, RefusesBadArgumentsAndReportsNotSupported) {
+  int dummy = 0;
+  // n % 8 != 0 is refused before anything touches the device.
+  EXPECT_EQ(moe_grouped_gemm_wgmma_bf16(nullptr, nullptr, nullptr, &dummy, &dummy, 4, 16, 12, 64,
+                                        nullptr),
+            cudaErrorInvalidValue);
+  if (gemm_wgmma_supported()) GTEST_SKIP() << "supported here: the grouped wgmma test runs";
+  EXPECT_EQ(moe_grouped_gemm_wgmma_bf16(
+                reinterpret_cast<const bf16_bits*>(256), reinterpret_cast<const bf16_bits*>(256),
+                reinterpret_cast<bf16_bits*>(256), &dummy, &dummy, 4, 16, 64, 64, nullptr),
+            cudaErrorNotSupported);
 }
 
 TEST_F(Gpu, DeviceFillsEqualTheHostGenerators) {
