@@ -17,9 +17,9 @@
 //   column < n (n % 8 == 0, so a pair never straddles the edge).
 //
 // Grouped (MoE) mode, moe_grouped_gemm_wgmma_bf16: the same mainloop over the permuted tokens
-// of all experts in one launch. Block (x, y) is n-tile x of m-tile y; m-tiles are 128-row
+// of all experts in one launch. Each block computes one (m-tile, n-tile); m-tiles are 128-row
 // tiles that never cross an expert (a scan of the per-expert tile counts, then a binary search
-// per block, as in moe_grouped_gemm.cu). A is loaded as two 64-row boxes, the second only if
+// per block, as in moe_grouped_gemm.cu), in the dense GEMM's grouped raster. A is loaded as two 64-row boxes, the second only if
 // the expert has rows there; the W box starts at row e·n + col0 of the [experts·n][k] view.
 // Loads past an expert's rows or columns read the next expert's data (or TMA's zeros past the
 // end); the epilogue stores only row < the expert's end and col < n.
@@ -177,7 +177,7 @@ __device__ __forceinline__ void setmaxnreg_inc232() {
 /// the other consumer warpgroup still keeps the tensor cores busy).
 /// Grouped (MoE) mode: the A rows are the permuted tokens, grouped by expert
 /// (offsets[e] .. offsets[e + 1]), W holds the experts' [n][k] matrices one after another
-/// ([experts·n][k] for the tensor map). Block (x, y) computes n-tile x of m-tile y, where the
+/// ([experts·n][k] for the tensor map). Each block computes one (m-tile, n-tile), where the
 /// m-tiles are 128-row tiles that never cross an expert (tile_offsets: exclusive scan of each
 /// expert's tile count). A tile's TMA loads may reach into the next expert's rows or weights
 /// (at an expert's last partial tile or n-tile); those rows and columns are never stored.
@@ -185,6 +185,7 @@ struct Grouped {
   const int* offsets = nullptr;       ///< [experts + 1], device
   const int* tile_offsets = nullptr;  ///< [experts + 1], device
   int experts = 0;
+  int max_tiles = 0;  ///< m-tiles the grid covers (an upper bound on tile_offsets[experts])
 };
 
 template <bool kOverlap, bool kGrouped>
@@ -201,7 +202,12 @@ __global__ void __launch_bounds__(L::THREADS, 1)
   const std::uint32_t ring = (smem_u32(smem_raw) + (L::SMEM_ALIGN - 1)) & ~(L::SMEM_ALIGN - 1u);
   int row0 = 0, col0 = 0, w_row0 = 0, row_end = m;
   if constexpr (kGrouped) {
-    const int tile = static_cast<int>(blockIdx.y);
+    // The dense GEMM's grouped raster over (m-tile, n-tile): GROUP_M consecutive m-tiles (of
+    // one expert, or of several small ones) sweep the n-tiles together, so the blocks resident
+    // at one time share their W slices and A rows in L2.
+    const L::TileCoord tc =
+        L::tile_of_block(static_cast<int>(blockIdx.x), g.max_tiles, (n + L::BN - 1) / L::BN);
+    const int tile = tc.tm;
     if (tile >= g.tile_offsets[g.experts]) return;  // block-uniform, before any barrier
     // The last expert e with tile_offsets[e] <= tile (empty experts share their offset with
     // the next one; taking the last skips them).
@@ -215,7 +221,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     }
     row0 = g.offsets[lo] + (tile - g.tile_offsets[lo]) * L::BM;
     row_end = g.offsets[lo + 1];
-    col0 = static_cast<int>(blockIdx.x) * L::BN;
+    col0 = tc.tn * L::BN;
     w_row0 = lo * n + col0;
   } else {
     const int tiles_m = (m + L::BM - 1) / L::BM;
@@ -455,7 +461,8 @@ cudaError_t moe_grouped_gemm_wgmma_bf16(const bf16_bits* x_perm, const bf16_bits
   // Upper bound on the m-tiles: each non-empty expert adds at most one partial tile.
   const long long max_tiles =
       (total_rows + L::BM - 1) / L::BM + (experts < total_rows ? experts : total_rows);
-  if (max_tiles > 65535) return cudaErrorInvalidValue;
+  const long long tiles_n = (n + L::BN - 1) / L::BN;
+  if (max_tiles * tiles_n > 0x7FFFFFFFLL) return cudaErrorInvalidValue;
   if (!device_is_cc90()) return cudaErrorNotSupported;
   cudaError_t err = cudaSuccess;
   const PFN_cuTensorMapEncodeTiled_v12000 fn = encode_fn(&err);
@@ -467,9 +474,10 @@ cudaError_t moe_grouped_gemm_wgmma_bf16(const bf16_bits* x_perm, const bf16_bits
   while (threads < experts) threads *= 2;
   grouped_tile_offsets_kernel<<<1, threads, 0, s>>>(offsets, experts, tile_offsets);
   if ((err = cudaGetLastError()) != cudaSuccess) return err;
-  const dim3 grid(static_cast<unsigned>((n + L::BN - 1) / L::BN), static_cast<unsigned>(max_tiles));
-  return launch_wgmma<true, true>(map_a, map_w, y_perm, total_rows, n, k, grid,
-                                  Grouped{offsets, tile_offsets, experts}, s);
+  const dim3 grid(static_cast<unsigned>(max_tiles * tiles_n));
+  return launch_wgmma<true, true>(
+      map_a, map_w, y_perm, total_rows, n, k, grid,
+      Grouped{offsets, tile_offsets, experts, static_cast<int>(max_tiles)}, s);
 }
 
 }  // namespace fleetsim::kernels
