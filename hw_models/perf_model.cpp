@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "hw_models/calibration.h"
@@ -457,26 +458,45 @@ void Calc::layer_ops(StepBreakdown& s, const BatchShape& b, double scale, const 
       const double mh = d_.eff.moe_half_tokens;
       return (mh > 0 && m > 0 ? m / (m + mh) : 1.0) * d_.eff.moe_compute_efficiency;
     };
+    // The routed-expert layer as the engines run it (vLLM's fused_moe, SGLang, TensorRT-LLM):
+    // router GEMM, top-k over the expert scores, the sort of token copies by expert, the
+    // grouped up+gate GEMM (gathering its rows), the gated activation, the grouped down GEMM,
+    // and (tensor-parallel experts) the weighted sum of each token's copies; with expert
+    // parallelism that sum happens in the EP combine all-to-all. Each is its own kernel and
+    // costs at least the shortest kernel: on an H200 the stages around the grouped GEMMs took
+    // 36-79 µs per layer at one token in PyTorch (hw_models/calibration/measured/
+    // h200-sxm-2026-12-04/README.md), where one router GEMM was charged before.
+    // `tokens`: tokens routed on this GPU; `copies`: token copies its experts process;
+    // `experts`: expert weight sets it reads; `fl`: expert FFN width on this GPU; `m`: rows
+    // per hit expert (the grouped GEMM's occupancy).
+    auto routed = [&](const char* how, double tokens, double copies, double experts, double fl,
+                      double m, bool combine) {
+      gemm(e_bucket, "moe", "router", Lmoe, tokens, h, E, u);
+      op(e_bucket, "moe", "router top-k", Lmoe, 0, tokens * (E * 4.0 + k * 8.0), Kind::kOther, u);
+      op(e_bucket, "moe", "token copies sorted by expert", Lmoe, 0, copies * 8.0, Kind::kOther, u);
+      const std::string name = std::string("routed experts (grouped GEMM, ") + how + ")";
+      op(e_bucket, "moe", name.c_str(), Lmoe, 2.0 * copies * 3.0 * h * fl,
+         weight_bytes(experts * 3.0 * h * fl) + copies * (2.0 * h + 3.0 * fl) * act, Kind::kGemm, u,
+         occupancy(m), d_.eff.moe_efficiency);
+      op(e_bucket, "moe", "expert activation (SiLU x up)", Lmoe, 0, copies * 3.0 * fl * act,
+         Kind::kOther, u);
+      if (combine)
+        op(e_bucket, "moe", "expert outputs combined (weighted sum)", Lmoe, 0,
+           (copies + tokens) * h * act, Kind::kOther, u);
+    };
     if (p.expert_parallel) {
-      gemm(e_bucket, "moe", "router", Lmoe, Tm / G, h, E, u);
       const double copies = ep_imbalance(d_) * Tm * k / G;
       // Redundant replicas (EPLB) are more expert slots per GPU: (E + R) / E as many weights.
       const double slots = (E + p.redundant_experts) / E;
-      op(e_bucket, "moe", "routed experts (grouped GEMM, EP)", Lmoe, 2.0 * copies * 3.0 * h * fe,
-         weight_bytes(slots * hit / G * 3.0 * h * fe) + copies * (2.0 * h + 3.0 * fe) * act,
-         Kind::kGemm, u, occupancy(Tm * k / hit), d_.eff.moe_efficiency);
+      routed("EP", Tm / G, copies, slots * hit / G, fe, Tm * k / hit, false);
       if (e.shared_experts > 0) {
         const double fs = static_cast<double>(e.shared_experts) * fe;
         gemm(e_bucket, "moe", "shared expert up+gate", Lmoe, Tm / G, h, 2.0 * fs, u);
         gemm(e_bucket, "moe", "shared expert down", Lmoe, Tm / G, fs, h, u);
       }
     } else {
-      gemm(e_bucket, "moe", "router", Lmoe, Tm, h, E, u);
       const double copies = Tm * k;
-      op(e_bucket, "moe", "routed experts (grouped GEMM, TP)", Lmoe,
-         2.0 * copies * 3.0 * h * fe / G,
-         weight_bytes(hit * 3.0 * h * fe / G) + copies * (2.0 * h + 3.0 * fe / G) * act,
-         Kind::kGemm, u, occupancy(copies / hit), d_.eff.moe_efficiency);
+      routed("TP", Tm, copies, hit, fe / G, copies / hit, true);
       if (e.shared_experts > 0) {
         const double fs = static_cast<double>(e.shared_experts) * fe;
         gemm(e_bucket, "moe", "shared expert up+gate", Lmoe, Tm, h, 2.0 * fs / G, u);

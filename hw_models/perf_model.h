@@ -62,6 +62,11 @@
 //                  eff.operator_latency_s per kernel on dataflow parts.
 //   every GPU operator takes at least eff.min_kernel_s (a kernel's launch, ramp and drain),
 //                  except the decode attention over the context (affine, as below).
+//   moe layer      router GEMM; top-k (T·(4E + 8k) bytes); sort of the copies by expert
+//                  (8 bytes a copy); the grouped up+gate and down GEMMs as one operator;
+//                  the gated activation (3·f_local·act bytes a copy); with tensor-parallel
+//                  experts the weighted sum of the copies ((copies + T)·h·act bytes); each
+//                  at least eff.min_kernel_s.
 // Engine terms (hw_models/catalog/engines): every GPU operator's time is divided by
 // eff.kernel_efficiency, and its compute side (FLOPs / rate) by eff.compute_efficiency
 // before the roofline's max; the routed-expert grouped GEMM's compute side runs at m/(m + m_half)

@@ -40,14 +40,52 @@ TEST(MoeModel, MixtralExpertsByHand) {
   // 494.7 TFLOP/s) vs bytes 5.46875·176,160,768·2 + 8·(2·4096 + 3·14336)·2
   //   = 1,926,758,400 + 819,200 = 1,927,577,600 (0.719 ms at 2.68 TB/s): memory-bound.
   // Router: 4 × 4096 × 8: bytes 4096·8·2 + 4·(4096 + 8)·2 = 65,536 + 32,832 = 98,368:
-  // 37 ns at 2.68 TB/s, so it takes the shortest kernel, 2 µs.
-  // 32 layers: 32·(1,927,577,600 / 2.68e12 + 2 µs).
+  // 37 ns at 2.68 TB/s, so it takes the shortest kernel, 2 µs. So do the four stages around
+  // the grouped GEMM: top-k 4·(8·4 + 2·8) = 192 B, sort 8·8 = 64 B, activation
+  // 8·3·14336·2 = 688,128 B (0.26 µs), combine (8 + 4)·4096·2 = 98,304 B: 4 × 2 µs.
+  // 32 layers: 32·(1,927,577,600 / 2.68e12 + 2 µs + 4 · 2 µs).
   const auto& m = catalog().model("mixtral-8x7b");
   const auto& g = catalog().gpu("h100-sxm");
   BatchShape b;
   b.decode_seqs = 4;
   const StepBreakdown s = estimate_step(m, {}, g, {}, full_test_eff(g), b);
-  expect_rel(s.moe_s, 32 * (1927577600.0 / (3.35e12 * 0.8) + 2e-6));
+  expect_rel(s.moe_s, 32 * (1927577600.0 / (3.35e12 * 0.8) + 2e-6 + 4 * 2e-6));
+}
+
+TEST(MoeModel, RoutingStagesAroundTheGroupedGemmAreKernelsOfTheirOwn) {
+  // Mixtral-8x7B on one H100 (TP path, G = 1), a 4096-token prefill: 8192 token copies.
+  //   top-k:      4096·(8·4 + 2·8) = 196,608 B → 73 ns at 2.68 TB/s → the 2 µs floor
+  //   sort:       8192·8 = 65,536 B → the 2 µs floor
+  //   activation: 8192·3·14336·2 = 704,643,072 B → 262.9 µs at 2.68 TB/s
+  //   combine:    (8192 + 4096)·4096·2 = 100,663,296 B → 37.56 µs
+  // 32 MoE layers each. With expert parallelism over 8 GPUs the weighted sum happens in the
+  // EP combine all-to-all: no combine operator; the busiest GPU's activation covers its
+  // 8192/8 = 1024 copies (1,024·3·14336·2 = 88,080,384 B, balanced routing).
+  const auto& m = catalog().model("mixtral-8x7b");
+  const auto& g = catalog().gpu("h100-sxm");
+  BatchShape b;
+  b.prefill_tokens = 4096;
+  b.prefill_attn_pairs = 4096.0 * 4097 / 2;
+  const double bw = 3.35e12 * 0.8;
+  auto find = [](const std::vector<OpCost>& ops, const std::string& name) {
+    for (const auto& op : ops)
+      if (op.name == name) return op;
+    return OpCost{};
+  };
+  const auto ops = explain_step(make_deployment(m, {}, g, {}, full_test_eff(g)), b);
+  expect_rel(find(ops, "router top-k").time_s, 32 * 2e-6);
+  expect_rel(find(ops, "token copies sorted by expert").time_s, 32 * 2e-6);
+  expect_rel(find(ops, "expert activation (SiLU x up)").bytes, 704643072.0);
+  expect_rel(find(ops, "expert activation (SiLU x up)").time_s, 32 * 704643072.0 / bw);
+  expect_rel(find(ops, "expert outputs combined (weighted sum)").time_s, 32 * 100663296.0 / bw);
+
+  Parallelism ep{8};
+  ep.expert_parallel = true;
+  ModelSpec balanced = m;
+  balanced.moe->hot_expert = 1.0;
+  const auto ep_ops = explain_step(make_deployment(balanced, ep, g, {}, full_test_eff(g)), b);
+  EXPECT_EQ(find(ep_ops, "expert outputs combined (weighted sum)").count, 0);
+  expect_rel(find(ep_ops, "expert activation (SiLU x up)").bytes, 88080384.0);
 }
 
 TEST(MoeModel, ExpertParallelSplitsExpertsAndAddsAllToAll) {
