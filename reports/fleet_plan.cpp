@@ -29,7 +29,13 @@ std::string method(const app::FleetPlanResult& r) {
               "upper bound on what autoscaling saves). "
             : "GPUs are provisioned for that hour and held all day. ")
     << "A day's calls, tokens and energy are the hour's at the day's mean load (÷ "
-    << general(r.window.window_to_mean, 3) << "). Ranked by $ a day.";
+    << general(r.window.window_to_mean, 3) << "). Ranked by $ a day."
+    << (r.spec.per_region && r.window.region_names.size() > 1
+            ? " The cheapest is then sized region by region: each region's pools, in its own "
+              "busiest hour, get the fewest replicas with which its calls and the fleet's meet "
+              "the target (the regions before it already resized), and the result is "
+              "simulated again in the fleet's busiest hour."
+            : "");
   return o.str();
 }
 
@@ -112,6 +118,31 @@ std::string fleet_plan_answer(const app::FleetPlanResult& r) {
       o << "needs " << human(p.gpus) << " GPUs (+" << general(100 * (p.gpus / a.gpus - 1), 2)
         << " %, " << usd(p.usd_per_day) << " a day).";
   }
+  if (r.regional) {
+    const app::RegionalAnswer& g = *r.regional;
+    o << " Sized region by region, each for its own busiest hour: ";
+    if (!g.met) {
+      o << "not done (" << g.reason << "); the answer keeps one factor for all.";
+    } else {
+      o << human(g.rung.gpus) << " GPUs, " << usd(g.rung.usd_per_day) << " a day (";
+      const double d = g.rung.usd_per_day / a.usd_per_day - 1;
+      o << (d <= 0 ? "" : "+") << general(100 * d, 2) << " % against one factor for all; "
+        << pct(g.rung.attainment) << " of calls meet their SLO in the fleet's busiest hour):";
+      for (size_t i = 0; i < g.regions.size(); ++i) {
+        const app::RegionSize& x = g.regions[i];
+        o << (i ? "; " : " ") << x.name << " " << general(x.scale, 3) << "x (" << human(x.gpus)
+          << (x.gpus == 1 ? " GPU, " : " GPUs, ") << pct(x.attainment)
+          << " met in its busiest hour, hour " << x.peak_hour << ")";
+      }
+      o << ".";
+      for (const app::RegionSize& x : g.regions)
+        if (!x.one_factor_met)
+          o << " At one factor for all, " << x.name << "'s calls met their SLO "
+            << pct(x.attainment_one_factor) << " of the time in its own busiest hour"
+            << (x.attainment_one_factor >= r.spec.target ? " (the fleet's missed the target)" : "")
+            << ": the fleet's busiest hour is not every region's.";
+    }
+  }
   if (r.ranking.size() > 1) {
     const app::LadderRung& next = r.candidates[static_cast<size_t>(r.ranking[1])].answer;
     o << " The runner-up, [" << r.candidates[static_cast<size_t>(r.ranking[1])].label << "], costs "
@@ -176,6 +207,28 @@ nlohmann::ordered_json fleet_plan_json(const app::FleetPlanResult& r) {
     all.push_back(std::move(j));
   }
   p["configurations"] = std::move(all);
+  if (r.regional) {
+    nlohmann::ordered_json g;
+    g["met"] = r.regional->met;
+    if (!r.regional->reason.empty()) g["reason"] = r.regional->reason;
+    g["answer"] = rung_json(r.regional->rung);
+    nlohmann::ordered_json regions = nlohmann::ordered_json::array();
+    for (const app::RegionSize& x : r.regional->regions) {
+      nlohmann::ordered_json j;
+      j["name"] = x.name;
+      j["peak_hour"] = x.peak_hour;
+      j["scale"] = x.scale;
+      j["gpus"] = x.gpus;
+      j["attainment_own_peak"] = x.attainment;
+      j["attainment_own_peak_one_factor"] = x.attainment_one_factor;
+      j["one_factor_met"] = x.one_factor_met;
+      j["met"] = x.met;
+      j["simulations"] = x.simulations;
+      regions.push_back(std::move(j));
+    }
+    g["regions"] = std::move(regions);
+    p["per_region"] = std::move(g);
+  }
   nlohmann::ordered_json out;
   out["fleet_plan"] = std::move(p);
   return out;

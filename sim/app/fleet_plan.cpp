@@ -56,6 +56,7 @@ FleetPlanSpec read_fleet_plan_section(const std::string& file,
   spec.warmup_s = pm->quantity_or(plan_key("warmup"));
   spec.autoscaling = pm->boolean_or(plan_key("autoscaling"));
   spec.perturb_traffic = pm->number_or(plan_key("perturb_traffic"));
+  spec.per_region = pm->boolean_or(plan_key("per_region"));
   spec.max_configurations = static_cast<int>(pm->integer_or(plan_key("max_configurations")));
   if (!pm->has(plan_key("options"))) pm->fail("options", "missing required list", kOptionsHint);
   const YAML::Node list = pm->node()["options"];
@@ -212,6 +213,21 @@ FleetPlanResult run_fleet_plan(const std::string& file, const std::vector<std::s
     c.perturbed_answer = climb(more, spec.target, res.window.window_to_mean, r);
     c.perturbed = true;
     res.simulations += c.perturbed_answer.simulations;
+  }
+  // The answer's regions sized apart, each for its own busiest hour.
+  if (res.chosen >= 0 && spec.per_region && res.window.region_names.size() > 1) {
+    const FleetPlanCandidate& c = res.candidates[static_cast<size_t>(res.chosen)];
+    auto region_config = [&](size_t r) {
+      std::vector<std::string> overrides = c.answer.overrides;
+      for (const auto& w : res.window.region_overrides[r]) overrides.push_back(w);
+      return fleet_config(file, overrides, seed, catalog, calibration, res.window.sample,
+                          "region " + res.window.region_names[r] + "'s busiest hour");
+    };
+    res.regional = size_regions(*configs[static_cast<size_t>(res.chosen)], region_config,
+                                spec.target, res.window.window_to_mean, c.answer);
+    for (size_t r = 0; r < res.regional->regions.size(); ++r)
+      res.regional->regions[r].peak_hour = res.window.region_peak_hours[r];
+    res.simulations += res.regional->simulations;
   }
   res.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return res;

@@ -18,7 +18,9 @@
 // sim/app/fleet_search.h (the fewest replicas, every pool resized by one factor, with which
 // the day's busiest stretch meets the target), and the configurations are ranked by $ a day.
 // The cheapest is the answer; it carries its validation error band and, with
-// perturb_traffic, the GPUs the same search needs with that much more traffic.
+// perturb_traffic, the GPUs the same search needs with that much more traffic. With
+// per_region (the default) and two or more regions, the answer's regions are then sized
+// apart, each for its own busiest hour (size_regions).
 #pragma once
 
 #include <cstdint>
@@ -44,6 +46,7 @@ struct FleetPlanOption {
 struct FleetPlanSpec {
   double target = 0.99, window_s = 3600, warmup_s = 900, perturb_traffic = 0.2;
   bool autoscaling = false;
+  bool per_region = true;  ///< size the answer's regions apart, each for its own peak
   int max_configurations = 256;
   std::vector<FleetPlanOption> options;
   std::vector<std::pair<std::string, std::vector<std::string>>> axes;  ///< path → values
@@ -74,6 +77,9 @@ struct FleetPlanResult {
   std::vector<FleetPlanCandidate> candidates;  ///< in enumeration order
   std::vector<int> ranking;  ///< candidates that met the target, cheapest $ a day first
   int chosen = -1;
+  /// The answer with its regions sized apart (fleet_plan.per_region, fleets of 2 or more
+  /// regions): sim/app/fleet_search.h, size_regions.
+  std::optional<RegionalAnswer> regional;
   int simulations = 0;
   double wall_s = 0;
   int threads = 1;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <mutex>
+#include <optional>
 
 #include "hw_models/error.h"
 #include "sim/app/run.h"
@@ -22,20 +23,34 @@ struct Evaluation {
   bool met = false;
 };
 
-Evaluation evaluate(const FleetConfig& b, int n, double target) {
+// The fleet with pool j at max(1, round(k[j] · replicas[j])) replicas (full scale), no spares.
+RunRecord run_scaled(const FleetConfig& b, const std::vector<double>& k) {
   scenario::Scenario sc = b.sc;
-  const double k = n / (b.sample * b.largest);
   size_t j = 0;
   for (auto& region : sc.fleet->regions)
     for (auto& fp : region.pools) {
-      fp.pool.replicas = std::max(1, static_cast<int>(std::llround(k * b.replicas[j++])));
+      fp.pool.replicas = std::max(1, static_cast<int>(std::llround(k[j] * b.replicas[j])));
       fp.spares = 0;
+      ++j;
     }
+  return run(sc, {}, 1);
+}
+
+Evaluation evaluate(const FleetConfig& b, int n, double target) {
   Evaluation e;
   e.n = n;
-  e.record = run(sc, {}, 1);
+  e.record = run_scaled(b, std::vector<double>(b.replicas.size(), n / (b.sample * b.largest)));
   e.met = e.record.answer->slo_attainment >= target;
   return e;
+}
+
+// The rung of the search's answer `e` (a run of `b`'s stretch) at the day's mean load.
+LadderRung rung_of(const FleetConfig& b, const Evaluation& e, double rho, LadderRung rung);
+
+// The share of region r's calls (served there) that met the SLO.
+double region_attainment(const RunRecord& rec, size_t r) {
+  const auto& g = rec.fleet->regions[r];
+  return g.served ? static_cast<double>(g.good) / static_cast<double>(g.served) : 0.0;
 }
 
 // users.start moved to `at_s` seconds after Monday 00:00 UTC, as --set overrides.
@@ -93,6 +108,24 @@ BusiestWindow busiest_window(const std::string& file, const std::vector<std::str
   w.weekly_active = pop->weekly_active();
   const double start_s = w.peak_hour * 3600.0 - warmup_s;
   w.overrides = start_overrides(pop->start_s() + start_s, warmup_s + window_s);
+  // Each region's own busiest hour (its session starts at the middle of each hour).
+  const int hours =
+      std::max(1, static_cast<int>(std::ceil(ns_to_seconds(pop->duration_ns()) / 3600.0)));
+  for (size_t r = 0; r < pop->regions().size(); ++r) {
+    int best = 0;
+    double peak = -1;
+    for (int h = 0; h < hours; ++h) {
+      const double rate = pop->session_rate(r, seconds_to_ns(h * 3600.0 + 1800.0));
+      if (rate > peak) {
+        peak = rate;
+        best = h;
+      }
+    }
+    w.region_names.push_back(pop->regions()[r].name);
+    w.region_peak_hours.push_back(best);
+    w.region_overrides.push_back(
+        start_overrides(pop->start_s() + best * 3600.0 - warmup_s, warmup_s + window_s));
+  }
   // ρ: the session starts (summed over regions) in the simulated stretch over their mean
   // over the day, from the population's curves (minute by minute).
   auto starts_per_s = [&](double t_s) {
@@ -176,11 +209,17 @@ LadderRung climb(const FleetConfig& b, double target, double rho, LadderRung run
     else
       lo = std::move(e);
   }
-  const fleet::FleetAnswer& a = *hi->record.answer;
-  const metrics::Summary& s = hi->record.summary();
-  rung.met = true;
   rung.replicas_simulated = hi->n;
   rung.scale = hi->n / (b.sample * b.largest);
+  return rung_of(b, *hi, rho, rung);
+}
+
+namespace {
+
+LadderRung rung_of(const FleetConfig& b, const Evaluation& e, double rho, LadderRung rung) {
+  const fleet::FleetAnswer& a = *e.record.answer;
+  const metrics::Summary& s = e.record.summary();
+  rung.met = true;
   rung.gpus = a.gpus_configured;
   rung.attainment = a.slo_attainment;
   rung.attainment_ci95 = a.slo_ci95;
@@ -216,6 +255,114 @@ LadderRung climb(const FleetConfig& b, double target, double rho, LadderRung run
   }
   rung.usd_per_mtok = rung.tokens_per_day > 0 ? rung.usd_per_day / rung.tokens_per_day * 1e6 : 0;
   return rung;
+}
+
+}  // namespace
+
+RegionalAnswer size_regions(const FleetConfig& base,
+                            const std::function<FleetConfig(size_t region)>& region_config,
+                            double target, double rho, const LadderRung& answer) {
+  RegionalAnswer out;
+  const auto& regions = base.sc.fleet->regions;
+  // Pool j's region, and each region's largest pool (full scale, as the scenario gives it).
+  std::vector<size_t> region_of;
+  std::vector<int> largest(regions.size(), 1);
+  for (size_t r = 0; r < regions.size(); ++r)
+    for (size_t p = 0; p < regions[r].pools.size(); ++p) {
+      largest[r] = std::max(largest[r], base.replicas[region_of.size()]);
+      region_of.push_back(r);
+    }
+  std::vector<double> scale(regions.size(), 1.0);  // × the one-factor answer, per region
+  auto factors = [&] {
+    std::vector<double> k(region_of.size());
+    for (size_t j = 0; j < k.size(); ++j) k[j] = answer.scale * scale[region_of[j]];
+    return k;
+  };
+  constexpr int kMaxSimulated = 1 << 16;
+  for (size_t r = 0; r < regions.size(); ++r) {
+    const FleetConfig cfg = region_config(r);
+    RegionSize rs;
+    rs.name = regions[r].traffic.name;
+    // n: simulated replicas of the region's largest pool; the region's factor is n / n1.
+    const double n1 = base.sample * answer.scale * largest[r];
+    struct Try {
+      int n = 0;
+      bool met = false;
+      double attainment = 0;
+    };
+    auto attempt = [&](int n) {
+      scale[r] = n / n1;
+      const RunRecord rec = run_scaled(cfg, factors());
+      ++rs.simulations;
+      const double own = region_attainment(rec, r);
+      return Try{n, own >= target && rec.answer->slo_attainment >= target, own};
+    };
+    const int start = std::max(1, static_cast<int>(std::llround(n1)));
+    std::optional<Try> hi, lo;
+    Try first = attempt(start);
+    rs.attainment_one_factor = first.attainment;
+    rs.one_factor_met = first.met;
+    if (first.met) {
+      hi = first;
+      while (hi->n > 1) {
+        const Try t = attempt(std::max(1, hi->n / 2));
+        if (!t.met) {
+          lo = t;
+          break;
+        }
+        hi = t;
+      }
+    } else {
+      lo = first;
+      while (!hi && lo->n < kMaxSimulated) {
+        const Try t = attempt(std::min(kMaxSimulated, lo->n * 2));
+        if (t.met)
+          hi = t;
+        else
+          lo = t;
+      }
+    }
+    while (hi && lo && hi->n - lo->n > std::max(1, hi->n / 20)) {
+      const Try t = attempt(lo->n + (hi->n - lo->n) / 2);
+      if (t.met)
+        hi = t;
+      else
+        lo = t;
+    }
+    out.simulations += rs.simulations;
+    if (!hi) {
+      scale[r] = 1.0;
+      out.reason = "region " + rs.name + " misses the target in its own busiest hour even with " +
+                   std::to_string(lo->n) + " simulated replicas of its largest pool";
+      out.regions.push_back(rs);
+      return out;
+    }
+    scale[r] = hi->n / n1;
+    rs.scale = scale[r];
+    rs.attainment = hi->attainment;
+    rs.met = true;
+    out.regions.push_back(rs);
+  }
+  // The fleet at the regions' sizes, in the fleet's busiest stretch: its cost and SLO.
+  Evaluation e;
+  e.record = run_scaled(base, factors());
+  ++out.simulations;
+  LadderRung rung = answer;
+  rung.simulations = out.simulations;
+  out.rung = rung_of(base, e, rho, rung);
+  out.rung.scale = answer.scale;
+  const fleet::FleetAnswer& a = *e.record.answer;
+  for (const auto& p : e.record.fleet->pools)
+    out.regions[static_cast<size_t>(p.region)].gpus +=
+        static_cast<double>(p.replicas_configured) * p.gpus_per_replica;
+  out.met = a.slo_attainment >= target;
+  if (!out.met) {
+    out.rung.met = false;
+    out.reason = "sized apart, the fleet meets the SLO for " +
+                 std::to_string(100 * a.slo_attainment).substr(0, 5) +
+                 " % of calls in its busiest hour, under the target";
+  }
+  return out;
 }
 
 }  // namespace fleetsim::app

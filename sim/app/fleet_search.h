@@ -43,6 +43,11 @@ struct BusiestWindow {
   double window_to_mean = 1;           ///< ρ
   double weekly_active = 0;            ///< users.weekly_active as loaded
   std::vector<std::string> overrides;  ///< users.start and users.duration of the stretch
+  /// Per region (in the scenario's order): its name, the hour of the run when its own
+  /// session starts peak, and the overrides of that stretch (warm-up, then window).
+  std::vector<std::string> region_names;
+  std::vector<int> region_peak_hours;
+  std::vector<std::vector<std::string>> region_overrides;
 };
 
 /// The busiest stretch (warm-up, then window) of `file` with `sets` applied. InputError when
@@ -76,5 +81,42 @@ void searches_side_by_side(int n, int threads, const std::function<void(int)>& s
 /// The search: `rung` (name, note, overrides, autoscaling as given) filled with the
 /// answer, or with met = false and the reason.
 LadderRung climb(const FleetConfig& config, double target, double rho, LadderRung rung);
+
+/// One region of a fleet sized on its own (size_regions).
+struct RegionSize {
+  std::string name;
+  int peak_hour = 0;      ///< hour of the run when its own sessions peak
+  double scale = 1;       ///< its pools' replicas × this against the one-factor answer
+  double attainment = 0;  ///< its calls meeting the SLO in its own busiest stretch
+  /// The same at the one-factor answer's size (the search's first simulation), and whether
+  /// that size met the target there (region and fleet).
+  double attainment_one_factor = 0;
+  bool one_factor_met = false;
+  double gpus = 0;  ///< full scale
+  bool met = false;
+  int simulations = 0;
+};
+
+/// A fleet whose regions were sized apart, each for its own busiest stretch.
+struct RegionalAnswer {
+  bool met = false;
+  std::string reason;  ///< why not (when !met)
+  std::vector<RegionSize> regions;
+  LadderRung rung;  ///< the fleet at these sizes in the fleet's busiest stretch (cost, SLO)
+  int simulations = 0;
+};
+
+/// After the one-factor search (`answer`, from climb on `base`, the fleet's busiest stretch):
+/// each region in turn, in its own busiest stretch (`region_config(r)`: the configuration
+/// over that stretch), gets the fewest replicas with which its calls, and the whole fleet's,
+/// meet `target` — halving or doubling its factor from 1 and bisecting to 5 % (or one
+/// replica) of its largest pool (sampled) — with the regions before it at their new size and
+/// those after at the answer's. The fleet at those sizes is then simulated in its busiest
+/// stretch for its cost and SLO (met false, with the reason, when it misses `target` there).
+/// A region's GPUs may come out above the one-factor answer's: its own peak can be busier
+/// than its share of the fleet's.
+RegionalAnswer size_regions(const FleetConfig& base,
+                            const std::function<FleetConfig(size_t region)>& region_config,
+                            double target, double rho, const LadderRung& answer);
 
 }  // namespace fleetsim::app

@@ -530,6 +530,8 @@ std::vector<Key> build() {
              "GPUs follow the day's load (derived from the busiest window, not simulated)"),
            N("fleet_plan.perturb_traffic", 0, 10, "0.2",
              "the answer re-simulated with (1 + this) x the users; 0 skips it"),
+           B("fleet_plan.per_region", "true",
+             "then size the answer's regions apart, each for its own busiest hour"),
            I("fleet_plan.max_configurations", 1, 4096, "256", "refuse larger searches"),
            req(L("fleet_plan.options", "1 to 256 alternative fleets: {name, note, set}")),
            req(S("fleet_plan.options[].name", "", "what this fleet is")),

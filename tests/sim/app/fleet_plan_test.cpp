@@ -105,6 +105,80 @@ TEST(FleetPlan, SameSeedSameAnswerWhateverTheThreads) {
   }
 }
 
+// Two regions six hours apart whose users all come in one local hour: a curve of 1s with
+// 4 at local hour 10, 5 at 11 (normalised to mean 1; its peak is local 11:00). users.start
+// is Monday 00:00 UTC, so region a (UTC+0) peaks in hour 11 of the run and region b
+// (UTC+6, local 11:00 = 05:00 UTC) in hour 5; b has twice a's users, so the fleet's busiest
+// hour is b's. 2e6 weekly users × 0.5 × 2 sessions × 2 turns = 4e6 calls a day (46 a second).
+const char* kTwoRegions = R"(
+seed: 5
+model: llama-3.1-8b
+hardware: {gpu: h100-sxm, node: hgx-h100, tp: 1}
+serving: {policy: vllm, chunked_prefill: true, max_num_seqs: 64}
+users: {weekly_active: 2e6, daily_active_fraction: 0.5, sessions_per_day: 2, turns_per_session: 2,
+        think_time: 20s, prompt_tokens: 200, output_tokens: 100}
+fleet:
+  regions:
+    - {name: a, utc_offset: 0h, users: 1, pools: [{name: main, replicas: 4}], wan_rtt: {b: 50ms},
+       diurnal: [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 4, 5, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]}
+    - {name: b, utc_offset: 6h, users: 2, pools: [{name: main, replicas: 4}],
+       diurnal: [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 4, 5, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]}
+slo: {ttft: 2s, tpot: 100ms}
+fleet_plan:
+  window: 10min
+  warmup: 2min
+  perturb_traffic: 0
+  options: [{name: batching}]
+)";
+
+TEST(FleetPlan, RegionsAreSizedApartEachForItsOwnBusiestHour) {
+  const std::string file =
+      test::scenario_file("fleetsim_fleet_plan_test", "regions", std::string(kTwoRegions));
+  const FleetPlanResult r =
+      run_fleet_plan(file, {}, std::nullopt, test::bundled_catalog(), nullptr, 1);
+  ASSERT_EQ(r.chosen, 0);
+  // The hours worked out above: the fleet's busiest is b's.
+  EXPECT_EQ(r.window.region_names, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(r.window.region_peak_hours, (std::vector<int>{11, 5}));
+  EXPECT_EQ(r.window.peak_hour, 5);
+  ASSERT_TRUE(r.regional.has_value());
+  const RegionalAnswer& g = *r.regional;
+  ASSERT_TRUE(g.met) << g.reason;
+  ASSERT_EQ(g.regions.size(), 2u);
+  const LadderRung& one = r.candidates[0].answer;
+  double gpus = 0;
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(g.regions[i].peak_hour, r.window.region_peak_hours[i]);
+    EXPECT_TRUE(g.regions[i].met);
+    // Each region meets the target in its own busiest hour, and so does the whole fleet.
+    EXPECT_GE(g.regions[i].attainment, r.spec.target) << i;
+    EXPECT_GT(g.regions[i].simulations, 0);
+    // One-GPU replicas: whole GPUs, at least one per region.
+    EXPECT_GE(g.regions[i].gpus, 1.0);
+    EXPECT_EQ(g.regions[i].gpus, std::round(g.regions[i].gpus));
+    gpus += g.regions[i].gpus;
+  }
+  EXPECT_GE(g.rung.attainment, r.spec.target);
+  EXPECT_EQ(g.rung.gpus, gpus);
+  // Rented, held all day: GPUs × 24 h × $3.24 (H100).
+  EXPECT_NEAR(g.rung.usd_per_day, gpus * 24 * 3.24, 1e-6 * g.rung.usd_per_day);
+  // Fleet load by run hour, in units of the day's mean (the curve normalised: 1 → 0.774,
+  // 5 → 3.871): hour 5: a/3 · 0.774 + 2b/3 · 3.871 = 0.258 + 2.581; hour 11: a's own peak,
+  // 1/3 · 3.871 = 1.290, half of b's 2.581 at its peak. The one-factor answer, sized in
+  // hour 5, keeps the scenario's 4 : 4, so a holds as many replicas as b for half b's peak
+  // load: sized apart, a is cut, and the fleet costs less.
+  EXPECT_LT(g.regions[0].scale, 1.0);
+  EXPECT_LT(g.rung.gpus, one.gpus);
+  EXPECT_EQ(g.simulations, g.regions[0].simulations + g.regions[1].simulations + 1);
+  EXPECT_EQ(r.simulations, one.simulations + g.simulations);
+
+  // Off: no regional answer; one region: nothing to size apart.
+  const FleetPlanResult off = run_fleet_plan(file, {"fleet_plan.per_region=false"}, std::nullopt,
+                                             test::bundled_catalog(), nullptr, 1);
+  EXPECT_FALSE(off.regional.has_value());
+  EXPECT_EQ(off.candidates[0].answer.gpus, one.gpus);
+}
+
 TEST(FleetPlan, AConfigurationWithoutAPriceIsInvalidNotCheapest) {
   // A copy of the catalog whose H200 has no cloud price: its $ a day would leave the pool
   // out (0), so its configurations are invalid with the reason, never ranked as cheapest.
