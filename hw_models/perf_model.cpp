@@ -654,10 +654,12 @@ StepBreakdown Calc::run(const BatchShape& b) {
         d_.eff.cuda_graph_max_batch == 0 ||
         static_cast<double>(b.decode_seqs) / D <= static_cast<double>(d_.eff.cuda_graph_max_batch);
     const bool graph = d_.eff.cuda_graphs && b.prefill_tokens == 0 && graph_fits;
-    const double per_layer = 9.0 + (m_.is_moe() ? 3.0 : 0.0) + (G > 1 ? 2.0 : 0.0);
-    const double kernels = graph ? 1.0 : per_layer * m_.layers / p.pp + 2.0;
-    const double launches = kernels * mb;
+    // Kernels a layer: 9, an MoE layer's router, top-k, sort and weighted sum 4 more (its
+    // grouped GEMMs and activation stand where a dense MLP's three are), 2 all-reduces with
+    // tensor parallelism; plus the embedding and the LM head. A graph replay is one launch.
+    const double per_layer = 9.0 + (m_.is_moe() ? 4.0 : 0.0) + (G > 1 ? 2.0 : 0.0);
     const double eager_kernels = (per_layer * m_.layers / p.pp + 2.0) * mb;
+    const double launches = graph ? mb : eager_kernels;
     fixed(&s.overhead_s, "overhead", "operator latency (device-side)", eager_kernels,
           d_.eff.operator_latency_s, "fixed");
     if (graph) {

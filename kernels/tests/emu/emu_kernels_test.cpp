@@ -268,13 +268,13 @@ void run_prefill(int batch, int q_len, int kv_len, int heads, int kv_heads, bool
 }
 
 TEST_P(EmulatedKernels, PrefillAttention) {
-  run_prefill(1, 70, 70, 2, 1, true);    // causal, MQA, q tail inside the second tile
-  run_prefill(1, 33, 130, 2, 1, true);   // a chunk after a cached prefix
-  run_prefill(1, 65, 200, 1, 1, false);  // not causal, key tail
-  run_prefill(2, 1, 1, 2, 2, true);      // one token
-  run_prefill(1, 30, 94, 2, 1, true);    // last row in the lower half of a fragment (row g+8)
-  run_prefill(1, 150, 333, 2, 1, true);  // 6 key tiles through the 3-stage ring
-  run_prefill(1, 129, 129, 1, 1, false); // not causal, full tiles then a one-key tail
+  run_prefill(1, 70, 70, 2, 1, true);     // causal, MQA, q tail inside the second tile
+  run_prefill(1, 33, 130, 2, 1, true);    // a chunk after a cached prefix
+  run_prefill(1, 65, 200, 1, 1, false);   // not causal, key tail
+  run_prefill(2, 1, 1, 2, 2, true);       // one token
+  run_prefill(1, 30, 94, 2, 1, true);     // last row in the lower half of a fragment (row g+8)
+  run_prefill(1, 150, 333, 2, 1, true);   // 6 key tiles through the 3-stage ring
+  run_prefill(1, 129, 129, 1, 1, false);  // not causal, full tiles then a one-key tail
 }
 
 TEST_P(EmulatedKernels, PrefillAttentionOtherBlockShapes) {
@@ -294,11 +294,11 @@ TEST_P(EmulatedKernels, PrefillAttention128x4) {
   // 32 rows per warp: warps that skip the block's last key tiles (their rows' future), the
   // second m16 tile of a warp partly past q_len, chunks after a prefix, GQA groups 1, 4, 8.
   setenv("FLEETSIM_PREFILL_ROWS", "128x4", 1);
-  run_prefill(1, 200, 200, 8, 1, true);   // group 8, two blocks, q_len % 128 = 72
-  run_prefill(1, 140, 301, 4, 1, true);   // group 4, chunk after a 161-token prefix
-  run_prefill(2, 100, 100, 1, 1, true);   // group 1, row 99 in tile 1 of warp 3 (lower half)
-  run_prefill(1, 129, 129, 2, 2, true);   // one row in the second block
-  run_prefill(1, 47, 250, 4, 1, false);   // not causal, key tail, warps past q_len
+  run_prefill(1, 200, 200, 8, 1, true);  // group 8, two blocks, q_len % 128 = 72
+  run_prefill(1, 140, 301, 4, 1, true);  // group 4, chunk after a 161-token prefix
+  run_prefill(2, 100, 100, 1, 1, true);  // group 1, row 99 in tile 1 of warp 3 (lower half)
+  run_prefill(1, 129, 129, 2, 2, true);  // one row in the second block
+  run_prefill(1, 47, 250, 4, 1, false);  // not causal, key tail, warps past q_len
   unsetenv("FLEETSIM_PREFILL_ROWS");
 }
 
@@ -344,10 +344,10 @@ void run_decode(int heads, int kv_heads, const std::vector<int>& lens, int page,
 }
 
 TEST_P(EmulatedKernels, PagedDecodeAttention) {
-  run_decode(8, 2, {1, 63, 65, 300}, 16, 0, 4);  // group 4, automatic split
-  run_decode(8, 2, {1, 63, 65, 300}, 16, 3, 4);  // forced 3 splits: some chunks empty
-  run_decode(16, 1, {130}, 16, 1, 4);            // group 16, one split
-  run_decode(2, 2, {70, 5}, 32, 2, 4);           // group 1, page 32
+  run_decode(8, 2, {1, 63, 65, 300}, 16, 0, 4);   // group 4, automatic split
+  run_decode(8, 2, {1, 63, 65, 300}, 16, 3, 4);   // forced 3 splits: some chunks empty
+  run_decode(16, 1, {130}, 16, 1, 4);             // group 16, one split
+  run_decode(2, 2, {70, 5}, 32, 2, 4);            // group 1, page 32
   run_decode(16, 2, {17, 1, 250, 33}, 16, 0, 4);  // group 8: idle warps, sub-tile tails
   run_decode(4, 2, {129, 47}, 5, 2, 4);           // group 2, pages that split sub-tiles
   run_decode(16, 1, {700}, 16, 1, 4);             // group 16, 11 sub-tiles per warp's ring
@@ -410,6 +410,37 @@ TEST_P(EmulatedKernels, MoePipelineEqualsTheDirectSum) {
             cudaSuccess);
   std::vector<double> direct(OUT.size());
   ref::moe_direct(x.data(), ids.get(), w.get(), wt.data(), tokens, top_k, n, hidden, direct.data());
+  const ErrorStats st = compare_bf16(OUT, direct);
+  EXPECT_TRUE(kTol.pass(st)) << st.str();
+}
+
+// Rows wider than one warp's 256-element slice: hidden 520 is 65 chunks of 8, so three
+// slices (blockIdx.y), the last with one chunk; 5 tokens leave 3 of the block's 8 warps idle;
+// a slot whose row is -1 (dropped) adds nothing. Against the direct weighted sum.
+TEST_P(EmulatedKernels, UnpermuteSpreadsWideRowsOverSlices) {
+  const int tokens = 5, top_k = 3, hidden = 520, rows = tokens * top_k;
+  std::vector<float> y;
+  auto Y = random_bf16(static_cast<std::size_t>(rows) * hidden, 61, 1.0f, &y);
+  Buf<int> dst(static_cast<std::size_t>(rows));
+  Buf<float> w(static_cast<std::size_t>(rows));
+  for (int a = 0; a < rows; ++a) {
+    dst[static_cast<std::size_t>(a)] = (a * 7) % rows;  // a permutation of the rows
+    w[static_cast<std::size_t>(a)] = 0.25f * static_cast<float>(1 + a % 3);
+  }
+  dst[4] = -1;
+  Buf<bf16_bits> OUT(static_cast<std::size_t>(tokens) * hidden);
+  ASSERT_EQ(moe_unpermute(Y.get(), dst.get(), w.get(), tokens, top_k, hidden, OUT.get(), nullptr),
+            cudaSuccess);
+  std::vector<double> direct(OUT.size(), 0.0);
+  for (int t = 0; t < tokens; ++t)
+    for (int s = 0; s < top_k; ++s) {
+      const int r = dst[static_cast<std::size_t>(t * top_k + s)];
+      if (r < 0) continue;
+      for (int e = 0; e < hidden; ++e)
+        direct[static_cast<std::size_t>(t) * hidden + e] +=
+            static_cast<double>(w[static_cast<std::size_t>(t * top_k + s)]) *
+            y[static_cast<std::size_t>(r) * hidden + e];
+    }
   const ErrorStats st = compare_bf16(OUT, direct);
   EXPECT_TRUE(kTol.pass(st)) << st.str();
 }
