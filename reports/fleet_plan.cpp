@@ -143,6 +143,22 @@ std::string fleet_plan_answer(const app::FleetPlanResult& r) {
             << ": the fleet's busiest hour is not every region's.";
     }
   }
+  if (r.spec.availability > 0) {
+    if (r.spares.empty()) {
+      o << " No failure rates in the scenario (fleet.failures): no spares sized.";
+    } else {
+      o << " Failure headroom (fleet.failures' rates; at most that many replicas down at once "
+        << pct(r.spec.availability) << " of the time): " << human(r.spares_gpus)
+        << " GPUs more in spares";
+      std::string pools;
+      for (const app::PoolSpares& ps : r.spares)
+        if (ps.spares > 0)
+          pools += (pools.empty() ? "" : ", ") + ps.name + " +" + std::to_string(ps.spares);
+      if (!pools.empty()) o << " (" << pools << ")";
+      if (r.spares_usd_per_day > 0) o << ", " << usd(r.spares_usd_per_day) << " a day";
+      o << ".";
+    }
+  }
   if (r.ranking.size() > 1) {
     const app::LadderRung& next = r.candidates[static_cast<size_t>(r.ranking[1])].answer;
     o << " The runner-up, [" << r.candidates[static_cast<size_t>(r.ranking[1])].label << "], costs "
@@ -207,6 +223,20 @@ nlohmann::ordered_json fleet_plan_json(const app::FleetPlanResult& r) {
     all.push_back(std::move(j));
   }
   p["configurations"] = std::move(all);
+  if (r.chosen >= 0 && r.spec.availability > 0) {
+    nlohmann::ordered_json sp;
+    sp["availability"] = r.spec.availability;
+    sp["gpus"] = r.spares_gpus;
+    sp["usd_per_day"] = r.spares_usd_per_day;
+    nlohmann::ordered_json pools = nlohmann::ordered_json::array();
+    for (const app::PoolSpares& ps : r.spares)
+      pools.push_back({{"pool", ps.name},
+                       {"replicas", ps.replicas},
+                       {"spares", ps.spares},
+                       {"mean_down", ps.mean_down}});
+    sp["pools"] = std::move(pools);
+    p["spares"] = std::move(sp);
+  }
   if (r.regional) {
     nlohmann::ordered_json g;
     g["met"] = r.regional->met;

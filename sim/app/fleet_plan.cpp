@@ -57,6 +57,7 @@ FleetPlanSpec read_fleet_plan_section(const std::string& file,
   spec.autoscaling = pm->boolean_or(plan_key("autoscaling"));
   spec.perturb_traffic = pm->number_or(plan_key("perturb_traffic"));
   spec.per_region = pm->boolean_or(plan_key("per_region"));
+  spec.availability = pm->number_or(plan_key("availability"));
   spec.max_configurations = static_cast<int>(pm->integer_or(plan_key("max_configurations")));
   if (!pm->has(plan_key("options"))) pm->fail("options", "missing required list", kOptionsHint);
   const YAML::Node list = pm->node()["options"];
@@ -228,6 +229,29 @@ FleetPlanResult run_fleet_plan(const std::string& file, const std::vector<std::s
     for (size_t r = 0; r < res.regional->regions.size(); ++r)
       res.regional->regions[r].peak_hour = res.window.region_peak_hours[r];
     res.simulations += res.regional->simulations;
+  }
+  // The answer's failure headroom, at its final sizes.
+  if (res.chosen >= 0 && spec.availability > 0) {
+    const FleetConfig& b = *configs[static_cast<size_t>(res.chosen)];
+    const LadderRung& a = res.candidates[static_cast<size_t>(res.chosen)].answer;
+    const auto& regions = b.sc.fleet->regions;
+    std::vector<int> replicas;
+    for (size_t r = 0, j = 0; r < regions.size(); ++r)
+      for (size_t q = 0; q < regions[r].pools.size(); ++q, ++j) {
+        const double k =
+            a.scale * (res.regional && res.regional->met ? res.regional->regions[r].scale : 1.0);
+        replicas.push_back(std::max(1, static_cast<int>(std::llround(k * b.replicas[j]))));
+      }
+    res.spares = failure_spares(*b.sc.fleet, replicas, spec.availability);
+    const fleet::CostModel& cm = b.sc.fleet->cost;
+    bool priced = cm.basis == fleet::CostModel::Basis::kCloud;
+    for (const PoolSpares& ps : res.spares) {
+      const double gpus = static_cast<double>(ps.spares) * ps.gpus_per_replica;
+      res.spares_gpus += gpus;
+      if (ps.usd_per_gpu_hour <= 0 && gpus > 0) priced = false;
+      res.spares_usd_per_day += gpus * 24 * ps.usd_per_gpu_hour * (1 - cm.reserved_discount);
+    }
+    if (!priced) res.spares_usd_per_day = 0;
   }
   res.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return res;

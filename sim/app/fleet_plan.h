@@ -20,7 +20,8 @@
 // The cheapest is the answer; it carries its validation error band and, with
 // perturb_traffic, the GPUs the same search needs with that much more traffic. With
 // per_region (the default) and two or more regions, the answer's regions are then sized
-// apart, each for its own busiest hour (size_regions).
+// apart, each for its own busiest hour (size_regions), and given spares against the
+// scenario's failure rates (failure_spares, at fleet_plan.availability).
 #pragma once
 
 #include <cstdint>
@@ -46,7 +47,8 @@ struct FleetPlanOption {
 struct FleetPlanSpec {
   double target = 0.99, window_s = 3600, warmup_s = 900, perturb_traffic = 0.2;
   bool autoscaling = false;
-  bool per_region = true;  ///< size the answer's regions apart, each for its own peak
+  bool per_region = true;       ///< size the answer's regions apart, each for its own peak
+  double availability = 0.999;  ///< spares cover the replicas down at once this share of time
   int max_configurations = 256;
   std::vector<FleetPlanOption> options;
   std::vector<std::pair<std::string, std::vector<std::string>>> axes;  ///< path → values
@@ -80,6 +82,11 @@ struct FleetPlanResult {
   /// The answer with its regions sized apart (fleet_plan.per_region, fleets of 2 or more
   /// regions): sim/app/fleet_search.h, size_regions.
   std::optional<RegionalAnswer> regional;
+  /// The answer's failure headroom (fleet_plan.availability; fleet.failures' rates), per pool
+  /// at the answer's sizes (sized apart when that met the target); empty without rates.
+  std::vector<PoolSpares> spares;
+  double spares_gpus = 0;
+  double spares_usd_per_day = 0;  ///< cloud basis; 0 when owned or a price is missing
   int simulations = 0;
   double wall_s = 0;
   int threads = 1;

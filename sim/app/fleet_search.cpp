@@ -259,6 +259,72 @@ LadderRung rung_of(const FleetConfig& b, const Evaluation& e, double rho, Ladder
 
 }  // namespace
 
+std::vector<PoolSpares> failure_spares(const fleet::FleetSpec& spec,
+                                       const std::vector<int>& replicas, double availability) {
+  const fleet::Failures& f = spec.failures;
+  auto ratio = [](double mttr, double mtbf) { return mtbf > 0 ? mttr / mtbf : 0.0; };
+  const double gpu = ratio(f.gpu_mttr_s, f.gpu_mtbf_s), node = ratio(f.node_mttr_s, f.node_mtbf_s),
+               link = ratio(f.link_mttr_s, f.link_mtbf_s),
+               rack = ratio(f.rack_mttr_s, f.rack_mtbf_s);
+  std::vector<PoolSpares> out;
+  if (gpu == 0 && node == 0 && link == 0 && rack == 0) return out;
+  size_t j = 0;
+  for (const auto& region : spec.regions)
+    for (const auto& fp : region.pools) {
+      PoolSpares ps;
+      ps.name = fp.name;
+      ps.replicas = std::max(1, replicas[j++]);
+      ps.gpus_per_replica = fp.pool.par.gpus();
+      ps.usd_per_gpu_hour = fp.usd_per_gpu_hour;
+      const int n = ps.replicas, g = ps.gpus_per_replica;
+      // Replicas down at once: Σ over kinds of (replicas one unit takes down) × Poisson(mean).
+      const bool shared = g < fp.gpus_per_server;
+      const double per_server = shared ? std::max(1, fp.gpus_per_server / g) : 1;
+      const double servers = shared ? std::ceil(n / per_server - 1e-9)
+                                    : static_cast<double>(n) * fp.servers_per_replica;
+      const double racks = std::ceil(fp.servers_for(n) / std::max(1, fp.servers_per_rack) - 1e-9);
+      struct Kind {
+        double mean;
+        int takes;  // replicas one failed unit takes down
+      };
+      const Kind kinds[] = {
+          {static_cast<double>(n) * g * gpu, 1},
+          {servers * (node + link), static_cast<int>(per_server)},
+          {racks * rack, static_cast<int>(std::ceil(n / std::max(1.0, racks) - 1e-9))},
+      };
+      // The distribution of replicas down, 0..n (more cannot be down), by convolution.
+      std::vector<double> pmf(static_cast<size_t>(n) + 1, 0.0);
+      pmf[0] = 1;
+      for (const Kind& k : kinds) {
+        if (k.mean <= 0) continue;
+        ps.mean_down += k.mean * k.takes;
+        std::vector<double> next(pmf.size(), 0.0);
+        double p = std::exp(-k.mean);  // P(units down = u), u = 0, 1, ...
+        for (int u = 0; p > 0; ++u) {
+          const size_t shift = static_cast<size_t>(u) * static_cast<size_t>(k.takes);
+          for (size_t x = 0; x < pmf.size(); ++x)
+            next[std::min(pmf.size() - 1, x + shift)] += pmf[x] * p;
+          // Past the mean, stop when the rest is negligible or could only land on n.
+          if (u > k.mean && (p < 1e-18 || shift >= pmf.size() - 1)) break;
+          p *= k.mean / (u + 1);
+        }
+        pmf = std::move(next);
+      }
+      ps.mean_down = std::min(ps.mean_down, static_cast<double>(n));
+      double cdf = 0;
+      ps.spares = n;
+      for (size_t x = 0; x < pmf.size(); ++x) {
+        cdf += pmf[x];
+        if (cdf >= availability - 1e-12) {
+          ps.spares = static_cast<int>(x);
+          break;
+        }
+      }
+      out.push_back(ps);
+    }
+  return out;
+}
+
 RegionalAnswer size_regions(const FleetConfig& base,
                             const std::function<FleetConfig(size_t region)>& region_config,
                             double target, double rho, const LadderRung& answer) {

@@ -115,6 +115,27 @@ struct RegionalAnswer {
 /// stretch for its cost and SLO (met false, with the reason, when it misses `target` there).
 /// A region's GPUs may come out above the one-factor answer's: its own peak can be busier
 /// than its share of the fleet's.
+/// Failure headroom of one pool (failure_spares).
+struct PoolSpares {
+  std::string name;  ///< "<region>/<pool>"
+  int replicas = 0;  ///< serving replicas, full scale
+  int spares = 0;    ///< N+k: this k
+  int gpus_per_replica = 0;
+  double mean_down = 0;         ///< replicas down at once on average
+  double usd_per_gpu_hour = 0;  ///< the pool's cloud price (0 = unknown)
+};
+
+/// Spares for pools of `replicas` serving replicas (full scale, per pool in the scenario's
+/// order): for each pool the fewest k such that at most k of its replicas are down at once
+/// `availability` of the time, in steady state under `spec.failures`' rates (whether or not
+/// failures are simulated). Each kind of failure is an independent Poisson count of units
+/// down, mean units × MTTR / MTBF: GPUs (each takes down its replica), servers and their
+/// links (every replica on the server; a replica spanning servers is down with any of
+/// them), racks (every replica in the rack, the pool's replicas spread evenly). Region
+/// outages are left out: a region's spares fail with it. Empty when no kind has a rate.
+std::vector<PoolSpares> failure_spares(const fleet::FleetSpec& spec,
+                                       const std::vector<int>& replicas, double availability);
+
 RegionalAnswer size_regions(const FleetConfig& base,
                             const std::function<FleetConfig(size_t region)>& region_config,
                             double target, double rho, const LadderRung& answer);

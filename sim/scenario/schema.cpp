@@ -532,6 +532,9 @@ std::vector<Key> build() {
              "the answer re-simulated with (1 + this) x the users; 0 skips it"),
            B("fleet_plan.per_region", "true",
              "then size the answer's regions apart, each for its own busiest hour"),
+           N("fleet_plan.availability", 0, 0.999999, "0.999",
+             "spares cover the replicas down at once this share of the time (fleet.failures' "
+             "rates); 0: none"),
            I("fleet_plan.max_configurations", 1, 4096, "256", "refuse larger searches"),
            req(L("fleet_plan.options", "1 to 256 alternative fleets: {name, note, set}")),
            req(S("fleet_plan.options[].name", "", "what this fleet is")),

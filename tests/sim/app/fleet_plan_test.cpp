@@ -71,6 +71,9 @@ TEST(FleetPlan, EveryConfigurationIsSearchedRankedByCostAndBoundedByHand) {
                 1e-6 * r.candidates[i].answer.usd_per_day)
         << i;
   }
+  // No failure rates in the scenario: no spares sized.
+  EXPECT_TRUE(r.spares.empty());
+  EXPECT_EQ(r.spares_gpus, 0.0);
   // Ranked: the four that met, cheapest first; the answer is the first.
   ASSERT_EQ(r.ranking.size(), 4u);
   for (size_t k = 1; k < r.ranking.size(); ++k)
@@ -123,6 +126,7 @@ fleet:
        diurnal: [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 4, 5, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]}
     - {name: b, utc_offset: 6h, users: 2, pools: [{name: main, replicas: 4}],
        diurnal: [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 4, 5, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]}
+  failures: {gpu: {mtbf: 1000h, mttr: 10h}}
 slo: {ttft: 2s, tpot: 100ms}
 fleet_plan:
   window: 10min
@@ -171,6 +175,18 @@ TEST(FleetPlan, RegionsAreSizedApartEachForItsOwnBusiestHour) {
   EXPECT_LT(g.rung.gpus, one.gpus);
   EXPECT_EQ(g.simulations, g.regions[0].simulations + g.regions[1].simulations + 1);
   EXPECT_EQ(r.simulations, one.simulations + g.simulations);
+
+  // Failure headroom at the sizes found: GPUs down ~ Poisson(n · 10/1000) per pool of n
+  // one-GPU replicas, so P(none down) = e^-0.01n ≤ 0.990 < the default 0.999: every pool
+  // gets at least one spare, priced at the H100's $3.24 an hour.
+  ASSERT_EQ(r.spares.size(), 2u);
+  double spare_gpus = 0;
+  for (const PoolSpares& ps : r.spares) {
+    EXPECT_GE(ps.spares, 1) << ps.name;
+    spare_gpus += ps.spares;
+  }
+  EXPECT_EQ(r.spares_gpus, spare_gpus);
+  EXPECT_NEAR(r.spares_usd_per_day, spare_gpus * 24 * 3.24, 1e-9);
 
   // Off: no regional answer; one region: nothing to size apart.
   const FleetPlanResult off = run_fleet_plan(file, {"fleet_plan.per_region=false"}, std::nullopt,
