@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
-#include <string>
 #include <vector>
 
 #include "hw_models/calibration.h"
@@ -469,13 +468,12 @@ void Calc::layer_ops(StepBreakdown& s, const BatchShape& b, double scale, const 
     // `tokens`: tokens routed on this GPU; `copies`: token copies its experts process;
     // `experts`: expert weight sets it reads; `fl`: expert FFN width on this GPU; `m`: rows
     // per hit expert (the grouped GEMM's occupancy).
-    auto routed = [&](const char* how, double tokens, double copies, double experts, double fl,
-                      double m, bool combine) {
+    auto routed = [&](const char* gemm_name, double tokens, double copies, double experts,
+                      double fl, double m, bool combine) {
       gemm(e_bucket, "moe", "router", Lmoe, tokens, h, E, u);
       op(e_bucket, "moe", "router top-k", Lmoe, 0, tokens * (E * 4.0 + k * 8.0), Kind::kOther, u);
       op(e_bucket, "moe", "token copies sorted by expert", Lmoe, 0, copies * 8.0, Kind::kOther, u);
-      const std::string name = std::string("routed experts (grouped GEMM, ") + how + ")";
-      op(e_bucket, "moe", name.c_str(), Lmoe, 2.0 * copies * 3.0 * h * fl,
+      op(e_bucket, "moe", gemm_name, Lmoe, 2.0 * copies * 3.0 * h * fl,
          weight_bytes(experts * 3.0 * h * fl) + copies * (2.0 * h + 3.0 * fl) * act, Kind::kGemm, u,
          occupancy(m), d_.eff.moe_efficiency);
       op(e_bucket, "moe", "expert activation (SiLU x up)", Lmoe, 0, copies * 3.0 * fl * act,
@@ -488,7 +486,8 @@ void Calc::layer_ops(StepBreakdown& s, const BatchShape& b, double scale, const 
       const double copies = ep_imbalance(d_) * Tm * k / G;
       // Redundant replicas (EPLB) are more expert slots per GPU: (E + R) / E as many weights.
       const double slots = (E + p.redundant_experts) / E;
-      routed("EP", Tm / G, copies, slots * hit / G, fe, Tm * k / hit, false);
+      routed("routed experts (grouped GEMM, EP)", Tm / G, copies, slots * hit / G, fe, Tm * k / hit,
+             false);
       if (e.shared_experts > 0) {
         const double fs = static_cast<double>(e.shared_experts) * fe;
         gemm(e_bucket, "moe", "shared expert up+gate", Lmoe, Tm / G, h, 2.0 * fs, u);
@@ -496,7 +495,7 @@ void Calc::layer_ops(StepBreakdown& s, const BatchShape& b, double scale, const 
       }
     } else {
       const double copies = Tm * k;
-      routed("TP", Tm, copies, hit, fe / G, copies / hit, true);
+      routed("routed experts (grouped GEMM, TP)", Tm, copies, hit, fe / G, copies / hit, true);
       if (e.shared_experts > 0) {
         const double fs = static_cast<double>(e.shared_experts) * fe;
         gemm(e_bucket, "moe", "shared expert up+gate", Lmoe, Tm, h, 2.0 * fs / G, u);
