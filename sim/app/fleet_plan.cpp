@@ -234,14 +234,10 @@ FleetPlanResult run_fleet_plan(const std::string& file, const std::vector<std::s
   if (res.chosen >= 0 && spec.availability > 0) {
     const FleetConfig& b = *configs[static_cast<size_t>(res.chosen)];
     const LadderRung& a = res.candidates[static_cast<size_t>(res.chosen)].answer;
-    const auto& regions = b.sc.fleet->regions;
-    std::vector<int> replicas;
-    for (size_t r = 0, j = 0; r < regions.size(); ++r)
-      for (size_t q = 0; q < regions[r].pools.size(); ++q, ++j) {
-        const double k =
-            a.scale * (res.regional && res.regional->met ? res.regional->regions[r].scale : 1.0);
-        replicas.push_back(std::max(1, static_cast<int>(std::llround(k * b.replicas[j]))));
-      }
+    const std::vector<int> replicas =
+        res.regional && res.regional->met
+            ? res.regional->replicas
+            : pool_replicas(b, std::vector<double>(b.replicas.size(), a.scale));
     res.spares = failure_spares(*b.sc.fleet, replicas, spec.availability);
     const fleet::CostModel& cm = b.sc.fleet->cost;
     bool priced = cm.basis == fleet::CostModel::Basis::kCloud;

@@ -23,15 +23,15 @@ struct Evaluation {
   bool met = false;
 };
 
-// The fleet with pool j at max(1, round(k[j] · replicas[j])) replicas (full scale), no spares.
+// The fleet at pool_replicas(b, k), no spares.
 RunRecord run_scaled(const FleetConfig& b, const std::vector<double>& k) {
   scenario::Scenario sc = b.sc;
+  const std::vector<int> replicas = pool_replicas(b, k);
   size_t j = 0;
   for (auto& region : sc.fleet->regions)
     for (auto& fp : region.pools) {
-      fp.pool.replicas = std::max(1, static_cast<int>(std::llround(k[j] * b.replicas[j])));
+      fp.pool.replicas = replicas[j++];
       fp.spares = 0;
-      ++j;
     }
   return run(sc, {}, 1);
 }
@@ -42,6 +42,43 @@ Evaluation evaluate(const FleetConfig& b, int n, double target) {
   e.record = run_scaled(b, std::vector<double>(b.replicas.size(), n / (b.sample * b.largest)));
   e.met = e.record.answer->slo_attainment >= target;
   return e;
+}
+
+// The search both climb and size_regions run: the fewest n (simulated replicas of a pool)
+// for which try_n(n).met, taking more replicas never to hurt. From `start`, halve or double
+// until the answer is bracketed (at most kMaxSimulated), then bisect to 5 % (or one). On
+// return `hi` holds the answer (empty: not met even at the cap) and `lo` the largest miss.
+constexpr int kMaxSimulated = 1 << 16;
+template <class T, class F>
+void fewest(int start, F&& try_n, std::optional<T>& hi, std::optional<T>& lo) {
+  T first = try_n(start);
+  if (first.met) {
+    hi = std::move(first);
+    while (hi->n > 1) {
+      T t = try_n(std::max(1, hi->n / 2));
+      if (!t.met) {
+        lo = std::move(t);
+        break;
+      }
+      hi = std::move(t);
+    }
+  } else {
+    lo = std::move(first);
+    while (!hi && lo->n < kMaxSimulated) {
+      T t = try_n(std::min(kMaxSimulated, lo->n * 2));
+      if (t.met)
+        hi = std::move(t);
+      else
+        lo = std::move(t);
+    }
+  }
+  while (hi && lo && hi->n - lo->n > std::max(1, hi->n / 20)) {
+    T t = try_n(lo->n + (hi->n - lo->n) / 2);
+    if (t.met)
+      hi = std::move(t);
+    else
+      lo = std::move(t);
+  }
 }
 
 // The rung of the search's answer `e` (a run of `b`'s stretch) at the day's mean load.
@@ -68,6 +105,13 @@ std::vector<std::string> start_overrides(double at_s, double duration_s) {
 }
 
 }  // namespace
+
+std::vector<int> pool_replicas(const FleetConfig& b, const std::vector<double>& k) {
+  std::vector<int> out(b.replicas.size());
+  for (size_t j = 0; j < out.size(); ++j)
+    out[j] = std::max(1, static_cast<int>(std::llround(k[j] * b.replicas[j])));
+  return out;
+}
 
 void searches_side_by_side(int n, int threads, const std::function<void(int)>& search,
                            const std::function<void(int, int)>& progress) {
@@ -108,19 +152,8 @@ BusiestWindow busiest_window(const std::string& file, const std::vector<std::str
   w.weekly_active = pop->weekly_active();
   const double start_s = w.peak_hour * 3600.0 - warmup_s;
   w.overrides = start_overrides(pop->start_s() + start_s, warmup_s + window_s);
-  // Each region's own busiest hour (its session starts at the middle of each hour).
-  const int hours =
-      std::max(1, static_cast<int>(std::ceil(ns_to_seconds(pop->duration_ns()) / 3600.0)));
   for (size_t r = 0; r < pop->regions().size(); ++r) {
-    int best = 0;
-    double peak = -1;
-    for (int h = 0; h < hours; ++h) {
-      const double rate = pop->session_rate(r, seconds_to_ns(h * 3600.0 + 1800.0));
-      if (rate > peak) {
-        peak = rate;
-        best = h;
-      }
-    }
+    const int best = pop->peak_hour(r);  // the region's own busiest hour
     w.region_names.push_back(pop->regions()[r].name);
     w.region_peak_hours.push_back(best);
     w.region_overrides.push_back(
@@ -165,49 +198,22 @@ FleetConfig fleet_config(const std::string& file, const std::vector<std::string>
 }
 
 LadderRung climb(const FleetConfig& b, double target, double rho, LadderRung rung) {
-  // The fewest replicas of the largest pool (sampled) that meet the target: from the
-  // scenario's own size, halve or double until the answer is bracketed, then bisect to
-  // 5 % (or one replica).
-  constexpr int kMaxSimulated = 1 << 16;
+  // The fewest replicas of the largest pool (sampled) that meet the target, from the
+  // scenario's own size.
   const int start =
       std::max(1, static_cast<int>(std::llround(b.sample * static_cast<double>(b.largest))));
-  Evaluation first = evaluate(b, start, target);
-  rung.simulations = 1;
   std::optional<Evaluation> hi, lo;
-  if (first.met) {
-    hi = std::move(first);
-    while (hi->n > 1) {
-      Evaluation e = evaluate(b, std::max(1, hi->n / 2), target);
-      ++rung.simulations;
-      if (!e.met) {
-        lo = std::move(e);
-        break;
-      }
-      hi = std::move(e);
-    }
-  } else {
-    lo = std::move(first);
-    while (!hi) {
-      if (lo->n >= kMaxSimulated) {
-        rung.reason = "the SLO target is not met even with " + std::to_string(lo->n) +
-                      " simulated replicas of the largest pool";
-        return rung;
-      }
-      Evaluation e = evaluate(b, std::min(kMaxSimulated, lo->n * 2), target);
-      ++rung.simulations;
-      if (e.met)
-        hi = std::move(e);
-      else
-        lo = std::move(e);
-    }
-  }
-  while (lo && hi->n - lo->n > std::max(1, hi->n / 20)) {
-    Evaluation e = evaluate(b, lo->n + (hi->n - lo->n) / 2, target);
-    ++rung.simulations;
-    if (e.met)
-      hi = std::move(e);
-    else
-      lo = std::move(e);
+  fewest(
+      start,
+      [&](int n) {
+        ++rung.simulations;
+        return evaluate(b, n, target);
+      },
+      hi, lo);
+  if (!hi) {
+    rung.reason = "the SLO target is not met even with " + std::to_string(lo->n) +
+                  " simulated replicas of the largest pool";
+    return rung;
   }
   rung.replicas_simulated = hi->n;
   rung.scale = hi->n / (b.sample * b.largest);
@@ -344,7 +350,6 @@ RegionalAnswer size_regions(const FleetConfig& base,
     for (size_t j = 0; j < k.size(); ++j) k[j] = answer.scale * scale[region_of[j]];
     return k;
   };
-  constexpr int kMaxSimulated = 1 << 16;
   for (size_t r = 0; r < regions.size(); ++r) {
     const FleetConfig cfg = region_config(r);
     RegionSize rs;
@@ -359,42 +364,16 @@ RegionalAnswer size_regions(const FleetConfig& base,
     auto attempt = [&](int n) {
       scale[r] = n / n1;
       const RunRecord rec = run_scaled(cfg, factors());
-      ++rs.simulations;
       const double own = region_attainment(rec, r);
-      return Try{n, own >= target && rec.answer->slo_attainment >= target, own};
+      const Try t{n, own >= target && rec.answer->slo_attainment >= target, own};
+      if (++rs.simulations == 1) {  // at the one-factor size
+        rs.attainment_one_factor = t.attainment;
+        rs.one_factor_met = t.met;
+      }
+      return t;
     };
-    const int start = std::max(1, static_cast<int>(std::llround(n1)));
     std::optional<Try> hi, lo;
-    Try first = attempt(start);
-    rs.attainment_one_factor = first.attainment;
-    rs.one_factor_met = first.met;
-    if (first.met) {
-      hi = first;
-      while (hi->n > 1) {
-        const Try t = attempt(std::max(1, hi->n / 2));
-        if (!t.met) {
-          lo = t;
-          break;
-        }
-        hi = t;
-      }
-    } else {
-      lo = first;
-      while (!hi && lo->n < kMaxSimulated) {
-        const Try t = attempt(std::min(kMaxSimulated, lo->n * 2));
-        if (t.met)
-          hi = t;
-        else
-          lo = t;
-      }
-    }
-    while (hi && lo && hi->n - lo->n > std::max(1, hi->n / 20)) {
-      const Try t = attempt(lo->n + (hi->n - lo->n) / 2);
-      if (t.met)
-        hi = t;
-      else
-        lo = t;
-    }
+    fewest(std::max(1, static_cast<int>(std::llround(n1))), attempt, hi, lo);
     out.simulations += rs.simulations;
     if (!hi) {
       scale[r] = 1.0;
@@ -413,6 +392,7 @@ RegionalAnswer size_regions(const FleetConfig& base,
   Evaluation e;
   e.record = run_scaled(base, factors());
   ++out.simulations;
+  out.replicas = pool_replicas(base, factors());
   LadderRung rung = answer;
   rung.simulations = out.simulations;
   out.rung = rung_of(base, e, rho, rung);
@@ -424,9 +404,10 @@ RegionalAnswer size_regions(const FleetConfig& base,
   out.met = a.slo_attainment >= target;
   if (!out.met) {
     out.rung.met = false;
-    out.reason = "sized apart, the fleet meets the SLO for " +
-                 std::to_string(100 * a.slo_attainment).substr(0, 5) +
-                 " % of calls in its busiest hour, under the target";
+    char pct[32];
+    std::snprintf(pct, sizeof pct, "%.1f %%", 100 * a.slo_attainment);
+    out.reason = std::string("sized apart, the fleet meets the SLO for ") + pct +
+                 " of calls in its busiest hour, under the target";
   }
   return out;
 }

@@ -72,6 +72,10 @@ FleetConfig fleet_config(const std::string& file, const std::vector<std::string>
                          const std::shared_ptr<const hw::CalibrationSet>& calibration,
                          double sample, const std::string& what);
 
+/// Pool j's replicas (full scale) at factor k[j] of the configuration's own:
+/// max(1, round(k[j] · replicas[j])), as every search simulates them.
+std::vector<int> pool_replicas(const FleetConfig& config, const std::vector<double>& k);
+
 /// Runs search(i) for every i in [0, n) side by side on `threads` threads (the results must
 /// not depend on the order); `progress` (may be empty) is called after each, one call at a
 /// time, with (searches done, n).
@@ -102,6 +106,7 @@ struct RegionalAnswer {
   bool met = false;
   std::string reason;  ///< why not (when !met)
   std::vector<RegionSize> regions;
+  std::vector<int> replicas;  ///< per pool, full scale, at the regions' sizes
   LadderRung rung;  ///< the fleet at these sizes in the fleet's busiest stretch (cost, SLO)
   int simulations = 0;
 };

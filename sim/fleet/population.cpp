@@ -281,14 +281,19 @@ double Population::peak_to_mean() const {
   return peak / (sum / hours);
 }
 
-int Population::peak_hour() const {
+int Population::peak_hour() const { return busiest_hour(regions_.size()); }
+
+int Population::peak_hour(size_t r) const { return busiest_hour(r); }
+
+int Population::busiest_hour(size_t only) const {
   const int hours = std::max(1, static_cast<int>(std::ceil(ns_to_seconds(duration_ns_) / 3600.0)));
   int best = 0;
   double peak = -1;
   for (int h = 0; h < hours; ++h) {
     double load = 0;
     for (size_t r = 0; r < regions_.size(); ++r)
-      load += sessions_per_day(r) * multiplier(r, h * 3600.0 + 1800.0);
+      if (only == regions_.size() || r == only)
+        load += sessions_per_day(r) * multiplier(r, h * 3600.0 + 1800.0);
     if (load > peak) {
       peak = load;
       best = h;

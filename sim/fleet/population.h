@@ -132,6 +132,8 @@ class Population {
   double peak_to_mean() const;
   /// UTC hour (from the start) of the global peak.
   int peak_hour() const;
+  /// The same for region r's own sessions alone.
+  int peak_hour(size_t r) const;
 
   const std::vector<RegionTraffic>& regions() const { return regions_; }
   const std::vector<SessionClass>& classes() const { return classes_; }
@@ -159,6 +161,9 @@ class Population {
   std::string describe() const;
 
  private:
+  /// Hour (from the start) of the most session starts, over region `only` or, when it is
+  /// regions_.size(), over all of them.
+  int busiest_hour(size_t only) const;
   struct Session {
     int32_t turns_left = 0;
     int32_t context = 0;      // tokens before this turn's user message
