@@ -210,13 +210,22 @@ CalibrationTable load_calibration(const std::string& path, const Catalog& catalo
       fail(lineno, "op", "unknown op '" + op + "'", "one of gemm, attn_prefill, attn_decode");
     r.dtype = trim(f[1]);
     if (r.dtype == "fp16") r.dtype = "bf16";
-    if (r.dtype != "bf16" && r.dtype != "fp8")
-      fail(lineno, "dtype", "unknown dtype '" + r.dtype + "'", "one of bf16, fp16, fp8");
-    double bytes_per = r.dtype == "fp8" ? 1.0 : 2.0;
-    double peak = r.dtype == "fp8" ? gpu->fp8_flops_per_s : gpu->bf16_flops_per_s;
+    if (r.dtype != "bf16" && r.dtype != "fp8" && r.dtype != "fp4")
+      fail(lineno, "dtype", "unknown dtype '" + r.dtype + "'", "one of bf16, fp16, fp8, fp4");
+    // fp4: block-scaled 4-bit operands (NVFP4/MXFP4, W4A4) on the FP4 tensor rate. Every
+    // operand is counted at the element size the step model charges (the scales, 1/16 or
+    // 1/32 of a byte per element, are left out on both sides), so a row's fraction
+    // reproduces its own time when the model costs that shape.
+    const double bytes_per = r.dtype == "fp4" ? 0.5 : r.dtype == "fp8" ? 1.0 : 2.0;
+    const double peak = r.dtype == "fp4"   ? gpu->fp4_flops_per_s
+                        : r.dtype == "fp8" ? gpu->fp8_flops_per_s
+                                           : gpu->bf16_flops_per_s;
     if (!(peak > 0))
       fail(lineno, "dtype", t.gpu + " has no " + r.dtype + " tensor rate in the catalog",
            "use bf16 rows for this GPU");
+    if (r.dtype == "fp4" && r.op != CalibOp::kGemm)
+      fail(lineno, "dtype", "fp4 rows are GEMMs only (attention runs at 16 bits in the model)",
+           "use op gemm, or bf16/fp8 for attention rows");
     if (r.op == CalibOp::kGemm) {
       const double m = num(f, 2, true), n = num(f, 3, true), k = num(f, 4, true);
       r.flops = 2.0 * m * n * k;

@@ -34,7 +34,7 @@ inline constexpr double kFarFromRidge = 2.0;
 
 struct CalibrationRow {
   CalibOp op = CalibOp::kGemm;
-  std::string dtype;  ///< "bf16" (fp16 rows are stored as bf16) or "fp8"
+  std::string dtype;  ///< "bf16" (fp16 rows are stored as bf16), "fp8" or "fp4"
   double flops = 0, bytes = 0, time_s = 0;
   double fraction = 0;         ///< achieved fraction of the roofline at datasheet peaks
   bool compute_bound = false;  ///< FLOPs / peak >= bytes / bandwidth

@@ -92,10 +92,11 @@ double math_rate(const GpuSpec& gpu, DType math) {
   }
 }
 
-// The dtype a calibration table row must have for GEMMs running on `math`: "fp8" when they
-// run on the FP8 unit, "bf16" on the 16-bit one, "" on units no table covers (INT8, FP4).
+// The dtype a calibration table row must have for GEMMs running on `math`: "fp4" on the FP4
+// unit, "fp8" on the FP8 unit, "bf16" on the 16-bit one, "" on units no table covers (INT8).
 const char* calib_gemm_dtype(const GpuSpec& gpu, DType math) {
   const double rate = math_rate(gpu, math);
+  if (math == DType::kFp4 && gpu.fp4_flops_per_s > 0) return "fp4";
   const bool fp8_unit = (math == DType::kFp8 || math == DType::kFp4) && gpu.fp8_flops_per_s > 0 &&
                         rate == gpu.fp8_flops_per_s;
   if (fp8_unit) return "fp8";
@@ -122,8 +123,9 @@ Unit gpu_unit(const Deployment& d) {
   u.bw_peak = d.gpu->memory_bw_bytes_per_s;
   u.eff_compute = u.eff_gemm_compute = d.eff.compute;
   u.eff_memory = d.eff.memory;
-  // FP4 GEMMs on an FP4 unit: its measured fraction where the catalog has one (no
-  // calibration table covers FP4, and best-shape BF16 fractions overstate it).
+  // FP4 GEMMs on an FP4 unit: its measured fraction where the catalog has one (best-shape
+  // BF16 fractions overstate it); a calibration table's fp4 rows, where there are any,
+  // replace it shape by shape.
   if (d.prec.math == DType::kFp4 && d.gpu->fp4_flops_per_s > 0 && d.gpu->fp4_compute_efficiency > 0)
     u.eff_gemm_compute = d.gpu->fp4_compute_efficiency;
   u.kernel_eff = d.eff.kernel_efficiency;

@@ -517,6 +517,74 @@ TEST_F(CalibrationFile, AShapeFarFromTheRidgeIsCostedFromRowsFarFromIt) {
   EXPECT_TRUE(found);
 }
 
+TEST_F(CalibrationFile, Fp4RowsCostW4A4GemmsShapeByShape) {
+  // B200: 9,000 TFLOP/s FP4, 8 TB/s. fp4 rows count every operand at half a byte.
+  //   compute row 8192³: 2·8192³ = 1.0995e12 FLOPs → 122.17 µs at peak; bytes 3·8192²·0.5 =
+  //     100.66 MB → 12.58 µs: ratio 9.7 (far from the ridge); measured at fraction 0.5.
+  //   memory row 1 × 8192 × 8192: bytes (8192 + 8192² + 8192)·0.5 = 33.562 MB → 4.195 µs at
+  //     8 TB/s (FLOPs 0.015 µs); measured at fraction 0.25 (16.78 µs).
+  const auto& g = catalog().gpu("b200");
+  const double flops = 2.0 * 8192 * 8192 * 8192, bytes = (8192.0 + 8192.0 * 8192 + 8192) * 0.5;
+  char rows[256];
+  std::snprintf(rows, sizeof rows,
+                "gemm,fp4,8192,8192,8192,,,,,,,,%.6f,fp4 compute row\n"
+                "gemm,fp4,1,8192,8192,,,,,,,,%.6f,fp4 memory row\n",
+                flops / 9000e12 / 0.5 * 1e6, bytes / 8e12 / 0.25 * 1e6);
+  const CalibrationTable t = load_calibration(write(header("b200") + rows), catalog());
+  ASSERT_EQ(t.rows.size(), 2u);
+  EXPECT_TRUE(t.rows[0].compute_bound);
+  EXPECT_NEAR(t.rows[0].fraction, 0.5, 1e-6);
+  EXPECT_NEAR(t.rows[0].ridge_ratio, (flops / 9000e12) / (3 * 8192.0 * 8192 * 0.5 / 8e12), 1e-6);
+  EXPECT_FALSE(t.rows[1].compute_bound);
+  EXPECT_NEAR(t.rows[1].fraction, 0.25, 1e-6);
+  CalibrationSet set;
+  set.add(t);
+  const auto shared = std::make_shared<const CalibrationSet>(set);
+
+  // W4A4 Llama-3.1-70B on one B200: the GEMM slots take the fp4 rows.
+  const auto& m = catalog().model("llama-3.1-70b");
+  auto d = make_deployment(m, {}, g, Precision::of(DType::kFp4, DType::kFp4, DType::kFp8),
+                           full_test_eff(g));
+  d.bind_calibration(shared);
+  EXPECT_EQ(d.calib_rows[0][1], shared->rows("b200", CalibOp::kGemm, "fp4", true));
+  EXPECT_EQ(d.calib_rows[0][0], shared->rows("b200", CalibOp::kGemm, "fp4", false));
+  EXPECT_TRUE(d.uses_table(shared->tables()[0]));
+  // Prefill of 8192 tokens: MLP up+gate 2·8192·8192·57344 = 7.6965e12 FLOPs a layer, beyond
+  // the compute row: clamped to its 0.5 (not the catalog's 3797.9/9000 = 0.422), 80 layers.
+  BatchShape p;
+  p.prefill_tokens = 8192;
+  const OpCost up = [&] {
+    for (const OpCost& op : explain_step(d, p))
+      if (op.name == "MLP up+gate") return op;
+    return OpCost{};
+  }();
+  EXPECT_NEAR(up.flops, 2.0 * 8192 * 8192 * 57344, 1.0);
+  EXPECT_NEAR(up.time_s, 80 * up.flops / 9000e12 / 0.5, 1e-9);
+  EXPECT_EQ(up.bound, "compute (calibrated, rows far from the ridge)");
+  // Decode of one sequence: MLP down moves 8192·28672·0.5 B of weights (+ (28672 + 8192)·0.5
+  // of activations) = 117.45 MB, memory-bound, above the memory row: 0.25 of 8 TB/s.
+  BatchShape dec;
+  dec.decode_seqs = 1;
+  dec.decode_ctx_tokens = 100;
+  bool found = false;
+  for (const OpCost& op : explain_step(d, dec)) {
+    if (op.name != "MLP down") continue;
+    found = true;
+    const double b = 8192.0 * 28672 * 0.5 + (28672.0 + 8192) * 0.5;
+    EXPECT_NEAR(op.bytes, b, 1.0);
+    EXPECT_NEAR(op.time_s, 80 * b / 8e12 / 0.25, 1e-9);
+    EXPECT_EQ(op.bound, "memory (calibrated)");
+  }
+  EXPECT_TRUE(found);
+
+  // FP4 weights with 16-bit activations (W4A16) run on the 16-bit unit: no fp4 rows.
+  auto w4a16 = make_deployment(m, {}, g, Precision::of(DType::kFp4, DType::kBf16, DType::kFp8),
+                               full_test_eff(g));
+  w4a16.bind_calibration(shared);
+  EXPECT_EQ(w4a16.calib_rows[0][1], nullptr);
+  EXPECT_FALSE(w4a16.uses_table(shared->tables()[0]));
+}
+
 TEST_F(CalibrationFile, ErrorsNameLineAndColumn) {
   auto error_of = [&](const std::string& text) {
     try {
@@ -547,6 +615,41 @@ TEST_F(CalibrationFile, ErrorsNameLineAndColumn) {
   e = error_of(header() + "gemm,bf16,1,abc,1,,,,,,,,1,x\n");
   EXPECT_EQ(e.field(), "n");
   EXPECT_EQ(e.line(), 8);
+  // fp4 rows: only on a GPU with an FP4 rate (H100 has none), and only GEMMs.
+  e = error_of(header() + "gemm,fp4,8192,8192,8192,,,,,,,,1000,x\n");
+  EXPECT_EQ(e.field(), "dtype");
+  EXPECT_NE(e.message().find("no fp4 tensor rate"), std::string::npos) << e.what();
+  e = error_of(header("b200") + "attn_decode,fp4,,,,8,,4096,64,8,128,,100,x\n");
+  EXPECT_EQ(e.field(), "dtype");
+  EXPECT_NE(e.message().find("GEMMs only"), std::string::npos) << e.what();
+}
+
+TEST(Calibration, TablesKeptButNotInstalledStillLoad) {
+  // hw_models/calibration/not-installed/ holds published tables that made the suite worse
+  // (its README says by how much); they must stay valid so that installing one is one
+  // command. The FP4 one's rows are on B200's FP4 rate and its 8192³ row is compute-bound at
+  // 2·8192³ / 205 µs = 5,364 TFLOP/s = 0.596 of 9,000.
+  const fs::path dir = fs::path(FLEETSIM_SOURCE_DIR) / "hw_models/calibration/not-installed";
+  int tables = 0;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().extension() != ".csv") continue;
+    const CalibrationTable t = load_calibration(e.path().string(), catalog());
+    ++tables;
+    EXPECT_FALSE(t.rows.empty()) << t.file;
+    if (e.path().filename() != "b200-gemm-fp4-published.csv") continue;
+    EXPECT_EQ(t.gpu, "b200");
+    bool cube = false;
+    for (const auto& r : t.rows) {
+      EXPECT_EQ(r.dtype, "fp4") << t.file << ":" << r.line;
+      // (8192 x 4096 x 16384 has the same FLOPs; the bytes tell them apart.)
+      if (r.flops != 2.0 * 8192 * 8192 * 8192 || r.bytes != 3.0 * 8192 * 8192 * 0.5) continue;
+      cube = true;
+      EXPECT_TRUE(r.compute_bound);
+      EXPECT_NEAR(r.fraction, 2.0 * 8192 * 8192 * 8192 / 205e-6 / 9000e12, 1e-9);
+    }
+    EXPECT_TRUE(cube);
+  }
+  EXPECT_GE(tables, 1);
 }
 
 TEST(Calibration, ShippedTablesLoadAndCiteTheirRows) {
