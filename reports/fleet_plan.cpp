@@ -17,6 +17,9 @@ std::string method(const app::FleetPlanResult& r) {
   o << n << (n == 1 ? " configuration" : " configurations") << " (" << r.spec.options.size()
     << (r.spec.options.size() == 1 ? " option" : " options");
   for (const auto& [path, values] : r.spec.axes) o << " × " << values.size() << " " << path;
+  for (const auto& opt : r.spec.options)
+    for (const auto& [path, values] : opt.axes)
+      o << "; " << opt.name << " × " << values.size() << " " << path;
   o << "). Each is a search over the size of the fleet (every pool resized by one factor) for "
     << "the fewest replicas with which " << pct(r.spec.target)
     << " of calls meet their SLO in the day's busiest hour (hour " << r.window.peak_hour
@@ -104,6 +107,7 @@ std::string fleet_plan_answer(const app::FleetPlanResult& r) {
     << " per million tokens, " << general(a.wh_per_call, 3) << " Wh per call. In the busiest hour "
     << pct(a.attainment) << " of calls meet their SLO (TTFT p99 " << duration(a.ttft_p99_s)
     << ", TPOT p99 " << duration(a.tpot_p99_s) << ").";
+  if (!a.sizing.empty()) o << " " << a.sizing << ".";
   if (!c.error_band.empty())
     o << " Validation error of configurations like this one (" << c.error_band
       << "): if the model is that optimistic, " << human(c.gpus_at_p75) << " GPUs.";

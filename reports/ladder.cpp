@@ -107,6 +107,10 @@ nlohmann::ordered_json rung_json(const app::LadderRung& s) {
   if (!s.met) j["reason"] = s.reason;
   j["replicas_simulated"] = s.replicas_simulated;
   j["scale"] = s.scale;
+  if (!s.pool_factors.empty()) {
+    j["pool_factors"] = s.pool_factors;
+    j["sizing"] = s.sizing;
+  }
   j["gpus"] = s.gpus;
   j["gpu_hours_per_day"] = s.gpu_hours_per_day;
   j["usd_per_day"] = s.usd_per_day;

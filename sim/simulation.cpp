@@ -95,8 +95,9 @@ Simulation::Simulation(const scenario::Scenario& sc, std::unique_ptr<fleet::Popu
     pop_->set_adapter_classes(lora);
   }
   const size_t nr = spec_.regions.size();
-  groups_.resize(nr * static_cast<size_t>(n_models_));
-  decode_groups_.resize(groups_.size());
+  groups_.resize(nr * static_cast<size_t>(n_models_) * 2);
+  decode_groups_.resize(nr * static_cast<size_t>(n_models_));
+  split_.assign(decode_groups_.size(), 0);
   regions_.resize(nr);
   current_.resize(nr);
   held_ns_acc_.assign(nr, 0.0);
@@ -121,8 +122,11 @@ Simulation::Simulation(const scenario::Scenario& sc, std::unique_ptr<fleet::Popu
     routers_.push_back(runtime::numbered_router(spec_.router, sc.seed, 0, sc.router_params));
     decode_router_ = runtime::numbered_router(spec_.router, sc.seed, 1, sc.router_params);
   } else if (!spec_.router.empty()) {
+    // Numbered as before lanes existed (region × model + 1), the long lanes after them.
+    const size_t n = decode_groups_.size();
     for (size_t gi = 0; gi < groups_.size(); ++gi)
-      routers_.push_back(runtime::numbered_router(spec_.router, sc.seed, gi + 1, sc.router_params));
+      routers_.push_back(runtime::numbered_router(spec_.router, sc.seed, gi / 2 + 1 + (gi % 2) * n,
+                                                  sc.router_params));
   }
   if (workload_ && sc.prefill_pool && sc.network_model != "simgrid" && sc.fabric.regions > 1)
     wan_net_ = std::make_unique<hw::AnalyticNetwork>(sc.fabric);
@@ -141,6 +145,9 @@ Simulation::Simulation(const scenario::Scenario& sc, std::unique_ptr<fleet::Popu
       p.model =
           static_cast<int>(std::find(spec_.models.begin(), spec_.models.end(), fp.pool.model.id) -
                            spec_.models.begin());
+      p.lane = fp.prompts == fleet::FleetPool::Prompts::kLong ? 1 : 0;
+      if (fp.prompts != fleet::FleetPool::Prompts::kAll)
+        split_[static_cast<size_t>(p.region * n_models_ + p.model)] = 1;
       if (!mine(p.model)) continue;
       const std::optional<serving::Lora> lora =
           fp.pool.lora_rank > 0 ? std::optional<serving::Lora>(
@@ -638,13 +645,16 @@ void Simulation::arrive(uint32_t slot, SimTime now) {
   }
   Slot& s = slots_[slot];
   const int model = target_model(s);
-  int r = geo_.pick(home, [&](int region) -> const Group& { return group(region, model); });
+  int r = geo_.pick(home, [&](int region) -> const Group& {
+    return group(region, model, lane_of(region, model, s));
+  });
   if (r < 0) {
     // No active replica of this model anywhere. Wait for one that is starting or being
     // repaired within the run; with none coming, the call fails.
     bool coming = false;
     for (const auto& p : pools_)
-      coming = coming || (p.model == model && (p.starting > 0 || p.repairs > 0));
+      coming = coming || (p.model == model && p.lane == lane_of(p.region, model, s) &&
+                          (p.starting > 0 || p.repairs > 0));
     if (!coming) {
       collector_.on_reject(s.spec, -1, serving::RejectReason::kQueueFull, now);
       count_failed(slot);
@@ -673,13 +683,14 @@ void Simulation::arrive(uint32_t slot, SimTime now) {
 void Simulation::deliver(uint32_t slot, SimTime now) {
   Slot& s = slots_[slot];
   const int model = target_model(s);
-  Group& g = group(s.region, model);
+  const size_t gi = group_index(s.region, model, lane_of(s.region, model, s));
+  Group& g = groups_[gi];
   if (g.active.empty()) {
     // The region lost its replicas while the call travelled: route again.
     arrive(slot, now);
     return;
   }
-  serving::Router* router = router_for(static_cast<size_t>(s.region * n_models_ + model));
+  serving::Router* router = router_for(gi);
   const int32_t pick =
       router != nullptr ? g.active[router->route(s.spec, serving::ReplicaSet(replicas_, g.active))]
                         : power_of_two(g);
@@ -690,8 +701,7 @@ void Simulation::deliver(uint32_t slot, SimTime now) {
     // During a region outage: the surviving regions' peak load (the capacity they need).
     for (size_t k = 0; k < outage_runs_.size(); ++k) {
       if (!outage_runs_[k].active || outages_[k].region == s.region) continue;
-      fleet::OutageLoad& l =
-          outage_runs_[k].loads[static_cast<size_t>(s.region * n_models_ + model)];
+      fleet::OutageLoad& l = outage_runs_[k].loads[gi];
       if (g.outstanding > l.outstanding_peak) {
         l.outstanding_peak = g.outstanding;
         l.slots_at_peak = g.slots;
@@ -841,6 +851,10 @@ void Simulation::on_completion(const serving::RequestRecord& rec) {
     ++regions_[region].good;
     ++current_[region].good;
     ++pool.window_good;
+  }
+  if (lane_of(s.region, target_model(s), s) == 1) {
+    ++regions_[region].served_long;
+    if (good) ++regions_[region].good_long;
   }
   if (!outages_.empty()) outage_completion(s, rec, good);
   // A first token after the run's end counts in its last bucket (the plots cover the run).
@@ -1229,8 +1243,8 @@ fleet::FleetResult Simulation::run() {
     for (size_t gi = 0; gi < outage_runs_[k].loads.size(); ++gi) {
       fleet::OutageLoad l = outage_runs_[k].loads[gi];
       if (l.replicas_at_peak == 0) continue;  // no call of that model went there
-      l.region = static_cast<int>(gi) / n_models_;
-      l.model = static_cast<int>(gi) % n_models_;
+      l.region = static_cast<int>(gi / 2) / n_models_;
+      l.model = static_cast<int>(gi / 2) % n_models_;
       l.model_id = spec_.models[static_cast<size_t>(l.model)];
       const double per_replica =
           spec_.spill_load * static_cast<double>(l.slots_at_peak) / l.replicas_at_peak;

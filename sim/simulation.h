@@ -129,6 +129,7 @@ class Simulation final : public core::EventTarget,
   };
   struct PoolState {
     int region = 0, model = 0;
+    int lane = 0;  // 1: it takes its region's long prompts of its model (prompts: long)
     std::unique_ptr<serving::StepModel> steps;
     serving::ServingConfig vllm;
     int held = 0;  // starting + active + draining + failed (counted as held)
@@ -183,7 +184,14 @@ class Simulation final : public core::EventTarget,
   int32_t power_of_two(const Group& g);             // the default choice among g's replicas
   void assign(Slot& s, Group& g, int32_t replica);  // the call joins the replica's counts
   int target_model(const Slot& s) const;            // the model that serves the call next
-  void cache_hit(uint32_t slot, SimTime now);       // answered from the response cache
+  /// 1 when `region` splits `model`'s calls by prompt length and this call's is long.
+  int lane_of(int region, int model, const Slot& s) const {
+    return split_[static_cast<size_t>(region * n_models_ + model)] &&
+                   s.spec.prompt_tokens >= spec_.long_prompt_tokens
+               ? 1
+               : 0;
+  }
+  void cache_hit(uint32_t slot, SimTime now);  // answered from the response cache
   int start_replica(int pool, SimTime ready_at);
   void activate(int replica, SimTime now);
   void deactivate(int replica);             // leaves its group's active list
@@ -211,18 +219,23 @@ class Simulation final : public core::EventTarget,
     return info_[static_cast<size_t>(replica)].state != State::kFailed &&
            info_[static_cast<size_t>(replica)].state != State::kRetired;
   }
-  Group& group(int region, int model) {
-    return groups_[static_cast<size_t>(region * n_models_ + model)];
+  // Arrival groups by region × model × lane (lane 1 only where the region splits the
+  // model's calls by prompt length); their index, and the region × model one of the rest.
+  size_t group_index(int region, int model, int lane) const {
+    return static_cast<size_t>((region * n_models_ + model) * 2 + lane);
+  }
+  Group& group(int region, int model, int lane) {
+    return groups_[group_index(region, model, lane)];
   }
   /// The group a pool's active replicas are in: its region's arrivals for the model, or the
   /// region's decode replicas of the model (role decode).
   Group& group_of(const PoolState& p) {
     return p.vllm.role == serving::EngineConfig::Role::kDecode
                ? decode_groups_[static_cast<size_t>(p.region * n_models_ + p.model)]
-               : group(p.region, p.model);
+               : group(p.region, p.model, p.lane);
   }
-  const Group& group(int region, int model) const {
-    return groups_[static_cast<size_t>(region * n_models_ + model)];
+  const Group& group(int region, int model, int lane) const {
+    return groups_[group_index(region, model, lane)];
   }
   bool meets_slo(const serving::RequestRecord& rec) const;
 
@@ -239,8 +252,9 @@ class Simulation final : public core::EventTarget,
   std::vector<std::unique_ptr<serving::Replica>> replicas_;
   std::vector<ReplicaInfo> info_;
   std::vector<PoolState> pools_;
-  std::vector<Group> groups_;
+  std::vector<Group> groups_;         // region × model × lane (group_index)
   std::vector<Group> decode_groups_;  // region × model: active replicas of decode pools
+  std::vector<char> split_;           // region × model: calls split by prompt length
   runtime::KvHandoffs handoffs_;      // KV transfers in flight
   /// serving.router: one per group (region × model); empty for the default power of two.
   /// A fleet of one has one for all its groups (router 0 of the run, as a single pool's
@@ -324,7 +338,7 @@ class Simulation final : public core::EventTarget,
   struct OutageRun {
     SimTime start = 0, end = 0;
     bool active = false;
-    std::vector<fleet::OutageLoad> loads;  // by region × model
+    std::vector<fleet::OutageLoad> loads;  // by region × model × lane (group_index)
   };
   std::vector<OutageRun> outage_runs_;  // by outage, with outages_
   std::vector<fleet::OutageResult> outages_;

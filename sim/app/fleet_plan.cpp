@@ -34,11 +34,34 @@ void check_path(yaml::Map& m, const std::string& field, const std::string& path)
   }
 }
 
+// An axes mapping, {field.path: [values]}.
+PlanAxes read_axes(yaml::Map& axes) {
+  PlanAxes out;
+  for (const auto& kv : axes.node()) {
+    const std::string path = kv.first.as<std::string>();
+    check_path(axes, path, path);
+    if (!kv.second.IsSequence() || kv.second.size() == 0)
+      axes.fail(path, "expected a list of values to try",
+                "e.g. axes: {serving.max_num_seqs: [256, 512]}");
+    std::vector<std::string> values;
+    for (const auto& v : kv.second) values.push_back(flow_text(v));
+    out.emplace_back(path, std::move(values));
+  }
+  return out;
+}
+
 }  // namespace
 
-size_t FleetPlanSpec::configurations() const {
-  size_t n = options.size();
+size_t FleetPlanOption::combinations(const PlanAxes& plan_axes) const {
+  size_t n = 1;
+  for (const auto& [path, values] : plan_axes) n *= values.size();
   for (const auto& [path, values] : axes) n *= values.size();
+  return n;
+}
+
+size_t FleetPlanSpec::configurations() const {
+  size_t n = 0;
+  for (const auto& o : options) n += o.combinations(axes);
   return n;
 }
 
@@ -77,23 +100,21 @@ FleetPlanSpec read_fleet_plan_section(const std::string& file,
         check_path(*set, path, path);
         o.set.push_back(path + "=" + flow_text(kv.second));
       }
+    if (auto axes = om.map_opt(plan_key("options[].axes"))) o.axes = read_axes(*axes);
     om.finish();
     for (const auto& other : spec.options)
       if (other.name == o.name) om.fail("name", "two options are named '" + o.name + "'");
     spec.options.push_back(std::move(o));
   }
-  if (auto axes = pm->map_opt(plan_key("axes"))) {
-    for (const auto& kv : axes->node()) {
-      const std::string path = kv.first.as<std::string>();
-      check_path(*axes, path, path);
-      if (!kv.second.IsSequence() || kv.second.size() == 0)
-        axes->fail(path, "expected a list of values to try",
-                   "e.g. axes: {serving.max_num_seqs: [256, 512]}");
-      std::vector<std::string> values;
-      for (const auto& v : kv.second) values.push_back(flow_text(v));
-      spec.axes.emplace_back(path, std::move(values));
-    }
-  }
+  if (auto axes = pm->map_opt(plan_key("axes"))) spec.axes = read_axes(*axes);
+  for (size_t i = 0; i < spec.options.size(); ++i)
+    for (const auto& [path, values] : spec.options[i].axes)
+      for (const auto& [plan_path, plan_values] : spec.axes)
+        if (path == plan_path)
+          pm->fail("options",
+                   "option '" + spec.options[i].name + "' has an axis " + path +
+                       " that the plan's axes already vary",
+                   "keep " + path + " in one of the two");
   if (spec.configurations() > static_cast<size_t>(spec.max_configurations))
     pm->fail("options",
              std::to_string(spec.configurations()) +
@@ -123,7 +144,7 @@ FleetPlanResult run_fleet_plan(const std::string& file, const std::vector<std::s
   // engine) is kept with its reason, and searched no further.
   std::vector<std::optional<FleetConfig>> configs;
   for (const FleetPlanOption& o : spec.options) {
-    const size_t combos = spec.configurations() / spec.options.size();
+    const size_t combos = o.combinations(spec.axes);
     for (size_t k = 0; k < combos; ++k) {
       FleetPlanCandidate c;
       c.option = o.name;
@@ -131,13 +152,14 @@ FleetPlanResult run_fleet_plan(const std::string& file, const std::vector<std::s
       std::vector<std::string> overrides = sets;
       for (const auto& s : o.set) overrides.push_back(s);
       size_t rest = k;
-      for (const auto& [path, values] : spec.axes) {
-        const std::string& v = values[rest % values.size()];
-        rest /= values.size();
-        c.axis_values.emplace_back(path, v);
-        c.label += " " + path + "=" + v;
-        overrides.push_back(path + "=" + v);
-      }
+      for (const PlanAxes* axes : {&spec.axes, &o.axes})
+        for (const auto& [path, values] : *axes) {
+          const std::string& v = values[rest % values.size()];
+          rest /= values.size();
+          c.axis_values.emplace_back(path, v);
+          c.label += " " + path + "=" + v;
+          overrides.push_back(path + "=" + v);
+        }
       c.answer.name = c.label;
       c.answer.note = o.note;
       c.answer.overrides = overrides;
@@ -234,10 +256,9 @@ FleetPlanResult run_fleet_plan(const std::string& file, const std::vector<std::s
   if (res.chosen >= 0 && spec.availability > 0) {
     const FleetConfig& b = *configs[static_cast<size_t>(res.chosen)];
     const LadderRung& a = res.candidates[static_cast<size_t>(res.chosen)].answer;
-    const std::vector<int> replicas =
-        res.regional && res.regional->met
-            ? res.regional->replicas
-            : pool_replicas(b, std::vector<double>(b.replicas.size(), a.scale));
+    const std::vector<int> replicas = res.regional && res.regional->met
+                                          ? res.regional->replicas
+                                          : pool_replicas(b, pool_factors(a, b.replicas.size()));
     res.spares = failure_spares(*b.sc.fleet, replicas, spec.availability);
     const fleet::CostModel& cm = b.sc.fleet->cost;
     bool priced = cm.basis == fleet::CostModel::Basis::kCloud;

@@ -14,7 +14,9 @@
 //       - {name: "H200 + MI300X 8:2", set: {fleet.regions[0].pools: [...]}}
 //     axes: {serving.max_num_seqs: [256, 512]}
 //
-// Every option × every combination of the axes is a configuration; each is a search of
+// An option may have axes of its own, tried with it only (a split pool's threshold,
+// fleet.routing.long_prompt_tokens: [2048, 8192]). Every option × every combination of the
+// plan's and its own axes is a configuration; each is a search of
 // sim/app/fleet_search.h (the fewest replicas, every pool resized by one factor, with which
 // the day's busiest stretch meets the target), and the configurations are ranked by $ a day.
 // The cheapest is the answer; it carries its validation error band and, with
@@ -39,9 +41,14 @@
 
 namespace fleetsim::app {
 
+using PlanAxes = std::vector<std::pair<std::string, std::vector<std::string>>>;  ///< path → values
+
 struct FleetPlanOption {
   std::string name, note;
   std::vector<std::string> set;  ///< "path=value"
+  PlanAxes axes;  ///< tried with this option only, after the plan's (e.g. its split threshold)
+  /// The product of the plan's and this option's axes' value counts.
+  size_t combinations(const PlanAxes& plan_axes) const;
 };
 
 struct FleetPlanSpec {
@@ -51,8 +58,8 @@ struct FleetPlanSpec {
   double availability = 0.999;  ///< spares cover the replicas down at once this share of time
   int max_configurations = 256;
   std::vector<FleetPlanOption> options;
-  std::vector<std::pair<std::string, std::vector<std::string>>> axes;  ///< path → values
-  /// options × the product of the axes' value counts.
+  PlanAxes axes;  ///< tried with every option
+  /// Σ over the options of their combinations of axis values.
   size_t configurations() const;
 };
 

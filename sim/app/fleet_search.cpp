@@ -1,6 +1,7 @@
 #include "sim/app/fleet_search.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
@@ -83,6 +84,8 @@ void fewest(int start, F&& try_n, std::optional<T>& hi, std::optional<T>& lo) {
 
 // The rung of the search's answer `e` (a run of `b`'s stretch) at the day's mean load.
 LadderRung rung_of(const FleetConfig& b, const Evaluation& e, double rho, LadderRung rung);
+LadderRung balance_sides(const FleetConfig& b, double target, double rho, LadderRung rung,
+                         Evaluation at_one);
 
 // The share of region r's calls (served there) that met the SLO.
 double region_attainment(const RunRecord& rec, size_t r) {
@@ -217,8 +220,107 @@ LadderRung climb(const FleetConfig& b, double target, double rho, LadderRung run
   }
   rung.replicas_simulated = hi->n;
   rung.scale = hi->n / (b.sample * b.largest);
-  return rung_of(b, *hi, rho, rung);
+  return balance_sides(b, target, rho, rung, std::move(*hi));
 }
+
+std::vector<double> pool_factors(const LadderRung& rung, size_t pools) {
+  return rung.pool_factors.size() == pools ? rung.pool_factors
+                                           : std::vector<double>(pools, rung.scale);
+}
+
+namespace {
+
+// The share of calls meeting the SLO on each side of a length split: [0] the short side
+// (and regions that do not split), [1] the long side; 1 for a side without calls.
+std::array<double, 2> side_attainment(const RunRecord& rec) {
+  uint64_t served[2] = {0, 0}, good[2] = {0, 0};
+  for (const auto& g : rec.fleet->regions) {
+    served[1] += g.served_long;
+    good[1] += g.good_long;
+    served[0] += g.served - g.served_long;
+    good[0] += g.good - g.good_long;
+  }
+  std::array<double, 2> a{};
+  for (int i = 0; i < 2; ++i)
+    a[static_cast<size_t>(i)] =
+        served[i] ? static_cast<double>(good[i]) / static_cast<double>(served[i]) : 1.0;
+  return a;
+}
+
+LadderRung balance_sides(const FleetConfig& b, double target, double rho, LadderRung rung,
+                         Evaluation at_one) {
+  // Per pool: its side (0 short, 1 long, -1 neither), and each side's largest pool.
+  std::vector<int> side;
+  std::array<int, 2> largest{0, 0};
+  for (const auto& region : b.sc.fleet->regions)
+    for (const auto& fp : region.pools) {
+      using P = fleet::FleetPool::Prompts;
+      const int s = fp.prompts == P::kAll ? -1 : fp.prompts == P::kLong ? 1 : 0;
+      if (s >= 0) {
+        auto& l = largest[static_cast<size_t>(s)];
+        l = std::max(l, b.replicas[side.size()]);
+      }
+      side.push_back(s);
+    }
+  if (largest[0] == 0 || largest[1] == 0) return rung_of(b, at_one, rho, rung);
+  // Each side in turn (long, then short) gets the fewest replicas with which the fleet's
+  // calls and each side's own meet the target, the other side as it stands: a side is not
+  // starved to pay for the other. Pools on neither side keep the one-factor size.
+  std::array<double, 2> k{rung.scale, rung.scale};
+  auto factors = [&] {
+    std::vector<double> f(side.size(), rung.scale);
+    for (size_t j = 0; j < f.size(); ++j)
+      if (side[j] >= 0) f[j] = k[static_cast<size_t>(side[j])];
+    return f;
+  };
+  auto met = [&](const RunRecord& rec) {
+    const auto a = side_attainment(rec);
+    return rec.answer->slo_attainment >= target && a[0] >= target && a[1] >= target;
+  };
+  Evaluation best = std::move(at_one);
+  best.met = met(best.record);
+  int sims = 0;
+  for (const int s : {1, 0}) {
+    const auto u = static_cast<size_t>(s);
+    const double per_n = 1.0 / (b.sample * largest[u]);  // factor per simulated replica
+    const double k0 = k[u];
+    std::optional<Evaluation> hi, lo;
+    fewest(
+        std::max(1, static_cast<int>(std::llround(k0 / per_n))),
+        [&](int n) {
+          ++sims;
+          k[u] = n * per_n;
+          Evaluation e;
+          e.n = n;
+          e.record = run_scaled(b, factors());
+          e.met = met(e.record);
+          return e;
+        },
+        hi, lo);
+    if (!hi) {
+      k[u] = k0;
+      rung.simulations += sims;
+      rung.reason = std::string("the ") + (s == 1 ? "long" : "short") +
+                    "-prompt side misses the SLO target even with " + std::to_string(lo->n) +
+                    " simulated replicas of its largest pool";
+      return rung;
+    }
+    k[u] = hi->n * per_n;
+    best = std::move(*hi);
+  }
+  rung.simulations += sims;
+  rung.pool_factors = factors();
+  char text[256];
+  std::snprintf(text, sizeof text,
+                "The length split's sides were sized apart (each side's calls and the "
+                "fleet's meet the target): short-prompt pools %.3gx, long-prompt pools %.3gx "
+                "the one-factor size (%d simulations)",
+                k[0] / rung.scale, k[1] / rung.scale, sims);
+  rung.sizing = text;
+  return rung_of(b, best, rho, rung);
+}
+
+}  // namespace
 
 namespace {
 
@@ -345,9 +447,10 @@ RegionalAnswer size_regions(const FleetConfig& base,
       region_of.push_back(r);
     }
   std::vector<double> scale(regions.size(), 1.0);  // × the one-factor answer, per region
+  const std::vector<double> k1 = pool_factors(answer, region_of.size());
   auto factors = [&] {
     std::vector<double> k(region_of.size());
-    for (size_t j = 0; j < k.size(); ++j) k[j] = answer.scale * scale[region_of[j]];
+    for (size_t j = 0; j < k.size(); ++j) k[j] = k1[j] * scale[region_of[j]];
     return k;
   };
   for (size_t r = 0; r < regions.size(); ++r) {
@@ -355,7 +458,13 @@ RegionalAnswer size_regions(const FleetConfig& base,
     RegionSize rs;
     rs.name = regions[r].traffic.name;
     // n: simulated replicas of the region's largest pool; the region's factor is n / n1.
-    const double n1 = base.sample * answer.scale * largest[r];
+    double k_largest = answer.scale;  // the one-factor answer's factor of that pool
+    for (size_t j = 0; j < region_of.size(); ++j)
+      if (region_of[j] == r && base.replicas[j] == largest[r]) {
+        k_largest = k1[j];
+        break;
+      }
+    const double n1 = base.sample * k_largest * largest[r];
     struct Try {
       int n = 0;
       bool met = false;

@@ -83,7 +83,11 @@ struct LadderRung {
   std::string reason;          ///< why no size met the target (when !met)
   int replicas_simulated = 0;  ///< of the largest pool, sampled
   double scale = 0;            ///< pool sizes × this against the step's scenario
-  double gpus = 0;             ///< full scale, provisioned for the busiest window
+  /// Where the pools were sized apart (the sides of a length split): per pool in the
+  /// scenario's order, its replicas × this; empty when every pool is at `scale`.
+  std::vector<double> pool_factors;
+  std::string sizing;  ///< how the pools were sized apart, in words (empty: one factor)
+  double gpus = 0;     ///< full scale, provisioned for the busiest window
   double gpu_hours_per_day = 0;
   double usd_per_day = 0;     ///< by the scenario's cost basis
   double calls_per_day = 0;   ///< the window's calls at the day's mean load (÷ ρ)
@@ -100,6 +104,9 @@ struct LadderRung {
   int simulations = 0;
   bool price_missing = false;
 };
+
+/// Per pool (`pools` of them): the rung's pool_factors, or `scale` for every pool.
+std::vector<double> pool_factors(const LadderRung& rung, size_t pools);
 
 struct LadderResult {
   std::string scenario_name, scenario_file;

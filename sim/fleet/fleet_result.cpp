@@ -19,6 +19,8 @@ void RegionResult::add(const RegionResult& o) {
   arrivals += o.arrivals;
   served += o.served;
   good += o.good;
+  served_long += o.served_long;
+  good_long += o.good_long;
   spilled_out += o.spilled_out;
   spilled_in += o.spilled_in;
   for (size_t k = 0; k < series.size() && k < o.series.size(); ++k) series[k].add(o.series[k]);

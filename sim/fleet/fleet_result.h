@@ -91,6 +91,8 @@ struct OutageResult {
 struct RegionResult {
   std::string name;
   uint64_t arrivals = 0, served = 0, good = 0, spilled_out = 0, spilled_in = 0;
+  /// Of served and good: the calls on the long side of a length split (prompts: long pools).
+  uint64_t served_long = 0, good_long = 0;
   metrics::LatencyStats ttft;  ///< of the calls served here (over_time's latency, merged)
   std::vector<RegionSample> series;
   /// Over the run, in buckets of the report interval (coarsened past 96): TTFT of the calls

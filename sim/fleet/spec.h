@@ -45,6 +45,11 @@ struct FleetPool {
   /// Replicas one server holds: floor(gpus per server / GPUs per replica) for replicas
   /// smaller than a server, else 1 (the replica spans servers_per_replica servers).
   int replicas_per_server = 1;
+  /// Which of its region's calls for its model the pool takes, by prompt length
+  /// (fleet.regions[].pools[].prompts): all, or those below / at or above
+  /// FleetSpec::long_prompt_tokens. A region that splits a model's calls gives every
+  /// pool that takes them a side, and both sides a pool (checked when loaded).
+  enum class Prompts : uint8_t { kAll, kShort, kLong } prompts = Prompts::kAll;
 };
 
 struct FleetRegion {
@@ -115,6 +120,10 @@ struct FleetSpec {
   /// serving the call's model, or "" for power of two choices by outstanding calls per
   /// batch slot (the default; it weighs pools of different batch sizes).
   std::string router;
+  /// fleet.routing.long_prompt_tokens: a call whose prompt has at least this many tokens
+  /// goes to its region's `prompts: long` pools of its model, a shorter one to the
+  /// `prompts: short` ones, where the region splits that model's pools; 0 = no split.
+  int64_t long_prompt_tokens = 0;
   double pue = 1.2;
   double floor_m2_per_rack = 2.5;
   double report_interval_s = 3600;

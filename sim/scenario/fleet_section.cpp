@@ -29,6 +29,53 @@ const yaml::Key& pool_key(const char* name) {
   return schema::key(std::string("fleet.regions[].pools[].") + name);
 }
 
+// Splitting calls by prompt length (fleet.routing.long_prompt_tokens and the pools'
+// prompts:): a region that splits a model's calls sends each to one side, so every pool that
+// takes that model's new calls (role both or prefill) must have a side and each side a pool.
+void check_length_split(yaml::Map& fl, const std::vector<std::vector<yaml::Map>>& pool_maps,
+                        const fleet::FleetSpec& spec) {
+  using Prompts = fleet::FleetPool::Prompts;
+  bool any = false;
+  for (size_t r = 0; r < spec.regions.size(); ++r) {
+    const auto& pools = spec.regions[r].pools;
+    for (size_t j = 0; j < pools.size(); ++j) {
+      const auto& a = pools[j];
+      if (a.prompts == Prompts::kAll) continue;
+      any = true;
+      const char* side = a.prompts == Prompts::kShort ? "short" : "long";
+      auto where = [&](const std::string& what, const std::string& hint) {
+        pool_maps[r][j].fail("prompts", "pool " + a.name + " (prompts: " + side + ") " + what,
+                             hint);
+      };
+      if (spec.long_prompt_tokens <= 0)
+        where("needs a length to split at, and fleet.routing.long_prompt_tokens is not set",
+              "add routing: {long_prompt_tokens: 4096} to fleet:");
+      bool other_side = false;
+      for (const auto& b : pools) {
+        if (b.pool.model.id != a.pool.model.id ||
+            b.pool.vllm.role == serving::EngineConfig::Role::kDecode)
+          continue;
+        if (b.prompts == Prompts::kAll)
+          where("splits " + a.pool.model.id + "'s calls by prompt length, but pool " + b.name +
+                    " takes them all",
+                "give " + b.name + " prompts: short or long");
+        other_side = other_side || (b.prompts != Prompts::kAll && b.prompts != a.prompts);
+      }
+      if (!other_side)
+        where(std::string("has no partner: no pool of ") + a.pool.model.id +
+                  " in the region takes " + (a.prompts == Prompts::kShort ? "long" : "short") +
+                  " prompts",
+              std::string("add a pool with prompts: ") +
+                  (a.prompts == Prompts::kShort ? "long" : "short"));
+    }
+  }
+  if (spec.long_prompt_tokens > 0 && !any) {
+    yaml::Map rt = fl.map(schema::key("fleet.routing"));
+    rt.fail("long_prompt_tokens", "no pool takes short or long prompts, so nothing is split",
+            "give two pools of a region prompts: short and prompts: long, or remove this key");
+  }
+}
+
 }  // namespace
 
 void load_fleet(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
@@ -55,9 +102,11 @@ void load_fleet(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
             "e.g. regions: [{name: us-east, utc_offset: -5, users: 0.4, pools: [...]}]");
   auto src = std::make_shared<yaml::Source>(yaml::Source{fl.file(), {}});
   std::vector<yaml::Map> region_maps;
+  std::vector<std::vector<yaml::Map>> pool_maps;  // by region: its pools', for later checks
   for (size_t i = 0; i < list.size(); ++i) {
     region_maps.emplace_back(list[i], src, fl.path() + ".regions[" + std::to_string(i) + "]");
     yaml::Map& rm = region_maps.back();
+    pool_maps.emplace_back();
     fleet::FleetRegion reg;
     reg.traffic.name = rm.str(region_key("name"));
     for (const auto& other : spec.regions)
@@ -116,6 +165,14 @@ void load_fleet(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
         fp.pool.vllm.role = role == "prefill" ? serving::EngineConfig::Role::kPrefill
                                               : serving::EngineConfig::Role::kDecode;
       }
+      const std::string prompts = pm.choice_or(pool_key("prompts"));
+      if (prompts != "all") {
+        if (fp.pool.vllm.role == serving::EngineConfig::Role::kDecode)
+          pm.fail("prompts", "a decode pool takes its calls from the prefill pools, not by length",
+                  "give the prefill pool prompts: " + prompts + ", and this one prompts: all");
+        fp.prompts = prompts == "short" ? fleet::FleetPool::Prompts::kShort
+                                        : fleet::FleetPool::Prompts::kLong;
+      }
       fp.spares = static_cast<int>(pm.integer_or(pool_key("spares")));
       fp.min_replicas = static_cast<int>(pm.integer_or(pool_key("min_replicas")));
       fp.max_replicas =
@@ -138,6 +195,7 @@ void load_fleet(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
       fp.gpu_idle_w = fp.gpu_idle_assumed ? 0.2 * fp.pool.gpu.tdp_w : fp.pool.gpu.idle_power_w;
       pm.finish();
       reg.pools.push_back(std::move(fp));
+      pool_maps.back().push_back(pm);
     }
     // A prefill pool needs a decode pool of its model in its region, and the other way
     // round; the KV cache moves between them in one format.
@@ -200,8 +258,10 @@ void load_fleet(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
     spec.spill_load = rt->number_or(schema::key("fleet.routing.spill_load"));
     spec.region_router =
         rt->choice_or(schema::key("fleet.routing.across_regions"), spec.region_router);
+    spec.long_prompt_tokens = rt->integer_or(schema::key("fleet.routing.long_prompt_tokens"), 0);
     rt->finish();
   }
+  check_length_split(fl, pool_maps, spec);
   if (auto rk = fl.map_opt(schema::key("fleet.datacenter"))) {
     spec.pue = rk->number_or(schema::key("fleet.datacenter.pue"));
     spec.floor_m2_per_rack = rk->number_or(schema::key("fleet.datacenter.floor_m2_per_rack"));

@@ -415,6 +415,9 @@ std::vector<Key> build() {
           "serving.speculative for the scenario's model"),
       C("fleet.regions[].pools[].role", {"both", "prefill", "decode"}, "both",
         "prefill/decode disaggregation"),
+      C("fleet.regions[].pools[].prompts", {"all", "short", "long"}, "all",
+        "which calls it takes by prompt length: short (below fleet.routing.long_prompt_tokens), "
+        "long (at or above it)"),
       I("fleet.regions[].pools[].spares", 0, 1e6, "0", "N+k headroom replicas"),
       I("fleet.regions[].pools[].min_replicas", 0, 1e7, "0", "autoscaling floor"),
       doc(I("fleet.regions[].pools[].max_replicas", 0, 1e7, "", "autoscaling ceiling"),
@@ -425,6 +428,9 @@ std::vector<Key> build() {
         "price of one server (cost basis owned)"),
       N("fleet.routing.spill_load", 0.01, 100, "1",
         "a region is saturated at this share of its batch slots"),
+      doc(I("fleet.routing.long_prompt_tokens", 1, 1 << 30, "",
+            "split by prompt length: calls at or above it go to prompts: long pools"),
+          "no split"),
       C("fleet.routing.across_regions", fleet::region_router_names(), "spill",
         "which region serves a call: spill (home unless saturated, then the nearest that is "
         "not) or a router's rule over the regions, by outstanding calls per batch slot"),
@@ -536,12 +542,15 @@ std::vector<Key> build() {
              "spares cover the replicas down at once this share of the time (fleet.failures' "
              "rates); 0: none"),
            I("fleet_plan.max_configurations", 1, 4096, "256", "refuse larger searches"),
-           req(L("fleet_plan.options", "1 to 256 alternative fleets: {name, note, set}")),
+           req(L("fleet_plan.options", "1 to 256 alternative fleets: {name, note, set, axes}")),
            req(S("fleet_plan.options[].name", "", "what this fleet is")),
            S("fleet_plan.options[].note", "", "its assumptions and sources"),
            doc(open(M("fleet_plan.options[].set",
                       "overrides making this fleet: {field.path: value}")),
                "none (the scenario as written)"),
+           doc(open(M("fleet_plan.options[].axes",
+                      "tried with this option only, after the plan's: {field.path: [values]}")),
+               "none"),
            doc(open(M("fleet_plan.axes", "tried with every option: {field.path: [values]}")),
                "none"),
        })

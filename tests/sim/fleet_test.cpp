@@ -1,6 +1,6 @@
 // Tests for sim/fleet: geo routing and spillover (with the WAN round trip in TTFT), the
 // autoscaler's reaction time, failures that lose no call, identical results for any thread
-// count, and input errors of the fleet section.
+// count, calls split between pools by prompt length, and input errors of the fleet section.
 #include "sim/simulation.h"
 
 #include <gtest/gtest.h>
@@ -263,6 +263,86 @@ TEST(Fleet, MixedGpuPoolsInOneRegionShareItsCalls) {
   EXPECT_GT(r.pools[0].completed, r.summary.requests_completed / 4);
   EXPECT_GT(r.pools[1].completed, r.summary.requests_completed / 4);
   EXPECT_EQ(r.pools[0].completed + r.pools[1].completed, r.summary.requests_completed);
+}
+
+// Two kinds of session, one turn each: chat (100-token prompts) and documents (5,000-token
+// prompts), every call 50 tokens out; no system prompt, so a call's prompt is its message.
+const char* kTwoLengths =
+    "  classes:\n"
+    "    - {name: chat, share: 0.8, turns_per_session: 1, prompt_tokens: {dist: fixed, value: "
+    "100}, output_tokens: {dist: fixed, value: 50}}\n"
+    "    - {name: documents, share: 0.2, turns_per_session: 1, prompt_tokens: {dist: fixed, "
+    "value: 5000}, output_tokens: {dist: fixed, value: 50}}\n";
+
+TEST(Fleet, LengthSplitSendsEachCallToItsSide) {
+  // Split at 1,000 tokens: every 5,000-token call goes to the long pool and every 100-token
+  // call to the short one. A pool's input tokens are the prompts it completed, so the long
+  // pool's are exactly 5,000 × its calls and the short pool's 100 × its calls; the region
+  // counts the long pool's calls as its long side.
+  const std::string regions = R"(
+    - {name: dc, utc_offset: 0h, users: 1, diurnal: flat,
+       pools: [{name: short, prompts: short, replicas: 20}, {name: long, prompts: long, replicas: 20}]}
+)";
+  const FleetResult r = run_fleet(
+      load(scenario_text(regions, "  routing: {long_prompt_tokens: 1000}\n", kTwoLengths)), {}, 1);
+  ASSERT_EQ(r.pools.size(), 2u);
+  const PoolResult &shrt = r.pools[0], &lng = r.pools[1];
+  ASSERT_GT(shrt.completed, 500u);
+  ASSERT_GT(lng.completed, 100u);
+  EXPECT_EQ(shrt.input_tokens, 100u * shrt.completed);
+  EXPECT_EQ(lng.input_tokens, 5000u * lng.completed);
+  EXPECT_EQ(shrt.completed + lng.completed, r.summary.requests_completed);
+  EXPECT_EQ(r.regions[0].served_long, lng.completed);
+  // One session in five is a document: the long side's share of the calls is 0.2 (binomial
+  // s.d. sqrt(0.2 · 0.8 / n) < 0.02 for n > 400).
+  EXPECT_NEAR(
+      static_cast<double>(lng.completed) / static_cast<double>(r.summary.requests_completed), 0.2,
+      0.06);
+  // At 5,001 tokens nothing is long: the long pool stays idle.
+  const FleetResult all_short = run_fleet(
+      load(scenario_text(regions, "  routing: {long_prompt_tokens: 5001}\n", kTwoLengths)), {}, 1);
+  EXPECT_EQ(all_short.pools[1].completed, 0u);
+  EXPECT_EQ(all_short.pools[0].completed, all_short.summary.requests_completed);
+  EXPECT_EQ(all_short.regions[0].served_long, 0u);
+}
+
+TEST(Fleet, LengthSplitErrorsNameThePool) {
+  const std::string split = "  routing: {long_prompt_tokens: 1000}\n";
+  // A side without a threshold.
+  std::string e = error_of(scenario_text(R"(
+    - {name: a, utc_offset: 0h, users: 1,
+       pools: [{name: s, prompts: short, replicas: 2}, {name: l, prompts: long, replicas: 2}]}
+)"));
+  EXPECT_NE(e.find("pool a/s (prompts: short) needs a length to split at"), std::string::npos) << e;
+  EXPECT_NE(e.find("long_prompt_tokens"), std::string::npos) << e;
+  EXPECT_NE(e.find("fleet.yaml:"), std::string::npos) << e;
+  // A pool of the split model without a side.
+  e = error_of(scenario_text(R"(
+    - {name: a, utc_offset: 0h, users: 1,
+       pools: [{name: s, prompts: short, replicas: 2}, {name: l, prompts: long, replicas: 2}, {name: x, replicas: 2}]}
+)",
+                             split));
+  EXPECT_NE(e.find("pool a/x takes them all"), std::string::npos) << e;
+  // One side only.
+  e = error_of(scenario_text(R"(
+    - {name: a, utc_offset: 0h, users: 1, pools: [{name: l, prompts: long, replicas: 2}]}
+)",
+                             split));
+  EXPECT_NE(e.find("no pool of llama-3.1-8b in the region takes short prompts"), std::string::npos)
+      << e;
+  // A threshold with nothing split.
+  e = error_of(scenario_text(R"(
+    - {name: a, utc_offset: 0h, users: 1, pools: [{name: h100, replicas: 2}]}
+)",
+                             split));
+  EXPECT_NE(e.find("no pool takes short or long prompts"), std::string::npos) << e;
+  // A misspelt side gets the list.
+  e = error_of(scenario_text(R"(
+    - {name: a, utc_offset: 0h, users: 1, pools: [{name: h100, prompts: lng, replicas: 2}]}
+)",
+                             split));
+  EXPECT_NE(e.find("prompts"), std::string::npos) << e;
+  EXPECT_NE(e.find("long"), std::string::npos) << e;
 }
 
 TEST(Fleet, SampledRunScalesPoolsAndCounts) {

@@ -1,6 +1,7 @@
 // Tests for sim/app/fleet_plan: the fleet_plan section is read strictly; every option × axis
-// value is searched, the answers respect hand-computed bounds, the ranking is by $ a day,
-// the traffic perturbation carries more calls, and the result does not depend on threads.
+// value (the plan's and the option's own) is searched, a length split's sides are sized
+// apart, the answers respect hand-computed bounds, the ranking is by $ a day, the traffic
+// perturbation carries more calls, and the result does not depend on threads.
 #include "sim/app/fleet_plan.h"
 
 #include <gtest/gtest.h>
@@ -239,6 +240,69 @@ std::string plan_error(F f) {
   return "";
 }
 
+// Chat (100-token prompts, 80 % of sessions) and documents (8,000 tokens), one turn each,
+// 50 tokens out: 4e6 weekly users × 0.5 × 2 sessions = 4e6 calls a day (46.3 a second), flat.
+const char* kSplitFleet = R"(
+seed: 3
+model: llama-3.1-8b
+hardware: {gpu: h100-sxm, node: hgx-h100, tp: 1}
+serving: {policy: vllm, chunked_prefill: true, max_num_seqs: 64}
+users:
+  weekly_active: 4e6
+  daily_active_fraction: 0.5
+  sessions_per_day: 2
+  turns_per_session: 1
+  think_time: 20s
+  prompt_tokens: 100
+  output_tokens: 50
+  classes:
+    - {name: chat, share: 0.8}
+    - {name: documents, share: 0.2, prompt_tokens: 8000}
+fleet:
+  regions:
+    - {name: dc, utc_offset: 0h, users: 1, diurnal: flat, pools: [{name: main, replicas: 4}]}
+slo: {ttft: 2s, tpot: 100ms}
+fleet_plan:
+  window: 10min
+  warmup: 2min
+  perturb_traffic: 0
+  options:
+    - {name: mixed}
+    - name: split
+      set:
+        fleet.regions[0].pools: [{name: s, prompts: short, replicas: 4}, {name: l, prompts: long, replicas: 4}]
+      axes: {fleet.routing.long_prompt_tokens: [1000, 16000]}
+)";
+
+TEST(FleetPlan, AnOptionsAxesAreTriedWithItAndASplitsSidesAreSizedApart) {
+  const std::string file =
+      test::scenario_file("fleetsim_fleet_plan_test", "split", std::string(kSplitFleet));
+  const FleetPlanResult r =
+      run_fleet_plan(file, {}, std::nullopt, test::bundled_catalog(), nullptr, 2);
+  // 1 configuration of "mixed" + 2 of "split" (its own axis): 3, in enumeration order.
+  ASSERT_EQ(r.candidates.size(), 3u);
+  EXPECT_EQ(r.candidates[0].label, "mixed");
+  EXPECT_EQ(r.candidates[1].label, "split fleet.routing.long_prompt_tokens=1000");
+  EXPECT_EQ(r.candidates[2].label, "split fleet.routing.long_prompt_tokens=16000");
+  for (const auto& c : r.candidates)
+    ASSERT_TRUE(c.answer.met) << c.label << ": " << c.answer.reason;
+  // One pool: one factor, no sides.
+  EXPECT_TRUE(r.candidates[0].answer.pool_factors.empty());
+  EXPECT_TRUE(r.candidates[0].answer.sizing.empty());
+  // Split, each side sized on its own: a factor per pool, said in words.
+  for (size_t i : {1, 2}) {
+    ASSERT_EQ(r.candidates[i].answer.pool_factors.size(), 2u);
+    EXPECT_NE(r.candidates[i].answer.sizing.find("sized apart"), std::string::npos);
+  }
+  // At 16,000 tokens no prompt is long: the idle long side shrinks to one replica, the
+  // fewest a pool has (factor 1 simulated replica ÷ (sample 1 × its 4 replicas) = 0.25).
+  EXPECT_DOUBLE_EQ(r.candidates[2].answer.pool_factors[1], 0.25);
+  // At 1,000 tokens the documents go to the long pool: 0.2 × 46.3 calls/s × 8,000 tokens ×
+  // 2 × 8.03e9 FLOP a token = 1.19e15 FLOP/s of prefill, above one H100's 9.89e14 peak, so
+  // the long side needs at least 2 of the 4 replicas: factor ≥ 0.5.
+  EXPECT_GE(r.candidates[1].answer.pool_factors[1], 0.5);
+}
+
 TEST(FleetPlan, SectionErrorsNameTheFieldAndHelp) {
   const std::string none = test::scenario_file("fleetsim_fleet_plan_test", "none", kPlanFleet);
   EXPECT_NE(plan_error([&] { read_fleet_plan_section(none, {}); }).find("fleet_plan: section"),
@@ -261,6 +325,16 @@ TEST(FleetPlan, SectionErrorsNameTheFieldAndHelp) {
       std::string(kPlanFleet) +
           "fleet_plan: {options: [{name: a}], axes: {serving.max_num_seqs: []}}\n");
   EXPECT_NE(plan_error([&] { read_fleet_plan_section(empty, {}); }).find("list of values"),
+            std::string::npos);
+  // An option's axis that the plan's axes vary already.
+  const std::string both = test::scenario_file(
+      "fleetsim_fleet_plan_test", "both",
+      std::string(kPlanFleet) +
+          "fleet_plan: {options: [{name: a, axes: {serving.max_num_seqs: [1, 2]}}], axes: "
+          "{serving.max_num_seqs: [4]}}\n");
+  EXPECT_NE(plan_error([&] {
+              read_fleet_plan_section(both, {});
+            }).find("option 'a' has an axis serving.max_num_seqs that the plan's axes"),
             std::string::npos);
   // 2 options × 3 × 3 axis values = 18 configurations, over a limit of 10.
   const std::string big = test::scenario_file(
