@@ -470,14 +470,22 @@ void Calc::layer_ops(StepBreakdown& s, const BatchShape& b, double scale, const 
     // `tokens`: tokens routed on this GPU; `copies`: token copies its experts process;
     // `experts`: expert weight sets it reads; `fl`: expert FFN width on this GPU; `m`: rows
     // per hit expert (the grouped GEMM's occupancy).
+    // W4A4 grouped GEMMs on an FP4 unit keep the catalog's single measured FP4 fraction and
+    // memory efficiency, not a table's dense fp4 rows: those time single dense GEMMs (small
+    // ones at 1-2.8 TB/s, launch-bound), not the engines' grouped MoE kernels, which stream
+    // every hit expert's weights in one launch; and the engines' MoE terms were fitted
+    // against that fraction (hw_models/calibration/README.md, "FP4 rows").
+    const bool fp4_grouped = d_.prec.math == DType::kFp4 && d_.gpu->fp4_flops_per_s > 0;
+    Unit grouped_fp4 = u;
+    grouped_fp4.rows = nullptr;
     auto routed = [&](const char* gemm_name, double tokens, double copies, double experts,
                       double fl, double m, bool combine) {
       gemm(e_bucket, "moe", "router", Lmoe, tokens, h, E, u);
       op(e_bucket, "moe", "router top-k", Lmoe, 0, tokens * (E * 4.0 + k * 8.0), Kind::kOther, u);
       op(e_bucket, "moe", "token copies sorted by expert", Lmoe, 0, copies * 8.0, Kind::kOther, u);
       op(e_bucket, "moe", gemm_name, Lmoe, 2.0 * copies * 3.0 * h * fl,
-         weight_bytes(experts * 3.0 * h * fl) + copies * (2.0 * h + 3.0 * fl) * act, Kind::kGemm, u,
-         occupancy(m), d_.eff.moe_efficiency);
+         weight_bytes(experts * 3.0 * h * fl) + copies * (2.0 * h + 3.0 * fl) * act, Kind::kGemm,
+         fp4_grouped ? grouped_fp4 : u, occupancy(m), d_.eff.moe_efficiency);
       op(e_bucket, "moe", "expert activation (SiLU x up)", Lmoe, 0, copies * 3.0 * fl * act,
          Kind::kOther, u);
       if (combine)

@@ -583,6 +583,32 @@ TEST_F(CalibrationFile, Fp4RowsCostW4A4GemmsShapeByShape) {
   w4a16.bind_calibration(shared);
   EXPECT_EQ(w4a16.calib_rows[0][1], nullptr);
   EXPECT_FALSE(w4a16.uses_table(shared->tables()[0]));
+
+  // W4A4 Qwen3-30B-A3B (MoE) on one B200: the routed experts' grouped GEMM keeps the
+  // catalog's single FP4 fraction and memory efficiency (the rows time dense kernels), so it
+  // costs exactly what it costs with no table; the dense projections take the rows.
+  const auto& moe = catalog().model("qwen3-30b-a3b");
+  auto with = make_deployment(moe, {}, g, Precision::of(DType::kFp4, DType::kFp4, DType::kFp8),
+                              full_test_eff(g));
+  auto without = with;
+  with.bind_calibration(shared);
+  BatchShape mix;
+  mix.prefill_tokens = 2048;
+  mix.decode_seqs = 64;
+  mix.decode_ctx_tokens = 64 * 1000;
+  auto find = [](const std::vector<OpCost>& ops, const std::string& prefix) {
+    for (const OpCost& op : ops)
+      if (op.name.rfind(prefix, 0) == 0) return op;
+    return OpCost{};
+  };
+  const auto ops_with = explain_step(with, mix), ops_without = explain_step(without, mix);
+  const OpCost grouped = find(ops_with, "routed experts (grouped GEMM");
+  ASSERT_GT(grouped.time_s, 0.0);
+  EXPECT_DOUBLE_EQ(grouped.time_s, find(ops_without, "routed experts (grouped GEMM").time_s);
+  EXPECT_EQ(grouped.bound.find("calibrated"), std::string::npos) << grouped.bound;
+  const OpCost proj = find(ops_with, "output projection");
+  EXPECT_NE(proj.bound.find("calibrated"), std::string::npos) << proj.bound;
+  EXPECT_NE(proj.time_s, find(ops_without, "output projection").time_s);
 }
 
 TEST_F(CalibrationFile, ErrorsNameLineAndColumn) {
@@ -624,32 +650,25 @@ TEST_F(CalibrationFile, ErrorsNameLineAndColumn) {
   EXPECT_NE(e.message().find("GEMMs only"), std::string::npos) << e.what();
 }
 
-TEST(Calibration, TablesKeptButNotInstalledStillLoad) {
-  // hw_models/calibration/not-installed/ holds published tables that made the suite worse
-  // (its README says by how much); they must stay valid so that installing one is one
-  // command. The FP4 one's rows are on B200's FP4 rate and its 8192³ row is compute-bound at
-  // 2·8192³ / 205 µs = 5,364 TFLOP/s = 0.596 of 9,000.
-  const fs::path dir = fs::path(FLEETSIM_SOURCE_DIR) / "hw_models/calibration/not-installed";
-  int tables = 0;
-  for (const auto& e : fs::directory_iterator(dir)) {
-    if (e.path().extension() != ".csv") continue;
-    const CalibrationTable t = load_calibration(e.path().string(), catalog());
-    ++tables;
-    EXPECT_FALSE(t.rows.empty()) << t.file;
-    if (e.path().filename() != "b200-gemm-fp4-published.csv") continue;
-    EXPECT_EQ(t.gpu, "b200");
-    bool cube = false;
-    for (const auto& r : t.rows) {
-      EXPECT_EQ(r.dtype, "fp4") << t.file << ":" << r.line;
-      // (8192 x 4096 x 16384 has the same FLOPs; the bytes tell them apart.)
-      if (r.flops != 2.0 * 8192 * 8192 * 8192 || r.bytes != 3.0 * 8192 * 8192 * 0.5) continue;
-      cube = true;
-      EXPECT_TRUE(r.compute_bound);
-      EXPECT_NEAR(r.fraction, 2.0 * 8192 * 8192 * 8192 / 205e-6 / 9000e12, 1e-9);
-    }
-    EXPECT_TRUE(cube);
+TEST(Calibration, PublishedFp4TableIsOnB200sFp4Rate) {
+  // hw_models/calibration/b200-gemm-fp4-published.csv: every row is an fp4 GEMM on B200's
+  // FP4 rate, and its 8192³ row is compute-bound at 2·8192³ / 205 µs = 5,364 TFLOP/s =
+  // 0.596 of 9,000.
+  const CalibrationTable t = load_calibration(
+      std::string(FLEETSIM_SOURCE_DIR) + "/hw_models/calibration/b200-gemm-fp4-published.csv",
+      catalog());
+  EXPECT_EQ(t.gpu, "b200");
+  EXPECT_EQ(t.rows.size(), 49u);
+  bool cube = false;
+  for (const auto& r : t.rows) {
+    EXPECT_EQ(r.dtype, "fp4") << t.file << ":" << r.line;
+    // (8192 x 4096 x 16384 has the same FLOPs; the bytes tell them apart.)
+    if (r.flops != 2.0 * 8192 * 8192 * 8192 || r.bytes != 3.0 * 8192 * 8192 * 0.5) continue;
+    cube = true;
+    EXPECT_TRUE(r.compute_bound);
+    EXPECT_NEAR(r.fraction, 2.0 * 8192 * 8192 * 8192 / 205e-6 / 9000e12, 1e-9);
   }
-  EXPECT_GE(tables, 1);
+  EXPECT_TRUE(cube);
 }
 
 TEST(Calibration, ShippedTablesLoadAndCiteTheirRows) {
