@@ -39,6 +39,20 @@ std::string method(const app::FleetPlanResult& r) {
               "the target (the regions before it already resized), and the result is "
               "simulated again in the fleet's busiest hour."
             : "");
+  if (r.traffic) {
+    int estimated = 0;
+    for (const auto& c : r.candidates) estimated += c.analytic_usd_per_day ? 1 : 0;
+    o << " Analytic pre-screen (slack " << general(*r.spec.slack, 3)
+      << "): the busiest stretch's traffic measured once, on [" << r.traffic_from << "] ("
+      << general(r.traffic->calls_per_s, 3) << " calls/s, " << general(r.traffic->mean_prompt, 3)
+      << " prompt and " << general(r.traffic->mean_output, 3)
+      << " output tokens a call); each configuration's $ a day estimated from the step model "
+         "(the single-pool planner's estimate, pools resized by one factor to carry the calls "
+         "at 90 % of their capacity); "
+      << r.pruned << " of " << estimated
+      << " estimated configurations pruned, not simulated, their estimate above (1 + slack) x "
+         "the cheapest; the others simulated.";
+  }
   return o.str();
 }
 
@@ -205,6 +219,13 @@ nlohmann::ordered_json fleet_plan_json(const app::FleetPlanResult& r) {
   p["peak_hour"] = r.window.peak_hour;
   p["window_to_mean"] = r.window.window_to_mean;
   p["simulations"] = r.simulations;
+  if (r.traffic)
+    p["prescreen"] = {{"slack", *r.spec.slack},
+                      {"traffic_from", r.traffic_from},
+                      {"calls_per_s", r.traffic->calls_per_s},
+                      {"mean_prompt_tokens", r.traffic->mean_prompt},
+                      {"mean_output_tokens", r.traffic->mean_output},
+                      {"pruned", r.pruned}};
   p["dropped"] = fleet_plan_dropped(r);
   p["chosen"] = r.chosen >= 0 ? nlohmann::ordered_json(r.chosen) : nlohmann::ordered_json();
   p["ranking"] = r.ranking;
@@ -216,6 +237,13 @@ nlohmann::ordered_json fleet_plan_json(const app::FleetPlanResult& r) {
     for (const auto& [path, v] : c.axis_values) j["axes"][path] = v;
     j["overrides"] = c.answer.overrides;
     j["answer"] = rung_json(c.answer);
+    if (r.traffic) {
+      if (c.analytic_usd_per_day)
+        j["analytic_usd_per_day"] = *c.analytic_usd_per_day;
+      else if (!c.analytic_note.empty())
+        j["analytic_note"] = "not estimated: " + c.analytic_note;
+      j["pruned"] = c.pruned;
+    }
     if (!c.error_band.empty()) {
       j["error_band"] = c.error_band;
       j["gpus_at_p75_error"] = c.gpus_at_p75;

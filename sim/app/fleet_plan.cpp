@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 
 #include <yaml-cpp/yaml.h>
 
@@ -82,6 +83,7 @@ FleetPlanSpec read_fleet_plan_section(const std::string& file,
   spec.per_region = pm->boolean_or(plan_key("per_region"));
   spec.availability = pm->number_or(plan_key("availability"));
   spec.max_configurations = static_cast<int>(pm->integer_or(plan_key("max_configurations")));
+  if (pm->has(plan_key("slack"))) spec.slack = pm->number(plan_key("slack"));
   if (!pm->has(plan_key("options"))) pm->fail("options", "missing required list", kOptionsHint);
   const YAML::Node list = pm->node()["options"];
   if (!list.IsSequence() || list.size() < 1 || list.size() > 256)
@@ -179,13 +181,45 @@ FleetPlanResult run_fleet_plan(const std::string& file, const std::vector<std::s
     }
   }
 
+  // The analytic pre-screen (fleet_plan.slack): the stretch's traffic measured once, on the
+  // first valid configuration at its own size; each configuration's $ a day estimated from
+  // the step model; those above (1 + slack) × the cheapest estimate are not simulated.
+  if (spec.slack) {
+    size_t first = 0;
+    while (first < configs.size() && !configs[first]) ++first;
+    if (first < configs.size()) {
+      res.traffic = window_traffic(*configs[first]);
+      res.traffic_from = res.candidates[first].label;
+      ++res.simulations;
+      double best = std::numeric_limits<double>::infinity();
+      for (size_t i = 0; i < configs.size(); ++i) {
+        if (!configs[i]) continue;
+        FleetPlanCandidate& c = res.candidates[i];
+        c.analytic_usd_per_day = analytic_usd_per_day(*configs[i], *res.traffic, &c.analytic_note);
+        if (c.analytic_usd_per_day) best = std::min(best, *c.analytic_usd_per_day);
+      }
+      for (auto& c : res.candidates) {
+        if (!c.analytic_usd_per_day || *c.analytic_usd_per_day <= (1 + *spec.slack) * best)
+          continue;
+        c.pruned = true;
+        ++res.pruned;
+        char b[160];
+        std::snprintf(b, sizeof b,
+                      "pruned, not simulated: analytic $%.0f a day, above (1 + slack %.3g) x "
+                      "the cheapest estimate ($%.0f)",
+                      *c.analytic_usd_per_day, *spec.slack, best);
+        c.answer.reason = b;
+      }
+    }
+  }
+
   // The searches side by side; each runs its simulations one after another.
   const int n = static_cast<int>(res.candidates.size());
   searches_side_by_side(
       n, threads,
       [&](int i) {
         const auto u = static_cast<size_t>(i);
-        if (configs[u])
+        if (configs[u] && !res.candidates[u].pruned)
           res.candidates[u].answer =
               climb(*configs[u], spec.target, res.window.window_to_mean, res.candidates[u].answer);
       },

@@ -57,6 +57,9 @@ struct FleetPlanSpec {
   bool per_region = true;       ///< size the answer's regions apart, each for its own peak
   double availability = 0.999;  ///< spares cover the replicas down at once this share of time
   int max_configurations = 256;
+  /// The analytic pre-screen: only configurations whose analytic $ a day is within
+  /// (1 + slack) × the cheapest estimate are simulated; empty = every one.
+  std::optional<double> slack;
   std::vector<FleetPlanOption> options;
   PlanAxes axes;  ///< tried with every option
   /// Σ over the options of their combinations of axis values.
@@ -77,6 +80,11 @@ struct FleetPlanCandidate {
   double gpus_at_p75 = 0;  ///< GPUs if the model is as optimistic as that group's p75
   bool perturbed = false;  ///< searched again with perturb_traffic more users
   LadderRung perturbed_answer;
+  /// The pre-screen's estimate (fleet_plan.slack; empty: not estimated, see analytic_note),
+  /// and whether it kept the configuration from being simulated.
+  std::optional<double> analytic_usd_per_day;
+  std::string analytic_note;
+  bool pruned = false;
 };
 
 struct FleetPlanResult {
@@ -94,6 +102,10 @@ struct FleetPlanResult {
   std::vector<PoolSpares> spares;
   double spares_gpus = 0;
   double spares_usd_per_day = 0;  ///< cloud basis; 0 when owned or a price is missing
+  /// The pre-screen's traffic (fleet_plan.slack), measured on `traffic_from`.
+  std::optional<WindowTraffic> traffic;
+  std::string traffic_from;
+  int pruned = 0;
   int simulations = 0;
   double wall_s = 0;
   int threads = 1;

@@ -223,6 +223,75 @@ LadderRung climb(const FleetConfig& b, double target, double rho, LadderRung run
   return balance_sides(b, target, rho, rung, std::move(*hi));
 }
 
+WindowTraffic window_traffic(const FleetConfig& config) {
+  const RunRecord rec = run_scaled(config, std::vector<double>(config.replicas.size(), 1.0));
+  const metrics::Summary& s = rec.summary();
+  WindowTraffic t;
+  if (s.sim_duration_s > 0)
+    t.calls_per_s = static_cast<double>(s.requests_arrived) / s.sim_duration_s / config.sample;
+  if (s.requests_completed > 0) {
+    t.mean_prompt = static_cast<double>(s.input_tokens) / static_cast<double>(s.requests_completed);
+    t.mean_output =
+        static_cast<double>(s.output_tokens) / static_cast<double>(s.requests_completed);
+  }
+  return t;
+}
+
+std::optional<double> analytic_usd_per_day(const FleetConfig& config, const WindowTraffic& traffic,
+                                           std::string* why) {
+  const fleet::FleetSpec& f = *config.sc.fleet;
+  auto no = [&](const std::string& reason) -> std::optional<double> {
+    if (why != nullptr) *why = reason;
+    return std::nullopt;
+  };
+  if (f.models.size() > 1) return no("the fleet serves more than one model");
+  if (f.long_prompt_tokens > 0) return no("its pools are split by prompt length");
+  if (traffic.calls_per_s <= 0) return no("no calls in the measured stretch");
+  const double P = traffic.mean_prompt, O = std::max(1.0, traffic.mean_output);
+  double capacity = 0, gpus = 0, usd_per_hour = 0;  // at the configuration's own size
+  size_t j = 0;
+  for (const auto& region : f.regions)
+    for (const auto& fp : region.pools) {
+      const scenario::Pool& pool = fp.pool;
+      const double replicas = config.replicas[j++];
+      if (pool.vllm.role != serving::EngineConfig::Role::kBoth)
+        return no("pool " + fp.name + " is disaggregated");
+      if (pool.spec) return no("pool " + fp.name + " decodes speculatively");
+      if (fp.usd_per_gpu_hour <= 0) return no("pool " + fp.name + " has no price");
+      const hw::Deployment& d = pool.dep;
+      hw::BatchShape pre;
+      pre.prefill_tokens = std::max<int64_t>(1, std::llround(P));
+      pre.prefill_attn_pairs = P * (P + 1) / 2;
+      pre.prefill_kv_tokens = pre.prefill_tokens;
+      pre.logits_tokens = 1;
+      const double prefill_s = hw::estimate_step(d, pre).total_s();
+      auto step = [&](int64_t n) {
+        const hw::DecodeAffine a = hw::decode_affine(d, n);
+        return a.fixed_s + a.per_ctx_token_s * static_cast<double>(n) * (P + O / 2);
+      };
+      const double kv_tokens = static_cast<double>(pool.memory.kv_blocks) * pool.vllm.block_tokens;
+      const int64_t n_max = std::max<int64_t>(
+          1, std::min<int64_t>(pool.vllm.max_num_seqs, static_cast<int64_t>(kv_tokens / (P + O))));
+      const double budget = config.sc.slo_tpot_s ? 0.8 * *config.sc.slo_tpot_s : 1e30;
+      int64_t lo = 1, hi = n_max;  // the largest n with step(n) <= budget (step grows with n)
+      if (step(hi) <= budget) {
+        lo = hi;
+      } else {
+        while (hi - lo > 1) {
+          const int64_t mid = (lo + hi) / 2;
+          (step(mid) <= budget ? lo : hi) = mid;
+        }
+      }
+      const double per_replica = 1.0 / (prefill_s + O * step(lo) / static_cast<double>(lo));
+      capacity += replicas * per_replica;
+      gpus += replicas * pool.par.gpus();
+      usd_per_hour += replicas * pool.par.gpus() * fp.usd_per_gpu_hour;
+    }
+  if (capacity <= 0 || gpus <= 0) return no("no pool");
+  const double k = traffic.calls_per_s / (0.9 * capacity);
+  return k * usd_per_hour * 24.0;
+}
+
 std::vector<double> pool_factors(const LadderRung& rung, size_t pools) {
   return rung.pool_factors.size() == pools ? rung.pool_factors
                                            : std::vector<double>(pools, rung.scale);

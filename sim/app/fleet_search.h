@@ -76,6 +76,25 @@ FleetConfig fleet_config(const std::string& file, const std::vector<std::string>
 /// max(1, round(k[j] · replicas[j])), as every search simulates them.
 std::vector<int> pool_replicas(const FleetConfig& config, const std::vector<double>& k);
 
+/// The busiest stretch's traffic, measured by simulating `config` once at its own size:
+/// calls arrived per second over the stretch (warm-up included) and the completed calls'
+/// mean prompt and output tokens.
+struct WindowTraffic {
+  double calls_per_s = 0, mean_prompt = 0, mean_output = 0;
+};
+WindowTraffic window_traffic(const FleetConfig& config);
+
+/// An analytic estimate of `config`'s $ a day (GPUs held all day at the pools' cloud prices)
+/// for `traffic`, from the step model alone, as the single-pool planner estimates (README,
+/// "Capacity planning"): per pool, a replica serves 1 / (prefill of the mean prompt + mean
+/// output × step(B) / B) calls a second, B the largest decode batch whose step keeps TPOT
+/// within 0.8 × the SLO and whose mean contexts fit the KV cache; the pools, resized by one
+/// factor, carry the calls at 90 % of that. Empty, with the reason in `why`, where the
+/// estimate does not apply: more than one model, disaggregated or split pools, speculative
+/// decoding, a pool without a price.
+std::optional<double> analytic_usd_per_day(const FleetConfig& config, const WindowTraffic& traffic,
+                                           std::string* why);
+
 /// Runs search(i) for every i in [0, n) side by side on `threads` threads (the results must
 /// not depend on the order); `progress` (may be empty) is called after each, one call at a
 /// time, with (searches done, n).

@@ -536,6 +536,10 @@ std::vector<Key> build() {
              "GPUs follow the day's load (derived from the busiest window, not simulated)"),
            N("fleet_plan.perturb_traffic", 0, 10, "0.2",
              "the answer re-simulated with (1 + this) x the users; 0 skips it"),
+           doc(N("fleet_plan.slack", 0, 100, "",
+                 "simulate only configurations whose analytic $ a day is within (1 + slack) x "
+                 "the cheapest estimate"),
+               "every configuration simulated"),
            B("fleet_plan.per_region", "true",
              "then size the answer's regions apart, each for its own busiest hour"),
            N("fleet_plan.availability", 0, 0.999999, "0.999",

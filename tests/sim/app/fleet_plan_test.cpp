@@ -94,6 +94,44 @@ TEST(FleetPlan, EveryConfigurationIsSearchedRankedByCostAndBoundedByHand) {
   }());
 }
 
+TEST(FleetPlan, TheAnalyticPreScreenSkipsDearConfigurationsAndKeepsTheAnswer) {
+  const std::string file = test::scenario_file("fleetsim_fleet_plan_test", "prescreen",
+                                               std::string(kPlanFleet) + kPlanSection);
+  const FleetPlanResult all =
+      run_fleet_plan(file, {}, std::nullopt, test::bundled_catalog(), nullptr, 2);
+  const FleetPlanResult pre = run_fleet_plan(file, {"fleet_plan.slack=0.5"}, std::nullopt,
+                                             test::bundled_catalog(), nullptr, 2);
+  ASSERT_TRUE(pre.traffic.has_value());
+  EXPECT_FALSE(all.traffic.has_value());
+  // The traffic, measured on the first configuration: 4.63 calls/s (Poisson over a 12-minute
+  // stretch: within 15 %) of 100 output tokens; a session's first prompt has 200 tokens, its
+  // second the first turn and its answer too (200 + 100 + 200 = 500), so the mean prompt is
+  // above 200 and at most (200 + 500) / 2 = 350.
+  EXPECT_NEAR(pre.traffic->calls_per_s, 4.63, 0.7);
+  EXPECT_GT(pre.traffic->mean_prompt, 200);
+  EXPECT_LE(pre.traffic->mean_prompt, 350);
+  EXPECT_NEAR(pre.traffic->mean_output, 100, 1e-9);
+  // One request at a time on an H100: a call holds its replica for ≥ 100 decode steps of ≥
+  // 16.06 GB / 3.35 TB/s = 4.79 ms, so a replica serves ≤ 2.09 calls/s, and at 90 % the
+  // estimate is ≥ calls/s / (0.9 × 2.09) GPUs × 24 h × $3.24.
+  const FleetPlanCandidate& one = pre.candidates[0];
+  ASSERT_TRUE(one.analytic_usd_per_day.has_value());
+  EXPECT_GE(*one.analytic_usd_per_day, pre.traffic->calls_per_s / (0.9 * 2.09) * 24 * 3.24);
+  // It is more than 1.5x the batching estimates: pruned, with the reason, not simulated.
+  EXPECT_TRUE(one.pruned);
+  EXPECT_EQ(one.answer.reason.rfind("pruned, not simulated", 0), 0u) << one.answer.reason;
+  EXPECT_EQ(one.answer.simulations, 0);
+  // 405B does not fit: invalid, not estimated.
+  EXPECT_FALSE(pre.candidates[4].analytic_usd_per_day.has_value());
+  // The answer is the full search's, for fewer simulations.
+  ASSERT_GE(all.chosen, 0);
+  ASSERT_EQ(pre.chosen, all.chosen);
+  EXPECT_EQ(pre.candidates[static_cast<size_t>(pre.chosen)].answer.usd_per_day,
+            all.candidates[static_cast<size_t>(all.chosen)].answer.usd_per_day);
+  EXPECT_GT(pre.pruned, 0);
+  EXPECT_LT(pre.simulations, all.simulations);
+}
+
 TEST(FleetPlan, SameSeedSameAnswerWhateverTheThreads) {
   const std::string file = test::scenario_file("fleetsim_fleet_plan_test", "threads",
                                                std::string(kPlanFleet) + kPlanSection);
