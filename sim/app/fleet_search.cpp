@@ -13,6 +13,7 @@
 #include "sim/core/parallel.h"
 #include "sim/core/time.h"
 #include "sim/fleet/population.h"
+#include "sim/plan/planner.h"
 
 namespace fleetsim::app {
 
@@ -258,31 +259,13 @@ std::optional<double> analytic_usd_per_day(const FleetConfig& config, const Wind
         return no("pool " + fp.name + " is disaggregated");
       if (pool.spec) return no("pool " + fp.name + " decodes speculatively");
       if (fp.usd_per_gpu_hour <= 0) return no("pool " + fp.name + " has no price");
-      const hw::Deployment& d = pool.dep;
-      hw::BatchShape pre;
-      pre.prefill_tokens = std::max<int64_t>(1, std::llround(P));
-      pre.prefill_attn_pairs = P * (P + 1) / 2;
-      pre.prefill_kv_tokens = pre.prefill_tokens;
-      pre.logits_tokens = 1;
-      const double prefill_s = hw::estimate_step(d, pre).total_s();
-      auto step = [&](int64_t n) {
-        const hw::DecodeAffine a = hw::decode_affine(d, n);
-        return a.fixed_s + a.per_ctx_token_s * static_cast<double>(n) * (P + O / 2);
-      };
       const double kv_tokens = static_cast<double>(pool.memory.kv_blocks) * pool.vllm.block_tokens;
       const int64_t n_max = std::max<int64_t>(
           1, std::min<int64_t>(pool.vllm.max_num_seqs, static_cast<int64_t>(kv_tokens / (P + O))));
-      const double budget = config.sc.slo_tpot_s ? 0.8 * *config.sc.slo_tpot_s : 1e30;
-      int64_t lo = 1, hi = n_max;  // the largest n with step(n) <= budget (step grows with n)
-      if (step(hi) <= budget) {
-        lo = hi;
-      } else {
-        while (hi - lo > 1) {
-          const int64_t mid = (lo + hi) / 2;
-          (step(mid) <= budget ? lo : hi) = mid;
-        }
-      }
-      const double per_replica = 1.0 / (prefill_s + O * step(lo) / static_cast<double>(lo));
+      const double per_replica =
+          plan::estimate_replica(pool.dep, P, O, n_max,
+                                 config.sc.slo_tpot_s ? 0.8 * *config.sc.slo_tpot_s : 1e30)
+              .calls_per_s;
       capacity += replicas * per_replica;
       gpus += replicas * pool.par.gpus();
       usd_per_hour += replicas * pool.par.gpus() * fp.usd_per_gpu_hour;

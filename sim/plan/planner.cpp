@@ -327,22 +327,48 @@ void Planner::price(Candidate& c) const {
 //   colocated: each request holds the replica for t_p + O·t(n)/n → capacity 1/(that);
 //   disaggregated: decode n/(O·t(n)) per decode replica, 1/t_p per prefill replica.
 // Replicas = ceil(rate / (0.9 · capacity)) (a 90 % utilisation target), within min..max.
-void Planner::estimate(Candidate& c, const scenario::Scenario& sc) const {
-  const double P = stats_.mean_prompt, O = std::max(1.0, stats_.mean_output);
-  const hw::Deployment& d = sc.dep;
-  c.gpus_per_replica = sc.par.gpus();
-  c.error_band = sc.error_band;
+ReplicaEstimate estimate_replica(const hw::Deployment& d, double P, double O, int64_t n_max,
+                                 double step_budget_s) {
+  O = std::max(1.0, O);
+  ReplicaEstimate e;
   hw::BatchShape pre;
   pre.prefill_tokens = static_cast<int64_t>(std::llround(P));
   pre.prefill_attn_pairs = P * (P + 1) / 2;
   pre.prefill_kv_tokens = pre.prefill_tokens;
   pre.logits_tokens = 1;
-  c.prefill_mean_s = hw::estimate_step(d, pre).total_s();
+  e.prefill_s = hw::estimate_step(d, pre).total_s();
   auto step = [&](int64_t n) {
     const hw::DecodeAffine a = hw::decode_affine(d, n);
     return a.fixed_s + a.per_ctx_token_s * static_cast<double>(n) * (P + O / 2);
   };
-  c.tpot_batch1_s = step(1);
+  e.step_batch1_s = step(1);
+  int64_t lo = 1, hi = std::max<int64_t>(1, n_max);  // the largest n with step(n) ≤ budget
+  if (step(hi) <= step_budget_s) {
+    lo = hi;
+  } else {
+    while (hi - lo > 1) {
+      const int64_t mid = (lo + hi) / 2;
+      (step(mid) <= step_budget_s ? lo : hi) = mid;
+    }
+  }
+  e.batch = lo;
+  e.step_s = step(lo);
+  e.calls_per_s = 1.0 / (e.prefill_s + O * e.step_s / static_cast<double>(lo));
+  return e;
+}
+
+void Planner::estimate(Candidate& c, const scenario::Scenario& sc) const {
+  const double P = stats_.mean_prompt, O = std::max(1.0, stats_.mean_output);
+  const hw::Deployment& d = sc.dep;
+  c.gpus_per_replica = sc.par.gpus();
+  c.error_band = sc.error_band;
+  const double kv_tokens = static_cast<double>(sc.memory.kv_blocks) * sc.vllm.block_tokens;
+  const int64_t n_max = std::max<int64_t>(
+      1, std::min<int64_t>(sc.vllm.max_num_seqs, static_cast<int64_t>(kv_tokens / (P + O))));
+  const ReplicaEstimate r =
+      estimate_replica(d, P, O, n_max, sc.slo_tpot_s ? 0.8 * *sc.slo_tpot_s : 1e30);
+  c.prefill_mean_s = r.prefill_s;
+  c.tpot_batch1_s = r.step_batch1_s;
   if (sc.slo_tpot_s && c.tpot_batch1_s > *sc.slo_tpot_s) {
     c.status = Status::kInfeasible;
     c.reason = "TPOT at batch 1 is " + units::format(c.tpot_batch1_s, units::Dim::kTime) +
@@ -385,21 +411,9 @@ void Planner::estimate(Candidate& c, const scenario::Scenario& sc) const {
       return;
     }
   }
-  const double kv_tokens = static_cast<double>(sc.memory.kv_blocks) * sc.vllm.block_tokens;
-  const int64_t n_max = std::max<int64_t>(
-      1, std::min<int64_t>(sc.vllm.max_num_seqs, static_cast<int64_t>(kv_tokens / (P + O))));
-  const double budget = sc.slo_tpot_s ? 0.8 * *sc.slo_tpot_s : 1e30;
-  int64_t lo = 1, hi = n_max;  // largest n with step(n) ≤ budget (step grows with n)
-  if (step(hi) <= budget) {
-    lo = hi;
-  } else {
-    while (hi - lo > 1) {
-      const int64_t mid = (lo + hi) / 2;
-      (step(mid) <= budget ? lo : hi) = mid;
-    }
-  }
+  const int64_t lo = r.batch;
   c.decode_batch = static_cast<int>(lo);
-  const double t = step(lo);
+  const double t = r.step_s;
   const double util = 0.9;
   int replicas = 0;
   if (c.prefill_share > 0) {
@@ -410,7 +424,7 @@ void Planner::estimate(Candidate& c, const scenario::Scenario& sc) const {
         static_cast<int>(std::ceil(stats_.rate_per_s / (util * decode_cap))),
         static_cast<int>(std::ceil(stats_.rate_per_s / (util * prefill_cap * c.prefill_share))));
   } else {
-    c.capacity_per_s = 1.0 / (c.prefill_mean_s + O * t / static_cast<double>(lo));
+    c.capacity_per_s = r.calls_per_s;
     replicas = static_cast<int>(std::ceil(stats_.rate_per_s / (util * c.capacity_per_s)));
   }
   replicas = std::max(replicas, spec_.min_replicas);
