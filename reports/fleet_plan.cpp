@@ -33,6 +33,10 @@ std::string method(const app::FleetPlanResult& r) {
             : "GPUs are provisioned for that hour and held all day. ")
     << "A day's calls, tokens and energy are the hour's at the day's mean load (÷ "
     << general(r.window.window_to_mean, 3) << "). Ranked by $ a day."
+    << (r.spec.rank_per_region && r.window.region_names.size() > 1
+            ? " Every configuration that meets the target is then sized region by region (as "
+              "below) and the ranking and the table are by that size."
+            : "")
     << (r.spec.per_region && r.window.region_names.size() > 1
             ? " The cheapest is then sized region by region: each region's pools, in its own "
               "busiest hour, get the fewest replicas with which its calls and the fleet's meet "
@@ -70,9 +74,9 @@ Table fleet_plan_table(const app::FleetPlanResult& r) {
               "TTFT p99",
               "TPOT p99"};
   const double best =
-      r.chosen >= 0 ? r.candidates[static_cast<size_t>(r.chosen)].answer.usd_per_day : 0;
+      r.chosen >= 0 ? r.candidates[static_cast<size_t>(r.chosen)].ranked().usd_per_day : 0;
   for (const int i : r.ranking) {
-    const app::LadderRung& a = r.candidates[static_cast<size_t>(i)].answer;
+    const app::LadderRung& a = r.candidates[static_cast<size_t>(i)].ranked();
     char vs[32];
     std::snprintf(vs, sizeof vs, "+%.0f %%", best > 0 ? 100 * (a.usd_per_day / best - 1) : 0.0);
     t.rows.push_back({r.candidates[static_cast<size_t>(i)].label, human(a.gpus),
@@ -178,10 +182,12 @@ std::string fleet_plan_answer(const app::FleetPlanResult& r) {
     }
   }
   if (r.ranking.size() > 1) {
-    const app::LadderRung& next = r.candidates[static_cast<size_t>(r.ranking[1])].answer;
+    const app::LadderRung& next = r.candidates[static_cast<size_t>(r.ranking[1])].ranked();
+    const app::LadderRung& first = c.ranked();
     o << " The runner-up, [" << r.candidates[static_cast<size_t>(r.ranking[1])].label << "], costs "
       << usd(next.usd_per_day) << " a day (+"
-      << general(100 * (next.usd_per_day / a.usd_per_day - 1), 2) << " %).";
+      << general(100 * (next.usd_per_day / first.usd_per_day - 1), 2) << " %"
+      << (c.regional ? ", both sized region by region" : "") << ").";
   }
   return o.str();
 }
@@ -237,6 +243,11 @@ nlohmann::ordered_json fleet_plan_json(const app::FleetPlanResult& r) {
     for (const auto& [path, v] : c.axis_values) j["axes"][path] = v;
     j["overrides"] = c.answer.overrides;
     j["answer"] = rung_json(c.answer);
+    if (c.regional) {
+      j["sized_by_region"] = rung_json(c.regional->rung);
+      j["sized_by_region"]["met"] = c.regional->met;
+      if (!c.regional->reason.empty()) j["sized_by_region"]["reason"] = c.regional->reason;
+    }
     if (r.traffic) {
       if (c.analytic_usd_per_day)
         j["analytic_usd_per_day"] = *c.analytic_usd_per_day;

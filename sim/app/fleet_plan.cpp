@@ -81,6 +81,7 @@ FleetPlanSpec read_fleet_plan_section(const std::string& file,
   spec.autoscaling = pm->boolean_or(plan_key("autoscaling"));
   spec.perturb_traffic = pm->number_or(plan_key("perturb_traffic"));
   spec.per_region = pm->boolean_or(plan_key("per_region"));
+  spec.rank_per_region = pm->boolean_or(plan_key("rank_per_region"));
   spec.availability = pm->number_or(plan_key("availability"));
   spec.max_configurations = static_cast<int>(pm->integer_or(plan_key("max_configurations")));
   if (pm->has(plan_key("slack"))) spec.slack = pm->number(plan_key("slack"));
@@ -240,10 +241,36 @@ FleetPlanResult run_fleet_plan(const std::string& file, const std::vector<std::s
     const auto& band = configs[static_cast<size_t>(i)]->sc.error_band;
     if (band) c.gpus_at_p75 = std::ceil(c.answer.gpus * band->capacity_factor_p75());
   }
+  // Each configuration that met the target, sized region by region (rank_per_region).
+  const bool regions_apart = res.window.region_names.size() > 1;
+  auto regional_of = [&](size_t i) {
+    const FleetPlanCandidate& c = res.candidates[i];
+    auto region_config = [&](size_t r) {
+      std::vector<std::string> overrides = c.answer.overrides;
+      for (const auto& w : res.window.region_overrides[r]) overrides.push_back(w);
+      return fleet_config(file, overrides, seed, catalog, calibration, res.window.sample,
+                          "region " + res.window.region_names[r] + "'s busiest hour");
+    };
+    RegionalAnswer g =
+        size_regions(*configs[i], region_config, spec.target, res.window.window_to_mean, c.answer);
+    for (size_t r = 0; r < g.regions.size(); ++r)
+      g.regions[r].peak_hour = res.window.region_peak_hours[r];
+    return g;
+  };
+  if (spec.rank_per_region && regions_apart) {
+    searches_side_by_side(static_cast<int>(res.ranking.size()), threads,
+                          [&](int k) {
+                            const auto i = static_cast<size_t>(res.ranking[static_cast<size_t>(k)]);
+                            res.candidates[i].regional = regional_of(i);
+                          },
+                          {});
+    for (const int i : res.ranking)
+      res.simulations += res.candidates[static_cast<size_t>(i)].regional->simulations;
+  }
   // Cheapest $ a day first; equal costs by fewer GPUs, then enumeration order.
   std::stable_sort(res.ranking.begin(), res.ranking.end(), [&](int a, int b) {
-    const LadderRung &x = res.candidates[static_cast<size_t>(a)].answer,
-                     &y = res.candidates[static_cast<size_t>(b)].answer;
+    const LadderRung &x = res.candidates[static_cast<size_t>(a)].ranked(),
+                     &y = res.candidates[static_cast<size_t>(b)].ranked();
     if (x.usd_per_day != y.usd_per_day) return x.usd_per_day < y.usd_per_day;
     return x.gpus < y.gpus;
   });
@@ -271,20 +298,16 @@ FleetPlanResult run_fleet_plan(const std::string& file, const std::vector<std::s
     c.perturbed = true;
     res.simulations += c.perturbed_answer.simulations;
   }
-  // The answer's regions sized apart, each for its own busiest hour.
-  if (res.chosen >= 0 && spec.per_region && res.window.region_names.size() > 1) {
-    const FleetPlanCandidate& c = res.candidates[static_cast<size_t>(res.chosen)];
-    auto region_config = [&](size_t r) {
-      std::vector<std::string> overrides = c.answer.overrides;
-      for (const auto& w : res.window.region_overrides[r]) overrides.push_back(w);
-      return fleet_config(file, overrides, seed, catalog, calibration, res.window.sample,
-                          "region " + res.window.region_names[r] + "'s busiest hour");
-    };
-    res.regional = size_regions(*configs[static_cast<size_t>(res.chosen)], region_config,
-                                spec.target, res.window.window_to_mean, c.answer);
-    for (size_t r = 0; r < res.regional->regions.size(); ++r)
-      res.regional->regions[r].peak_hour = res.window.region_peak_hours[r];
-    res.simulations += res.regional->simulations;
+  // The answer's regions sized apart, each for its own busiest hour (already, when every
+  // configuration was).
+  if (res.chosen >= 0 && regions_apart) {
+    const auto i = static_cast<size_t>(res.chosen);
+    if (res.candidates[i].regional) {
+      res.regional = res.candidates[i].regional;
+    } else if (spec.per_region) {
+      res.regional = regional_of(i);
+      res.simulations += res.regional->simulations;
+    }
   }
   // The answer's failure headroom, at its final sizes.
   if (res.chosen >= 0 && spec.availability > 0) {

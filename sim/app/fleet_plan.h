@@ -54,7 +54,10 @@ struct FleetPlanOption {
 struct FleetPlanSpec {
   double target = 0.99, window_s = 3600, warmup_s = 900, perturb_traffic = 0.2;
   bool autoscaling = false;
-  bool per_region = true;       ///< size the answer's regions apart, each for its own peak
+  bool per_region = true;  ///< size the answer's regions apart, each for its own peak
+  /// Size every configuration that meets the target region by region before ranking, and
+  /// rank by that (fleets of two or more regions; about 9 more simulations each).
+  bool rank_per_region = false;
   double availability = 0.999;  ///< spares cover the replicas down at once this share of time
   int max_configurations = 256;
   /// The analytic pre-screen: only configurations whose analytic $ a day is within
@@ -85,6 +88,10 @@ struct FleetPlanCandidate {
   std::optional<double> analytic_usd_per_day;
   std::string analytic_note;
   bool pruned = false;
+  /// Sized region by region before ranking (fleet_plan.rank_per_region).
+  std::optional<RegionalAnswer> regional;
+  /// What it is ranked by: the region-by-region answer where one was found, else `answer`.
+  const LadderRung& ranked() const { return regional && regional->met ? regional->rung : answer; }
 };
 
 struct FleetPlanResult {

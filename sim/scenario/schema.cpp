@@ -542,6 +542,9 @@ std::vector<Key> build() {
                "every configuration simulated"),
            B("fleet_plan.per_region", "true",
              "then size the answer's regions apart, each for its own busiest hour"),
+           B("fleet_plan.rank_per_region", "false",
+             "size every configuration that meets the target region by region before ranking, "
+             "and rank by that (about 9 more simulations each)"),
            N("fleet_plan.availability", 0, 0.999999, "0.999",
              "spares cover the replicas down at once this share of the time (fleet.failures' "
              "rates); 0: none"),

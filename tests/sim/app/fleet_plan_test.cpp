@@ -234,6 +234,36 @@ TEST(FleetPlan, RegionsAreSizedApartEachForItsOwnBusiestHour) {
   EXPECT_EQ(off.candidates[0].answer.gpus, one.gpus);
 }
 
+TEST(FleetPlan, RankedPerRegionEveryConfigurationIsSizedApartFirst) {
+  const std::string file =
+      test::scenario_file("fleetsim_fleet_plan_test", "rank_regions", std::string(kTwoRegions));
+  const FleetPlanResult r = run_fleet_plan(
+      file,
+      {"fleet_plan.rank_per_region=true",
+       "fleet_plan.options=[{name: batching}, {name: small batches, set: {serving.max_num_seqs: "
+       "8}}]"},
+      std::nullopt, test::bundled_catalog(), nullptr, 2);
+  ASSERT_EQ(r.candidates.size(), 2u);
+  ASSERT_EQ(r.ranking.size(), 2u);
+  // Both met, both sized region by region, ranked by that cost.
+  for (const auto& c : r.candidates) {
+    ASSERT_TRUE(c.regional.has_value()) << c.label;
+    ASSERT_TRUE(c.regional->met) << c.label << ": " << c.regional->reason;
+    EXPECT_EQ(&c.ranked(), &c.regional->rung);
+  }
+  const FleetPlanCandidate &first = r.candidates[static_cast<size_t>(r.ranking[0])],
+                           &second = r.candidates[static_cast<size_t>(r.ranking[1])];
+  EXPECT_LE(first.ranked().usd_per_day, second.ranked().usd_per_day);
+  EXPECT_EQ(r.chosen, r.ranking[0]);
+  // The answer's regional sizing is the one already done, not run again: every simulation
+  // is a search's or a sizing's (perturb_traffic is 0 in this file).
+  ASSERT_TRUE(r.regional.has_value());
+  EXPECT_EQ(r.regional->rung.usd_per_day, first.regional->rung.usd_per_day);
+  int sims = 0;
+  for (const auto& c : r.candidates) sims += c.answer.simulations + c.regional->simulations;
+  EXPECT_EQ(r.simulations, sims);
+}
+
 TEST(FleetPlan, AConfigurationWithoutAPriceIsInvalidNotCheapest) {
   // A copy of the catalog whose H200 has no cloud price: its $ a day would leave the pool
   // out (0), so its configurations are invalid with the reason, never ranked as cheapest.
