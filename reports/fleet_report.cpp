@@ -298,26 +298,6 @@ std::vector<Table> fleet_tables(const scenario::Scenario& sc, const fleet::Fleet
   return tables;
 }
 
-namespace {
-// Calls served on each side of a length split: [0] short (and unsplit regions), [1] long.
-struct LengthSplit {
-  uint64_t served[2] = {0, 0}, good[2] = {0, 0};
-  double attainment(int side) const {
-    return served[side] ? static_cast<double>(good[side]) / static_cast<double>(served[side]) : 0.0;
-  }
-};
-LengthSplit length_split(const fleet::FleetResult& res) {
-  LengthSplit ls;
-  for (const auto& r : res.regions) {
-    ls.served[1] += r.served_long;
-    ls.good[1] += r.good_long;
-    ls.served[0] += r.served - r.served_long;
-    ls.good[0] += r.good - r.good_long;
-  }
-  return ls;
-}
-}  // namespace
-
 json fleet_techniques_json(const scenario::Scenario& sc, const fleet::FleetResult& res) {
   const auto& s = res.summary;
   const fleet::FleetSpec& f = *sc.fleet;
@@ -350,7 +330,7 @@ json fleet_techniques_json(const scenario::Scenario& sc, const fleet::FleetResul
   j["kv_transfers"] = s.kv_transfers;
   j["kv_transfer_mean_s"] = s.kv_transfer_mean_s;
   if (f.long_prompt_tokens > 0) {
-    const LengthSplit ls = length_split(res);
+    const fleet::LengthSides ls = fleet::length_sides(res);
     json sides = json::object();
     for (const auto& p : res.pools)
       if (p.spec->prompts != fleet::FleetPool::Prompts::kAll)
@@ -359,8 +339,8 @@ json fleet_techniques_json(const scenario::Scenario& sc, const fleet::FleetResul
                          {"pools", sides},
                          {"calls_long", ls.served[1]},
                          {"calls_short", ls.served[0]},
-                         {"slo_attainment_long", ls.attainment(1)},
-                         {"slo_attainment_short", ls.attainment(0)}};
+                         {"slo_attainment_long", ls.attainment(1, 0.0)},
+                         {"slo_attainment_short", ls.attainment(0, 0.0)}};
   }
   return j;
 }
@@ -410,14 +390,14 @@ std::string fleet_techniques_notes(const scenario::Scenario& sc, const fleet::Fl
     parts.push_back(b);
   }
   if (f.long_prompt_tokens > 0) {
-    const LengthSplit ls = length_split(res);
+    const fleet::LengthSides ls = fleet::length_sides(res);
     const double all = static_cast<double>(std::max<uint64_t>(1, ls.served[0] + ls.served[1]));
     std::snprintf(b, sizeof b,
                   "split by prompt length at %lld tokens: %.1f %% of calls took the prompts: long "
                   "pools (%.1f %% of them met their SLO), the rest the short ones (%.1f %%)",
                   static_cast<long long>(f.long_prompt_tokens),
-                  100.0 * static_cast<double>(ls.served[1]) / all, 100 * ls.attainment(1),
-                  100 * ls.attainment(0));
+                  100.0 * static_cast<double>(ls.served[1]) / all, 100 * ls.attainment(1, 0.0),
+                  100 * ls.attainment(0, 0.0));
     parts.push_back(b);
   }
   if (!f.router.empty()) parts.push_back("router inside regions: " + f.router);

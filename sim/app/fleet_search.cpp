@@ -259,12 +259,11 @@ std::optional<double> analytic_usd_per_day(const FleetConfig& config, const Wind
         return no("pool " + fp.name + " is disaggregated");
       if (pool.spec) return no("pool " + fp.name + " decodes speculatively");
       if (fp.usd_per_gpu_hour <= 0) return no("pool " + fp.name + " has no price");
-      const double kv_tokens = static_cast<double>(pool.memory.kv_blocks) * pool.vllm.block_tokens;
-      const int64_t n_max = std::max<int64_t>(
-          1, std::min<int64_t>(pool.vllm.max_num_seqs, static_cast<int64_t>(kv_tokens / (P + O))));
       const double per_replica =
-          plan::estimate_replica(pool.dep, P, O, n_max,
-                                 config.sc.slo_tpot_s ? 0.8 * *config.sc.slo_tpot_s : 1e30)
+          plan::estimate_replica(
+              pool.dep, P, O, pool.vllm.max_num_seqs,
+              static_cast<double>(pool.memory.kv_blocks) * pool.vllm.block_tokens,
+              config.sc.slo_tpot_s ? 0.8 * *config.sc.slo_tpot_s : 1e30)
               .calls_per_s;
       capacity += replicas * per_replica;
       gpus += replicas * pool.par.gpus();
@@ -281,23 +280,6 @@ std::vector<double> pool_factors(const LadderRung& rung, size_t pools) {
 }
 
 namespace {
-
-// The share of calls meeting the SLO on each side of a length split: [0] the short side
-// (and regions that do not split), [1] the long side; 1 for a side without calls.
-std::array<double, 2> side_attainment(const RunRecord& rec) {
-  uint64_t served[2] = {0, 0}, good[2] = {0, 0};
-  for (const auto& g : rec.fleet->regions) {
-    served[1] += g.served_long;
-    good[1] += g.good_long;
-    served[0] += g.served - g.served_long;
-    good[0] += g.good - g.good_long;
-  }
-  std::array<double, 2> a{};
-  for (int i = 0; i < 2; ++i)
-    a[static_cast<size_t>(i)] =
-        served[i] ? static_cast<double>(good[i]) / static_cast<double>(served[i]) : 1.0;
-  return a;
-}
 
 LadderRung balance_sides(const FleetConfig& b, double target, double rho, LadderRung rung,
                          Evaluation at_one) {
@@ -326,8 +308,10 @@ LadderRung balance_sides(const FleetConfig& b, double target, double rho, Ladder
     return f;
   };
   auto met = [&](const RunRecord& rec) {
-    const auto a = side_attainment(rec);
-    return rec.answer->slo_attainment >= target && a[0] >= target && a[1] >= target;
+    // A side without calls has nothing to miss.
+    const fleet::LengthSides ls = fleet::length_sides(*rec.fleet);
+    return rec.answer->slo_attainment >= target && ls.attainment(0, 1.0) >= target &&
+           ls.attainment(1, 1.0) >= target;
   };
   Evaluation best = std::move(at_one);
   best.met = met(best.record);

@@ -57,4 +57,15 @@ std::vector<std::vector<int>> FleetSpec::partitions() const {
   return parts;
 }
 
+LengthSides length_sides(const FleetResult& res) {
+  LengthSides ls;
+  for (const auto& r : res.regions) {
+    ls.served[1] += r.served_long;
+    ls.good[1] += r.good_long;
+    ls.served[0] += r.served - r.served_long;
+    ls.good[0] += r.good - r.good_long;
+  }
+  return ls;
+}
+
 }  // namespace fleetsim::fleet

@@ -121,4 +121,16 @@ struct FleetResult : RunResult {
   double peak_rss_bytes = 0;
 };
 
+/// The calls served on each side of a length split (fleet.routing.long_prompt_tokens),
+/// over the regions: [0] the short side (and regions that do not split), [1] the long side.
+struct LengthSides {
+  uint64_t served[2] = {0, 0}, good[2] = {0, 0};
+  /// The side's share of its calls meeting the SLO; `if_empty` when it served none.
+  double attainment(int side, double if_empty) const {
+    return served[side] ? static_cast<double>(good[side]) / static_cast<double>(served[side])
+                        : if_empty;
+  }
+};
+LengthSides length_sides(const FleetResult& res);
+
 }  // namespace fleetsim::fleet

@@ -327,9 +327,11 @@ void Planner::price(Candidate& c) const {
 //   colocated: each request holds the replica for t_p + O·t(n)/n → capacity 1/(that);
 //   disaggregated: decode n/(O·t(n)) per decode replica, 1/t_p per prefill replica.
 // Replicas = ceil(rate / (0.9 · capacity)) (a 90 % utilisation target), within min..max.
-ReplicaEstimate estimate_replica(const hw::Deployment& d, double P, double O, int64_t n_max,
-                                 double step_budget_s) {
+ReplicaEstimate estimate_replica(const hw::Deployment& d, double P, double O, int64_t max_num_seqs,
+                                 double kv_tokens, double step_budget_s) {
   O = std::max(1.0, O);
+  const int64_t n_max = std::max<int64_t>(
+      1, std::min<int64_t>(max_num_seqs, static_cast<int64_t>(kv_tokens / (P + O))));
   ReplicaEstimate e;
   hw::BatchShape pre;
   pre.prefill_tokens = static_cast<int64_t>(std::llround(P));
@@ -342,7 +344,7 @@ ReplicaEstimate estimate_replica(const hw::Deployment& d, double P, double O, in
     return a.fixed_s + a.per_ctx_token_s * static_cast<double>(n) * (P + O / 2);
   };
   e.step_batch1_s = step(1);
-  int64_t lo = 1, hi = std::max<int64_t>(1, n_max);  // the largest n with step(n) ≤ budget
+  int64_t lo = 1, hi = n_max;  // the largest n with step(n) ≤ budget
   if (step(hi) <= step_budget_s) {
     lo = hi;
   } else {
@@ -363,10 +365,8 @@ void Planner::estimate(Candidate& c, const scenario::Scenario& sc) const {
   c.gpus_per_replica = sc.par.gpus();
   c.error_band = sc.error_band;
   const double kv_tokens = static_cast<double>(sc.memory.kv_blocks) * sc.vllm.block_tokens;
-  const int64_t n_max = std::max<int64_t>(
-      1, std::min<int64_t>(sc.vllm.max_num_seqs, static_cast<int64_t>(kv_tokens / (P + O))));
-  const ReplicaEstimate r =
-      estimate_replica(d, P, O, n_max, sc.slo_tpot_s ? 0.8 * *sc.slo_tpot_s : 1e30);
+  const ReplicaEstimate r = estimate_replica(d, P, O, sc.vllm.max_num_seqs, kv_tokens,
+                                             sc.slo_tpot_s ? 0.8 * *sc.slo_tpot_s : 1e30);
   c.prefill_mean_s = r.prefill_s;
   c.tpot_batch1_s = r.step_batch1_s;
   if (sc.slo_tpot_s && c.tpot_batch1_s > *sc.slo_tpot_s) {

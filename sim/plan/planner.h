@@ -152,9 +152,9 @@ const char* status_name(Status s);
 
 /// One replica, estimated from the step model alone (Planner::estimate; the fleet plan's
 /// pre-screen): the prefill of a mean prompt of `P` tokens, the largest decode batch
-/// n ≤ n_max whose step (n sequences at the mean context P + O/2) stays within
-/// `step_budget_s`, and the calls a second the replica then serves, 1 / (prefill + O ·
-/// step(n) / n), with O the mean output (at least 1).
+/// n ≤ min(max_num_seqs, kv_tokens / (P + O)) (at least 1) whose step (n sequences at the
+/// mean context P + O/2) stays within `step_budget_s`, and the calls a second the replica
+/// then serves, 1 / (prefill + O · step(n) / n), with O the mean output (at least 1).
 struct ReplicaEstimate {
   double prefill_s = 0;
   double step_batch1_s = 0;  ///< one sequence's decode step
@@ -162,8 +162,8 @@ struct ReplicaEstimate {
   double step_s = 0;  ///< the decode step at `batch`
   double calls_per_s = 0;
 };
-ReplicaEstimate estimate_replica(const hw::Deployment& d, double P, double O, int64_t n_max,
-                                 double step_budget_s);
+ReplicaEstimate estimate_replica(const hw::Deployment& d, double P, double O, int64_t max_num_seqs,
+                                 double kv_tokens, double step_budget_s);
 
 /// The most configurations a plan space may hold (the product of its axes' sizes).
 constexpr double kMaxConfigurations = 100000;
