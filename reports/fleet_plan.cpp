@@ -63,31 +63,42 @@ std::string method(const app::FleetPlanResult& r) {
 }  // namespace
 
 Table fleet_plan_table(const app::FleetPlanResult& r) {
+  // With failure rates, every configuration carries its spares, and ranks by $ a day with
+  // them: two more columns.
+  bool spares = false;
+  for (const int i : r.ranking)
+    spares = spares || r.candidates[static_cast<size_t>(i)].spares_gpus > 0;
   Table t;
-  t.header = {"configuration (cheapest first)",
-              "GPUs",
-              "$/day",
-              "$/M tok",
-              "Wh/call",
-              "vs cheapest",
-              "SLO met",
-              "TTFT p99",
-              "TPOT p99"};
+  t.header = {"configuration (cheapest first)", "GPUs", "$/day"};
+  if (spares) t.header.insert(t.header.end(), {"spare GPUs", "$/day w/ spares"});
+  t.header.insert(t.header.end(),
+                  {"$/M tok", "Wh/call", "vs cheapest", "SLO met", "TTFT p99", "TPOT p99"});
   const double best =
-      r.chosen >= 0 ? r.candidates[static_cast<size_t>(r.chosen)].ranked().usd_per_day : 0;
+      r.chosen >= 0 ? r.candidates[static_cast<size_t>(r.chosen)].ranked_usd_per_day() : 0;
   for (const int i : r.ranking) {
-    const app::LadderRung& a = r.candidates[static_cast<size_t>(i)].ranked();
+    const app::FleetPlanCandidate& c = r.candidates[static_cast<size_t>(i)];
+    const app::LadderRung& a = c.ranked();
     char vs[32];
-    std::snprintf(vs, sizeof vs, "+%.0f %%", best > 0 ? 100 * (a.usd_per_day / best - 1) : 0.0);
-    t.rows.push_back({r.candidates[static_cast<size_t>(i)].label, human(a.gpus),
-                      usd(a.usd_per_day) + (a.price_missing ? "*" : ""),
-                      std::string("$").append(general(a.usd_per_mtok, 3)),
-                      general(a.wh_per_call, 3), i == r.chosen ? "(chosen)" : vs, pct(a.attainment),
-                      duration(a.ttft_p99_s), duration(a.tpot_p99_s)});
+    std::snprintf(vs, sizeof vs, "+%.0f %%",
+                  best > 0 ? 100 * (c.ranked_usd_per_day() / best - 1) : 0.0);
+    std::vector<std::string> row = {c.label, human(a.gpus),
+                                    usd(a.usd_per_day) + (a.price_missing ? "*" : "")};
+    if (spares)
+      row.insert(row.end(), {human(c.spares_gpus), c.spares_usd_per_day > 0 || c.spares_gpus == 0
+                                                       ? usd(c.ranked_usd_per_day())
+                                                       : "-"});
+    row.insert(row.end(), {std::string("$").append(general(a.usd_per_mtok, 3)),
+                           general(a.wh_per_call, 3), i == r.chosen ? "(chosen)" : vs,
+                           pct(a.attainment), duration(a.ttft_p99_s), duration(a.tpot_p99_s)});
+    t.rows.push_back(std::move(row));
   }
   for (const auto& c : r.candidates)
-    if (!c.answer.met)
-      t.rows.push_back({c.label, "-", "-", "-", "-", "-", "no: " + c.answer.reason, "-", "-"});
+    if (!c.answer.met) {
+      std::vector<std::string> row(t.header.size(), "-");
+      row[0] = c.label;
+      row[t.header.size() - 3] = "no: " + c.answer.reason;
+      t.rows.push_back(std::move(row));
+    }
   return t;
 }
 
@@ -182,12 +193,12 @@ std::string fleet_plan_answer(const app::FleetPlanResult& r) {
     }
   }
   if (r.ranking.size() > 1) {
-    const app::LadderRung& next = r.candidates[static_cast<size_t>(r.ranking[1])].ranked();
-    const app::LadderRung& first = c.ranked();
-    o << " The runner-up, [" << r.candidates[static_cast<size_t>(r.ranking[1])].label << "], costs "
-      << usd(next.usd_per_day) << " a day (+"
-      << general(100 * (next.usd_per_day / first.usd_per_day - 1), 2) << " %"
-      << (c.regional ? ", both sized region by region" : "") << ").";
+    const app::FleetPlanCandidate& second = r.candidates[static_cast<size_t>(r.ranking[1])];
+    const bool with_spares = second.spares_gpus > 0 || c.spares_gpus > 0;
+    o << " The runner-up, [" << second.label << "], costs " << usd(second.ranked_usd_per_day())
+      << " a day (+" << general(100 * (second.ranked_usd_per_day() / c.ranked_usd_per_day() - 1), 2)
+      << " %" << (c.regional ? ", both sized region by region" : "")
+      << (with_spares ? ", both with their spares" : "") << ").";
   }
   return o.str();
 }
@@ -258,6 +269,17 @@ nlohmann::ordered_json fleet_plan_json(const app::FleetPlanResult& r) {
     if (!c.error_band.empty()) {
       j["error_band"] = c.error_band;
       j["gpus_at_p75_error"] = c.gpus_at_p75;
+    }
+    if (c.answer.met && r.spec.availability > 0) {
+      nlohmann::ordered_json sp;
+      sp["gpus"] = c.spares_gpus;
+      sp["usd_per_day"] = c.spares_usd_per_day;
+      sp["usd_per_day_with_spares"] = c.ranked_usd_per_day();
+      nlohmann::ordered_json pools = nlohmann::ordered_json::array();
+      for (const app::PoolSpares& ps : c.spares)
+        pools.push_back({{"pool", ps.name}, {"replicas", ps.replicas}, {"spares", ps.spares}});
+      sp["pools"] = std::move(pools);
+      j["spares"] = std::move(sp);
     }
     if (c.perturbed) {
       j["perturb_traffic"] = r.spec.perturb_traffic;

@@ -329,18 +329,25 @@ json fleet_techniques_json(const scenario::Scenario& sc, const fleet::FleetResul
   j["disaggregated_pools"] = roles;
   j["kv_transfers"] = s.kv_transfers;
   j["kv_transfer_mean_s"] = s.kv_transfer_mean_s;
-  if (f.long_prompt_tokens > 0) {
-    const fleet::LengthSides ls = fleet::length_sides(res);
-    json sides = json::object();
-    for (const auto& p : res.pools)
-      if (p.spec->prompts != fleet::FleetPool::Prompts::kAll)
-        sides[p.name] = p.spec->prompts == fleet::FleetPool::Prompts::kLong ? "long" : "short";
-    j["length_split"] = {{"long_prompt_tokens", f.long_prompt_tokens},
-                         {"pools", sides},
-                         {"calls_long", ls.served[1]},
-                         {"calls_short", ls.served[0]},
-                         {"slo_attainment_long", ls.attainment(1, 0.0)},
-                         {"slo_attainment_short", ls.attainment(0, 0.0)}};
+  if (f.split != fleet::FleetSpec::Split::kNone) {
+    const fleet::SplitSides ss = fleet::split_sides(res);
+    json sides = json::array();
+    for (size_t u = 0; u < f.side_names.size(); ++u) {
+      json pools = json::array();
+      for (const auto& p : res.pools)
+        if (p.spec->side == static_cast<int>(u)) pools.push_back(p.name);
+      sides.push_back({{"name", f.side_names[u]},
+                       {"pools", pools},
+                       {"calls", u < ss.served.size() ? ss.served[u] : 0},
+                       {"slo_attainment", u < ss.served.size() ? ss.attainment(u, 0.0) : 0.0}});
+    }
+    json split = {{"by", f.split == fleet::FleetSpec::Split::kLength ? "prompt length" : "class"},
+                  {"sides", sides}};
+    if (f.split == fleet::FleetSpec::Split::kLength) {
+      split["long_prompt_tokens"] = f.long_prompt_tokens;
+      if (f.medium_prompt_tokens > 0) split["medium_prompt_tokens"] = f.medium_prompt_tokens;
+    }
+    j["split"] = split;
   }
   return j;
 }
@@ -389,16 +396,27 @@ std::string fleet_techniques_notes(const scenario::Scenario& sc, const fleet::Fl
                   prefill, decode, duration(s.kv_transfer_mean_s).c_str());
     parts.push_back(b);
   }
-  if (f.long_prompt_tokens > 0) {
-    const fleet::LengthSides ls = fleet::length_sides(res);
-    const double all = static_cast<double>(std::max<uint64_t>(1, ls.served[0] + ls.served[1]));
-    std::snprintf(b, sizeof b,
-                  "split by prompt length at %lld tokens: %.1f %% of calls took the prompts: long "
-                  "pools (%.1f %% of them met their SLO), the rest the short ones (%.1f %%)",
-                  static_cast<long long>(f.long_prompt_tokens),
-                  100.0 * static_cast<double>(ls.served[1]) / all, 100 * ls.attainment(1, 0.0),
-                  100 * ls.attainment(0, 0.0));
-    parts.push_back(b);
+  if (f.split != fleet::FleetSpec::Split::kNone) {
+    const fleet::SplitSides ss = fleet::split_sides(res);
+    uint64_t all = 0;
+    for (const uint64_t n : ss.served) all += n;
+    std::string t = f.split == fleet::FleetSpec::Split::kClass ? "split by class:"
+                                                               : "split by prompt length at ";
+    if (f.split == fleet::FleetSpec::Split::kLength) {
+      if (f.medium_prompt_tokens > 0) t += std::to_string(f.medium_prompt_tokens) + " and ";
+      t += std::to_string(f.long_prompt_tokens) + " tokens:";
+    }
+    for (size_t u = 0; u < ss.served.size(); ++u) {
+      std::snprintf(b, sizeof b,
+                    u == 0 ? "%s %s side %.1f %% of calls (%.1f %% of them met their SLO)"
+                           : "%s %s side %.1f %% (%.1f %%)",
+                    u == 0 ? "" : ",", f.side_names[u].c_str(),
+                    100.0 * static_cast<double>(ss.served[u]) /
+                        static_cast<double>(std::max<uint64_t>(1, all)),
+                    100 * ss.attainment(u, 0.0));
+      t += b;
+    }
+    parts.push_back(t);
   }
   if (!f.router.empty()) parts.push_back("router inside regions: " + f.router);
   std::string o = "techniques ";

@@ -95,9 +95,11 @@ Simulation::Simulation(const scenario::Scenario& sc, std::unique_ptr<fleet::Popu
     pop_->set_adapter_classes(lora);
   }
   const size_t nr = spec_.regions.size();
-  groups_.resize(nr * static_cast<size_t>(n_models_) * 2);
+  n_lanes_ = std::max<int>(2, static_cast<int>(spec_.side_names.size()));
+  groups_.resize(nr * static_cast<size_t>(n_models_) * static_cast<size_t>(n_lanes_));
   decode_groups_.resize(nr * static_cast<size_t>(n_models_));
   split_.assign(decode_groups_.size(), 0);
+  lanes_.assign(groups_.size(), 0);
   regions_.resize(nr);
   current_.resize(nr);
   held_ns_acc_.assign(nr, 0.0);
@@ -105,6 +107,8 @@ Simulation::Simulation(const scenario::Scenario& sc, std::unique_ptr<fleet::Popu
   for (size_t r = 0; r < nr; ++r) {
     user_rtt_ns_.push_back(seconds_to_ns(spec_.regions[r].user_rtt_s));
     regions_[r].name = spec_.regions[r].traffic.name;
+    regions_[r].side_served.assign(spec_.side_names.size(), 0);
+    regions_[r].side_good.assign(spec_.side_names.size(), 0);
     regions_[r].over_time = metrics::TimeBuckets(seconds_to_ns(spec_.report_interval_s));
   }
   size_t n_pools = 0;
@@ -122,10 +126,10 @@ Simulation::Simulation(const scenario::Scenario& sc, std::unique_ptr<fleet::Popu
     routers_.push_back(runtime::numbered_router(spec_.router, sc.seed, 0, sc.router_params));
     decode_router_ = runtime::numbered_router(spec_.router, sc.seed, 1, sc.router_params);
   } else if (!spec_.router.empty()) {
-    // Numbered as before lanes existed (region × model + 1), the long lanes after them.
-    const size_t n = decode_groups_.size();
+    // Numbered as before lanes existed (region × model + 1), the other lanes after them.
+    const size_t n = decode_groups_.size(), k = static_cast<size_t>(n_lanes_);
     for (size_t gi = 0; gi < groups_.size(); ++gi)
-      routers_.push_back(runtime::numbered_router(spec_.router, sc.seed, gi / 2 + 1 + (gi % 2) * n,
+      routers_.push_back(runtime::numbered_router(spec_.router, sc.seed, gi / k + 1 + (gi % k) * n,
                                                   sc.router_params));
   }
   if (workload_ && sc.prefill_pool && sc.network_model != "simgrid" && sc.fabric.regions > 1)
@@ -145,9 +149,11 @@ Simulation::Simulation(const scenario::Scenario& sc, std::unique_ptr<fleet::Popu
       p.model =
           static_cast<int>(std::find(spec_.models.begin(), spec_.models.end(), fp.pool.model.id) -
                            spec_.models.begin());
-      p.lane = fp.prompts == fleet::FleetPool::Prompts::kLong ? 1 : 0;
-      if (fp.prompts != fleet::FleetPool::Prompts::kAll)
+      p.lane = std::max(0, fp.side);
+      if (fp.side >= 0) {
         split_[static_cast<size_t>(p.region * n_models_ + p.model)] = 1;
+        lanes_[group_index(p.region, p.model, p.lane)] = 1;
+      }
       if (!mine(p.model)) continue;
       const std::optional<serving::Lora> lora =
           fp.pool.lora_rank > 0 ? std::optional<serving::Lora>(
@@ -852,9 +858,10 @@ void Simulation::on_completion(const serving::RequestRecord& rec) {
     ++current_[region].good;
     ++pool.window_good;
   }
-  if (lane_of(s.region, target_model(s), s) == 1) {
-    ++regions_[region].served_long;
-    if (good) ++regions_[region].good_long;
+  if (!regions_[region].side_served.empty()) {
+    const auto lane = static_cast<size_t>(lane_of(s.region, target_model(s), s));
+    ++regions_[region].side_served[lane];
+    if (good) ++regions_[region].side_good[lane];
   }
   if (!outages_.empty()) outage_completion(s, rec, good);
   // A first token after the run's end counts in its last bucket (the plots cover the run).
@@ -1243,8 +1250,8 @@ fleet::FleetResult Simulation::run() {
     for (size_t gi = 0; gi < outage_runs_[k].loads.size(); ++gi) {
       fleet::OutageLoad l = outage_runs_[k].loads[gi];
       if (l.replicas_at_peak == 0) continue;  // no call of that model went there
-      l.region = static_cast<int>(gi / 2) / n_models_;
-      l.model = static_cast<int>(gi / 2) % n_models_;
+      l.region = static_cast<int>(gi / static_cast<size_t>(n_lanes_)) / n_models_;
+      l.model = static_cast<int>(gi / static_cast<size_t>(n_lanes_)) % n_models_;
       l.model_id = spec_.models[static_cast<size_t>(l.model)];
       const double per_replica =
           spec_.spill_load * static_cast<double>(l.slots_at_peak) / l.replicas_at_peak;

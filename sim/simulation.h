@@ -129,7 +129,7 @@ class Simulation final : public core::EventTarget,
   };
   struct PoolState {
     int region = 0, model = 0;
-    int lane = 0;  // 1: it takes its region's long prompts of its model (prompts: long)
+    int lane = 0;  // the side of its region's split of its model's calls it takes (0: all)
     std::unique_ptr<serving::StepModel> steps;
     serving::ServingConfig vllm;
     int held = 0;  // starting + active + draining + failed (counted as held)
@@ -184,12 +184,13 @@ class Simulation final : public core::EventTarget,
   int32_t power_of_two(const Group& g);             // the default choice among g's replicas
   void assign(Slot& s, Group& g, int32_t replica);  // the call joins the replica's counts
   int target_model(const Slot& s) const;            // the model that serves the call next
-  /// 1 when `region` splits `model`'s calls by prompt length and this call's is long.
+  /// The side of the call where `region` splits `model`'s calls (FleetSpec::side_of; a
+  /// class whose side has no pool in the region takes its other-classes side 0), else 0.
   int lane_of(int region, int model, const Slot& s) const {
-    return split_[static_cast<size_t>(region * n_models_ + model)] &&
-                   s.spec.prompt_tokens >= spec_.long_prompt_tokens
-               ? 1
-               : 0;
+    const auto rm = static_cast<size_t>(region * n_models_ + model);
+    if (!split_[rm]) return 0;
+    const int side = spec_.side_of(s.spec.prompt_tokens, s.spec.cls);
+    return lanes_[rm * static_cast<size_t>(n_lanes_) + static_cast<size_t>(side)] ? side : 0;
   }
   void cache_hit(uint32_t slot, SimTime now);  // answered from the response cache
   int start_replica(int pool, SimTime ready_at);
@@ -219,10 +220,10 @@ class Simulation final : public core::EventTarget,
     return info_[static_cast<size_t>(replica)].state != State::kFailed &&
            info_[static_cast<size_t>(replica)].state != State::kRetired;
   }
-  // Arrival groups by region × model × lane (lane 1 only where the region splits the
-  // model's calls by prompt length); their index, and the region × model one of the rest.
+  // Arrival groups by region × model × lane (lanes past 0 only where the region splits the
+  // model's calls); their index, and the region × model one of the rest.
   size_t group_index(int region, int model, int lane) const {
-    return static_cast<size_t>((region * n_models_ + model) * 2 + lane);
+    return static_cast<size_t>((region * n_models_ + model) * n_lanes_ + lane);
   }
   Group& group(int region, int model, int lane) {
     return groups_[group_index(region, model, lane)];
@@ -254,7 +255,9 @@ class Simulation final : public core::EventTarget,
   std::vector<PoolState> pools_;
   std::vector<Group> groups_;         // region × model × lane (group_index)
   std::vector<Group> decode_groups_;  // region × model: active replicas of decode pools
-  std::vector<char> split_;           // region × model: calls split by prompt length
+  std::vector<char> split_;           // region × model: calls split among sides
+  std::vector<char> lanes_;           // region × model × lane: a pool takes that side
+  int n_lanes_ = 2;                   // lanes per region × model: max(2, the split's sides)
   runtime::KvHandoffs handoffs_;      // KV transfers in flight
   /// serving.router: one per group (region × model); empty for the default power of two.
   /// A fleet of one has one for all its groups (router 0 of the run, as a single pool's

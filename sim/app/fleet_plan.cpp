@@ -267,12 +267,46 @@ FleetPlanResult run_fleet_plan(const std::string& file, const std::vector<std::s
     for (const int i : res.ranking)
       res.simulations += res.candidates[static_cast<size_t>(i)].regional->simulations;
   }
-  // Cheapest $ a day first; equal costs by fewer GPUs, then enumeration order.
+  // Each configuration's failure headroom at the sizes it is ranked by (analytic, no
+  // simulation); the answer's again below at its final sizes if it is then sized region by
+  // region.
+  struct Spares {
+    std::vector<PoolSpares> pools;
+    double gpus = 0, usd_per_day = 0;
+  };
+  auto spares_of = [&](const FleetConfig& b, const std::vector<int>& replicas) {
+    Spares sp;
+    sp.pools = failure_spares(*b.sc.fleet, replicas, spec.availability);
+    const fleet::CostModel& cm = b.sc.fleet->cost;
+    bool priced = cm.basis == fleet::CostModel::Basis::kCloud;
+    for (const PoolSpares& ps : sp.pools) {
+      const double gpus = static_cast<double>(ps.spares) * ps.gpus_per_replica;
+      sp.gpus += gpus;
+      if (ps.usd_per_gpu_hour <= 0 && gpus > 0) priced = false;
+      sp.usd_per_day += gpus * 24 * ps.usd_per_gpu_hour * (1 - cm.reserved_discount);
+    }
+    if (!priced) sp.usd_per_day = 0;
+    return sp;
+  };
+  if (spec.availability > 0)
+    for (const int i : res.ranking) {
+      FleetPlanCandidate& c = res.candidates[static_cast<size_t>(i)];
+      const FleetConfig& b = *configs[static_cast<size_t>(i)];
+      Spares sp = spares_of(b, c.regional && c.regional->met
+                                   ? c.regional->replicas
+                                   : pool_replicas(b, pool_factors(c.answer, b.replicas.size())));
+      c.spares = std::move(sp.pools);
+      c.spares_gpus = sp.gpus;
+      c.spares_usd_per_day = sp.usd_per_day;
+    }
+  // Cheapest $ a day (spares included) first; equal costs by fewer GPUs, then enumeration
+  // order.
   std::stable_sort(res.ranking.begin(), res.ranking.end(), [&](int a, int b) {
-    const LadderRung &x = res.candidates[static_cast<size_t>(a)].ranked(),
-                     &y = res.candidates[static_cast<size_t>(b)].ranked();
-    if (x.usd_per_day != y.usd_per_day) return x.usd_per_day < y.usd_per_day;
-    return x.gpus < y.gpus;
+    const FleetPlanCandidate &x = res.candidates[static_cast<size_t>(a)],
+                             &y = res.candidates[static_cast<size_t>(b)];
+    if (x.ranked_usd_per_day() != y.ranked_usd_per_day())
+      return x.ranked_usd_per_day() < y.ranked_usd_per_day();
+    return x.ranked().gpus + x.spares_gpus < y.ranked().gpus + y.spares_gpus;
   });
   if (!res.ranking.empty()) res.chosen = res.ranking.front();
 
@@ -311,21 +345,17 @@ FleetPlanResult run_fleet_plan(const std::string& file, const std::vector<std::s
   }
   // The answer's failure headroom, at its final sizes.
   if (res.chosen >= 0 && spec.availability > 0) {
-    const FleetConfig& b = *configs[static_cast<size_t>(res.chosen)];
-    const LadderRung& a = res.candidates[static_cast<size_t>(res.chosen)].answer;
-    const std::vector<int> replicas = res.regional && res.regional->met
-                                          ? res.regional->replicas
-                                          : pool_replicas(b, pool_factors(a, b.replicas.size()));
-    res.spares = failure_spares(*b.sc.fleet, replicas, spec.availability);
-    const fleet::CostModel& cm = b.sc.fleet->cost;
-    bool priced = cm.basis == fleet::CostModel::Basis::kCloud;
-    for (const PoolSpares& ps : res.spares) {
-      const double gpus = static_cast<double>(ps.spares) * ps.gpus_per_replica;
-      res.spares_gpus += gpus;
-      if (ps.usd_per_gpu_hour <= 0 && gpus > 0) priced = false;
-      res.spares_usd_per_day += gpus * 24 * ps.usd_per_gpu_hour * (1 - cm.reserved_discount);
+    const FleetPlanCandidate& c = res.candidates[static_cast<size_t>(res.chosen)];
+    if (res.regional && res.regional->met && !c.regional) {
+      Spares sp = spares_of(*configs[static_cast<size_t>(res.chosen)], res.regional->replicas);
+      res.spares = std::move(sp.pools);
+      res.spares_gpus = sp.gpus;
+      res.spares_usd_per_day = sp.usd_per_day;
+    } else {
+      res.spares = c.spares;
+      res.spares_gpus = c.spares_gpus;
+      res.spares_usd_per_day = c.spares_usd_per_day;
     }
-    if (!priced) res.spares_usd_per_day = 0;
   }
   res.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return res;

@@ -18,12 +18,13 @@
 // fleet.routing.long_prompt_tokens: [2048, 8192]). Every option × every combination of the
 // plan's and its own axes is a configuration; each is a search of
 // sim/app/fleet_search.h (the fewest replicas, every pool resized by one factor, with which
-// the day's busiest stretch meets the target), and the configurations are ranked by $ a day.
+// the day's busiest stretch meets the target; a split's sides then sized apart). Every
+// configuration that meets the target gets spares against the scenario's failure rates
+// (failure_spares, at fleet_plan.availability), and they are ranked by $ a day with them.
 // The cheapest is the answer; it carries its validation error band and, with
 // perturb_traffic, the GPUs the same search needs with that much more traffic. With
 // per_region (the default) and two or more regions, the answer's regions are then sized
-// apart, each for its own busiest hour (size_regions), and given spares against the
-// scenario's failure rates (failure_spares, at fleet_plan.availability).
+// apart, each for its own busiest hour (size_regions), its spares again at those sizes.
 #pragma once
 
 #include <cstdint>
@@ -92,6 +93,13 @@ struct FleetPlanCandidate {
   std::optional<RegionalAnswer> regional;
   /// What it is ranked by: the region-by-region answer where one was found, else `answer`.
   const LadderRung& ranked() const { return regional && regional->met ? regional->rung : answer; }
+  /// Its failure headroom at the sizes it is ranked by (fleet_plan.availability; empty
+  /// without failure rates or when it missed the target). The ranking is by $ a day with
+  /// these spares, so a configuration whose failures take down more GPUs pays for them.
+  std::vector<PoolSpares> spares;
+  double spares_gpus = 0;
+  double spares_usd_per_day = 0;  ///< cloud basis; 0 when owned or a price is missing
+  double ranked_usd_per_day() const { return ranked().usd_per_day + spares_usd_per_day; }
 };
 
 struct FleetPlanResult {
@@ -106,6 +114,7 @@ struct FleetPlanResult {
   std::optional<RegionalAnswer> regional;
   /// The answer's failure headroom (fleet_plan.availability; fleet.failures' rates), per pool
   /// at the answer's sizes (sized apart when that met the target); empty without rates.
+  /// (Every configuration that met the target has its own: FleetPlanCandidate::spares.)
   std::vector<PoolSpares> spares;
   double spares_gpus = 0;
   double spares_usd_per_day = 0;  ///< cloud basis; 0 when owned or a price is missing

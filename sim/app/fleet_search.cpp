@@ -246,7 +246,9 @@ std::optional<double> analytic_usd_per_day(const FleetConfig& config, const Wind
     return std::nullopt;
   };
   if (f.models.size() > 1) return no("the fleet serves more than one model");
-  if (f.long_prompt_tokens > 0) return no("its pools are split by prompt length");
+  if (f.split != fleet::FleetSpec::Split::kNone)
+    return no(f.split == fleet::FleetSpec::Split::kLength ? "its pools are split by prompt length"
+                                                          : "its pools are split by class");
   if (traffic.calls_per_s <= 0) return no("no calls in the measured stretch");
   const double P = traffic.mean_prompt, O = std::max(1.0, traffic.mean_output);
   double capacity = 0, gpus = 0, usd_per_hour = 0;  // at the configuration's own size
@@ -283,41 +285,45 @@ namespace {
 
 LadderRung balance_sides(const FleetConfig& b, double target, double rho, LadderRung rung,
                          Evaluation at_one) {
-  // Per pool: its side (0 short, 1 long, -1 neither), and each side's largest pool.
+  // Per pool: its side of the fleet's split (-1 neither), and each side's largest pool.
+  const fleet::FleetSpec& f = *b.sc.fleet;
+  const size_t n_sides = f.side_names.size();
   std::vector<int> side;
-  std::array<int, 2> largest{0, 0};
-  for (const auto& region : b.sc.fleet->regions)
+  std::vector<int> largest(n_sides, 0);
+  for (const auto& region : f.regions)
     for (const auto& fp : region.pools) {
-      using P = fleet::FleetPool::Prompts;
-      const int s = fp.prompts == P::kAll ? -1 : fp.prompts == P::kLong ? 1 : 0;
-      if (s >= 0) {
-        auto& l = largest[static_cast<size_t>(s)];
+      if (fp.side >= 0) {
+        auto& l = largest[static_cast<size_t>(fp.side)];
         l = std::max(l, b.replicas[side.size()]);
       }
-      side.push_back(s);
+      side.push_back(fp.side);
     }
-  if (largest[0] == 0 || largest[1] == 0) return rung_of(b, at_one, rho, rung);
-  // Each side in turn (long, then short) gets the fewest replicas with which the fleet's
-  // calls and each side's own meet the target, the other side as it stands: a side is not
-  // starved to pay for the other. Pools on neither side keep the one-factor size.
-  std::array<double, 2> k{rung.scale, rung.scale};
+  size_t sided = 0;
+  for (const int l : largest) sided += l > 0 ? 1 : 0;
+  if (sided < 2) return rung_of(b, at_one, rho, rung);
+  // Each side in turn (the last first: long, then medium, then short; by class, the named
+  // classes before the others) gets the fewest replicas with which the fleet's calls and
+  // each side's own meet the target, the other sides as they stand: a side is not starved
+  // to pay for another. Pools on no side keep the one-factor size.
+  std::vector<double> k(n_sides, rung.scale);
   auto factors = [&] {
-    std::vector<double> f(side.size(), rung.scale);
-    for (size_t j = 0; j < f.size(); ++j)
-      if (side[j] >= 0) f[j] = k[static_cast<size_t>(side[j])];
-    return f;
+    std::vector<double> fs(side.size(), rung.scale);
+    for (size_t j = 0; j < fs.size(); ++j)
+      if (side[j] >= 0) fs[j] = k[static_cast<size_t>(side[j])];
+    return fs;
   };
   auto met = [&](const RunRecord& rec) {
-    // A side without calls has nothing to miss.
-    const fleet::LengthSides ls = fleet::length_sides(*rec.fleet);
-    return rec.answer->slo_attainment >= target && ls.attainment(0, 1.0) >= target &&
-           ls.attainment(1, 1.0) >= target;
+    if (rec.answer->slo_attainment < target) return false;
+    const fleet::SplitSides ss = fleet::split_sides(*rec.fleet);
+    for (size_t u = 0; u < ss.served.size(); ++u)
+      if (ss.attainment(u, 1.0) < target) return false;  // a side without calls misses nothing
+    return true;
   };
   Evaluation best = std::move(at_one);
   best.met = met(best.record);
   int sims = 0;
-  for (const int s : {1, 0}) {
-    const auto u = static_cast<size_t>(s);
+  for (size_t u = n_sides; u-- > 0;) {
+    if (largest[u] == 0) continue;
     const double per_n = 1.0 / (b.sample * largest[u]);  // factor per simulated replica
     const double k0 = k[u];
     std::optional<Evaluation> hi, lo;
@@ -336,9 +342,8 @@ LadderRung balance_sides(const FleetConfig& b, double target, double rho, Ladder
     if (!hi) {
       k[u] = k0;
       rung.simulations += sims;
-      rung.reason = std::string("the ") + (s == 1 ? "long" : "short") +
-                    "-prompt side misses the SLO target even with " + std::to_string(lo->n) +
-                    " simulated replicas of its largest pool";
+      rung.reason = "the " + f.side_names[u] + " side misses the SLO target even with " +
+                    std::to_string(lo->n) + " simulated replicas of its largest pool";
       return rung;
     }
     k[u] = hi->n * per_n;
@@ -346,13 +351,18 @@ LadderRung balance_sides(const FleetConfig& b, double target, double rho, Ladder
   }
   rung.simulations += sims;
   rung.pool_factors = factors();
-  char text[256];
-  std::snprintf(text, sizeof text,
-                "The length split's sides were sized apart (each side's calls and the "
-                "fleet's meet the target): short-prompt pools %.3gx, long-prompt pools %.3gx "
-                "the one-factor size (%d simulations)",
-                k[0] / rung.scale, k[1] / rung.scale, sims);
-  rung.sizing = text;
+  std::string text = std::string("The ") +
+                     (f.split == fleet::FleetSpec::Split::kClass ? "class" : "length") +
+                     " split's sides were sized apart (each side's calls and the fleet's meet "
+                     "the target):";
+  for (size_t u = 0; u < n_sides; ++u) {
+    if (largest[u] == 0) continue;
+    char part[160];
+    std::snprintf(part, sizeof part, "%s %s pools %.3gx", u == 0 ? "" : ",",
+                  f.side_names[u].c_str(), k[u] / rung.scale);
+    text += part;
+  }
+  rung.sizing = text + " the one-factor size (" + std::to_string(sims) + " simulations)";
   return rung_of(b, best, rho, rung);
 }
 

@@ -83,7 +83,7 @@ struct LadderRung {
   std::string reason;          ///< why no size met the target (when !met)
   int replicas_simulated = 0;  ///< of the largest pool, sampled
   double scale = 0;            ///< pool sizes × this against the step's scenario
-  /// Where the pools were sized apart (the sides of a length split): per pool in the
+  /// Where the pools were sized apart (the sides of a split by length or class): per pool in the
   /// scenario's order, its replicas × this; empty when every pool is at `scale`.
   std::vector<double> pool_factors;
   std::string sizing;  ///< how the pools were sized apart, in words (empty: one factor)

@@ -19,8 +19,12 @@ void RegionResult::add(const RegionResult& o) {
   arrivals += o.arrivals;
   served += o.served;
   good += o.good;
-  served_long += o.served_long;
-  good_long += o.good_long;
+  side_served.resize(std::max(side_served.size(), o.side_served.size()), 0);
+  side_good.resize(side_served.size(), 0);
+  for (size_t k = 0; k < o.side_served.size(); ++k) {
+    side_served[k] += o.side_served[k];
+    side_good[k] += o.side_good[k];
+  }
   spilled_out += o.spilled_out;
   spilled_in += o.spilled_in;
   for (size_t k = 0; k < series.size() && k < o.series.size(); ++k) series[k].add(o.series[k]);
@@ -57,15 +61,17 @@ std::vector<std::vector<int>> FleetSpec::partitions() const {
   return parts;
 }
 
-LengthSides length_sides(const FleetResult& res) {
-  LengthSides ls;
+SplitSides split_sides(const FleetResult& res) {
+  SplitSides ss;
   for (const auto& r : res.regions) {
-    ls.served[1] += r.served_long;
-    ls.good[1] += r.good_long;
-    ls.served[0] += r.served - r.served_long;
-    ls.good[0] += r.good - r.good_long;
+    ss.served.resize(std::max(ss.served.size(), r.side_served.size()), 0);
+    ss.good.resize(ss.served.size(), 0);
+    for (size_t k = 0; k < r.side_served.size(); ++k) {
+      ss.served[k] += r.side_served[k];
+      ss.good[k] += r.side_good[k];
+    }
   }
-  return ls;
+  return ss;
 }
 
 }  // namespace fleetsim::fleet

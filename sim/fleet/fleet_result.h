@@ -91,8 +91,9 @@ struct OutageResult {
 struct RegionResult {
   std::string name;
   uint64_t arrivals = 0, served = 0, good = 0, spilled_out = 0, spilled_in = 0;
-  /// Of served and good: the calls on the long side of a length split (prompts: long pools).
-  uint64_t served_long = 0, good_long = 0;
+  /// Of served and good, by side of the fleet's split (FleetSpec::side_names; empty with no
+  /// split): the calls served here on that side (a region that does not split: side 0).
+  std::vector<uint64_t> side_served, side_good;
   metrics::LatencyStats ttft;  ///< of the calls served here (over_time's latency, merged)
   std::vector<RegionSample> series;
   /// Over the run, in buckets of the report interval (coarsened past 96): TTFT of the calls
@@ -121,16 +122,16 @@ struct FleetResult : RunResult {
   double peak_rss_bytes = 0;
 };
 
-/// The calls served on each side of a length split (fleet.routing.long_prompt_tokens),
-/// over the regions: [0] the short side (and regions that do not split), [1] the long side.
-struct LengthSides {
-  uint64_t served[2] = {0, 0}, good[2] = {0, 0};
+/// The calls served on each side of the fleet's split (FleetSpec::split, side_names), over
+/// the regions (a region that does not split counts on side 0); empty with no split.
+struct SplitSides {
+  std::vector<uint64_t> served, good;
   /// The side's share of its calls meeting the SLO; `if_empty` when it served none.
-  double attainment(int side, double if_empty) const {
+  double attainment(size_t side, double if_empty) const {
     return served[side] ? static_cast<double>(good[side]) / static_cast<double>(served[side])
                         : if_empty;
   }
 };
-LengthSides length_sides(const FleetResult& res);
+SplitSides split_sides(const FleetResult& res);
 
 }  // namespace fleetsim::fleet

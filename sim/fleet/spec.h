@@ -45,11 +45,13 @@ struct FleetPool {
   /// Replicas one server holds: floor(gpus per server / GPUs per replica) for replicas
   /// smaller than a server, else 1 (the replica spans servers_per_replica servers).
   int replicas_per_server = 1;
-  /// Which of its region's calls for its model the pool takes, by prompt length
-  /// (fleet.regions[].pools[].prompts): all, or those below / at or above
-  /// FleetSpec::long_prompt_tokens. A region that splits a model's calls gives every
-  /// pool that takes them a side, and both sides a pool (checked when loaded).
-  enum class Prompts : uint8_t { kAll, kShort, kLong } prompts = Prompts::kAll;
+  /// Which side of its region's split of its model's calls the pool takes
+  /// (FleetSpec::split): -1 all of them; by prompt length (prompts: short, medium, long)
+  /// 0, 1, 2 in that order (long is 1 with two sides); by class (classes: [...]) 0 the
+  /// classes no pool of its region names, then the class lists in order of first mention.
+  /// A region that splits a model's calls gives every pool that takes them a side, and
+  /// every side that gets calls a pool (checked when loaded).
+  int side = -1;
 };
 
 struct FleetRegion {
@@ -120,10 +122,26 @@ struct FleetSpec {
   /// serving the call's model, or "" for power of two choices by outstanding calls per
   /// batch slot (the default; it weighs pools of different batch sizes).
   std::string router;
-  /// fleet.routing.long_prompt_tokens: a call whose prompt has at least this many tokens
-  /// goes to its region's `prompts: long` pools of its model, a shorter one to the
-  /// `prompts: short` ones, where the region splits that model's pools; 0 = no split.
+  /// How pools split their region's calls of a model (FleetPool::side): by prompt length
+  /// (fleet.routing.long_prompt_tokens, and medium_prompt_tokens for three sides) or by
+  /// the users' session class (the pools' classes:); one way for the whole fleet.
+  enum class Split : uint8_t { kNone, kLength, kClass } split = Split::kNone;
+  /// kLength: a call whose prompt (system prompt and conversation included) has at least
+  /// long_prompt_tokens goes to the long side; with medium_prompt_tokens > 0, at least that
+  /// many (and fewer than long_prompt_tokens) to the medium side; the rest to the short side.
   int64_t long_prompt_tokens = 0;
+  int64_t medium_prompt_tokens = 0;
+  std::vector<std::string> side_names;  ///< by side: short, (medium,) long; or class lists
+  /// kClass: by session class, the side of the pools that name it (0: named by none).
+  std::vector<int> class_side;
+  /// The side of a call (prompt tokens, session class) in a region that splits its model.
+  int side_of(int64_t prompt_tokens, int cls) const {
+    if (split == Split::kClass) return class_side[static_cast<size_t>(cls)];
+    if (medium_prompt_tokens > 0)
+      return (prompt_tokens >= medium_prompt_tokens ? 1 : 0) +
+             (prompt_tokens >= long_prompt_tokens ? 1 : 0);
+    return prompt_tokens >= long_prompt_tokens ? 1 : 0;
+  }
   double pue = 1.2;
   double floor_m2_per_rack = 2.5;
   double report_interval_s = 3600;

@@ -29,50 +29,181 @@ const yaml::Key& pool_key(const char* name) {
   return schema::key(std::string("fleet.regions[].pools[].") + name);
 }
 
-// Splitting calls by prompt length (fleet.routing.long_prompt_tokens and the pools'
-// prompts:): a region that splits a model's calls sends each to one side, so every pool that
-// takes that model's new calls (role both or prefill) must have a side and each side a pool.
-void check_length_split(yaml::Map& fl, const std::vector<std::vector<yaml::Map>>& pool_maps,
-                        const fleet::FleetSpec& spec) {
-  using Prompts = fleet::FleetPool::Prompts;
-  bool any = false;
+// Splitting a model's calls among its pools, by prompt length (fleet.routing's
+// long_prompt_tokens and medium_prompt_tokens, the pools' prompts:) or by the users' session
+// class (the pools' classes:). Resolves FleetPool::side and FleetSpec's split, side_names and
+// class_side, and checks that a region which splits a model's calls sends each to a side
+// that has a pool: every pool taking that model's new calls (role both or prefill) has a
+// side, and every side that gets calls has a pool. `prompts` and `classes` are the pools'
+// keys as written, by region.
+void resolve_split(yaml::Map& fl, const std::vector<std::vector<yaml::Map>>& pool_maps,
+                   const std::vector<std::vector<std::string>>& prompts,
+                   const std::vector<std::vector<std::vector<std::string>>>& classes,
+                   const fleet::Population& pop, fleet::FleetSpec& spec) {
+  bool by_length = false, by_class = false;
+  for (size_t r = 0; r < prompts.size(); ++r)
+    for (size_t j = 0; j < prompts[r].size(); ++j) {
+      by_length = by_length || prompts[r][j] != "all";
+      by_class = by_class || !classes[r][j].empty();
+    }
+  auto routing_fail = [&](const char* key, const std::string& what, const std::string& hint) {
+    yaml::Map rt = fl.map(schema::key("fleet.routing"));
+    rt.fail(key, what, hint);
+  };
+  if (by_length && by_class)
+    fl.fail("regions", "pools split calls both by prompt length (prompts:) and by class (classes:)",
+            "split the fleet's calls one way: remove prompts: or classes: from its pools");
+  if (spec.medium_prompt_tokens > 0 && spec.long_prompt_tokens <= 0)
+    routing_fail("medium_prompt_tokens", "a medium side needs a long side above it",
+                 "add long_prompt_tokens (above " + std::to_string(spec.medium_prompt_tokens) +
+                     ") to fleet.routing");
+  if (spec.medium_prompt_tokens > 0 && spec.medium_prompt_tokens >= spec.long_prompt_tokens)
+    routing_fail(
+        "medium_prompt_tokens",
+        "medium_prompt_tokens (" + std::to_string(spec.medium_prompt_tokens) +
+            ") must be below long_prompt_tokens (" + std::to_string(spec.long_prompt_tokens) + ")",
+        "the medium side takes prompts from medium_prompt_tokens up to long_prompt_tokens");
+  if (spec.long_prompt_tokens > 0 && !by_length)
+    routing_fail("long_prompt_tokens", "no pool takes short or long prompts, so nothing is split",
+                 "give two pools of a region prompts: short and prompts: long, or remove this key");
+  using Role = serving::EngineConfig::Role;
+  if (by_length) {
+    spec.split = fleet::FleetSpec::Split::kLength;
+    const bool medium = spec.medium_prompt_tokens > 0;
+    spec.side_names = medium ? std::vector<std::string>{"short", "medium", "long"}
+                             : std::vector<std::string>{"short", "long"};
+    for (size_t r = 0; r < spec.regions.size(); ++r)
+      for (size_t j = 0; j < spec.regions[r].pools.size(); ++j) {
+        const std::string& p = prompts[r][j];
+        auto& pool = spec.regions[r].pools[j];
+        if (p == "all") continue;
+        auto where = [&](const std::string& what, const std::string& hint) {
+          pool_maps[r][j].fail("prompts", "pool " + pool.name + " (prompts: " + p + ") " + what,
+                               hint);
+        };
+        if (spec.long_prompt_tokens <= 0)
+          where("needs a length to split at, and fleet.routing.long_prompt_tokens is not set",
+                "add routing: {long_prompt_tokens: 4096} to fleet:");
+        if (p == "medium" && !medium)
+          where("needs a medium side, and fleet.routing.medium_prompt_tokens is not set",
+                "add medium_prompt_tokens (below long_prompt_tokens) to fleet.routing");
+        pool.side = p == "short" ? 0 : p == "medium" ? 1 : medium ? 2 : 1;
+      }
+  } else if (by_class) {
+    spec.split = fleet::FleetSpec::Split::kClass;
+    spec.side_names = {"other classes"};
+    spec.class_side.assign(pop.classes().size(), 0);
+    std::vector<std::vector<std::string>> lists;  // by side - 1
+    for (size_t r = 0; r < spec.regions.size(); ++r)
+      for (size_t j = 0; j < spec.regions[r].pools.size(); ++j) {
+        std::vector<std::string> list = classes[r][j];
+        auto& pool = spec.regions[r].pools[j];
+        if (list.empty()) continue;
+        auto where = [&](const std::string& what, const std::string& hint) {
+          pool_maps[r][j].fail("classes", "pool " + pool.name + " " + what, hint);
+        };
+        if (pool.pool.vllm.role == Role::kDecode)
+          where("is a decode pool: it takes its calls from the prefill pools, not by class",
+                "give the prefill pool the classes, and remove them from this one");
+        if (spec.cascade_model >= 0)
+          where("splits calls by class in a cascade, which is not modelled",
+                "remove serving.cascade or the pools' classes:");
+        std::string known;
+        for (const auto& c : pop.classes()) known += (known.empty() ? "" : ", ") + c.info.name;
+        for (const auto& name : list) {
+          const auto it = std::find_if(pop.classes().begin(), pop.classes().end(),
+                                       [&](const auto& c) { return c.info.name == name; });
+          if (it == pop.classes().end())
+            where("names class '" + name + "', which users.classes does not have",
+                  known.empty() ? "give users: a classes: list" : "the classes are: " + known);
+          const auto c = static_cast<size_t>(it - pop.classes().begin());
+          const std::string& model = spec.models[static_cast<size_t>(spec.class_model[c])];
+          if (model != pool.pool.model.id)
+            where("names class '" + name + "', whose calls are for " + model + ", not " +
+                      pool.pool.model.id,
+                  "give the class to a pool of " + model);
+        }
+        std::sort(list.begin(), list.end());
+        if (std::adjacent_find(list.begin(), list.end()) != list.end())
+          where("names a class twice", "name each class once");
+        auto known_list = std::find(lists.begin(), lists.end(), list);
+        if (known_list == lists.end()) {
+          for (const auto& name : list)
+            for (size_t k = 0; k < lists.size(); ++k)
+              if (std::find(lists[k].begin(), lists[k].end(), name) != lists[k].end())
+                where("names class '" + name + "', which another pool takes with other classes",
+                      "pools that share a class take the same list of classes");
+          lists.push_back(list);
+          known_list = lists.end() - 1;
+          std::string side;
+          for (const auto& name : list) side += (side.empty() ? "" : "+") + name;
+          spec.side_names.push_back(side);
+        }
+        pool.side = static_cast<int>(known_list - lists.begin()) + 1;
+        for (const auto& name : list) {
+          const auto it = std::find_if(pop.classes().begin(), pop.classes().end(),
+                                       [&](const auto& c) { return c.info.name == name; });
+          spec.class_side[static_cast<size_t>(it - pop.classes().begin())] = pool.side;
+        }
+      }
+    // In a region that splits a model by class, the pools that name no class take the rest.
+    for (size_t r = 0; r < spec.regions.size(); ++r) {
+      auto& pools = spec.regions[r].pools;
+      for (auto& a : pools)
+        if (a.side > 0)
+          for (auto& b : pools)
+            if (b.side < 0 && b.pool.model.id == a.pool.model.id &&
+                b.pool.vllm.role != Role::kDecode)
+              b.side = 0;
+    }
+  } else {
+    return;
+  }
+  // Every side that gets calls has a pool in each region that splits the model. By class, a
+  // class whose list has no pool in the region goes to the region's other-classes pools.
   for (size_t r = 0; r < spec.regions.size(); ++r) {
     const auto& pools = spec.regions[r].pools;
     for (size_t j = 0; j < pools.size(); ++j) {
       const auto& a = pools[j];
-      if (a.prompts == Prompts::kAll) continue;
-      any = true;
-      const char* side = a.prompts == Prompts::kShort ? "short" : "long";
-      auto where = [&](const std::string& what, const std::string& hint) {
-        pool_maps[r][j].fail("prompts", "pool " + a.name + " (prompts: " + side + ") " + what,
-                             hint);
-      };
-      if (spec.long_prompt_tokens <= 0)
-        where("needs a length to split at, and fleet.routing.long_prompt_tokens is not set",
-              "add routing: {long_prompt_tokens: 4096} to fleet:");
-      bool other_side = false;
-      for (const auto& b : pools) {
-        if (b.pool.model.id != a.pool.model.id ||
-            b.pool.vllm.role == serving::EngineConfig::Role::kDecode)
-          continue;
-        if (b.prompts == Prompts::kAll)
-          where("splits " + a.pool.model.id + "'s calls by prompt length, but pool " + b.name +
-                    " takes them all",
-                "give " + b.name + " prompts: short or long");
-        other_side = other_side || (b.prompts != Prompts::kAll && b.prompts != a.prompts);
+      if (a.side < 0) continue;
+      std::vector<char> has(spec.side_names.size(), 0);
+      for (size_t k = 0; k < pools.size(); ++k) {
+        const auto& b = pools[k];
+        if (b.pool.model.id != a.pool.model.id || b.pool.vllm.role == Role::kDecode) continue;
+        if (b.side < 0)
+          pool_maps[r][j].fail("prompts",
+                               "pool " + a.name + " (prompts: " + spec.side_names[a.side] +
+                                   ") splits " + a.pool.model.id +
+                                   "'s calls by prompt length, but pool " + b.name +
+                                   " takes them all",
+                               "give " + b.name + " prompts: short or long");
+        has[static_cast<size_t>(b.side)] = 1;
       }
-      if (!other_side)
-        where(std::string("has no partner: no pool of ") + a.pool.model.id +
-                  " in the region takes " + (a.prompts == Prompts::kShort ? "long" : "short") +
-                  " prompts",
-              std::string("add a pool with prompts: ") +
-                  (a.prompts == Prompts::kShort ? "long" : "short"));
+      if (spec.split == fleet::FleetSpec::Split::kLength) {
+        for (size_t s = 0; s < has.size(); ++s)
+          if (!has[s])
+            pool_maps[r][j].fail("prompts",
+                                 "pool " + a.name + " (prompts: " + spec.side_names[a.side] +
+                                     ") has no partner: no pool of " + a.pool.model.id +
+                                     " in the region takes " + spec.side_names[s] + " prompts",
+                                 "add a pool with prompts: " + spec.side_names[s]);
+      } else if (!has[0]) {
+        std::string rest;
+        for (size_t c = 0; c < spec.class_side.size(); ++c) {
+          const int s = spec.class_side[c];
+          if (spec.models[static_cast<size_t>(spec.class_model[c])] == a.pool.model.id &&
+              (s == 0 || !has[static_cast<size_t>(s)]))
+            rest += (rest.empty() ? "" : ", ") + pop.classes()[c].info.name;
+        }
+        if (!rest.empty())
+          pool_maps[r][j].fail("classes",
+                               "pool " + a.name + " takes some of " + a.pool.model.id +
+                                   "'s classes, but no pool of the region takes the others (" +
+                                   rest + ")",
+                               "add a pool of " + a.pool.model.id +
+                                   " without classes: (it takes the rest), or name them");
+      }
     }
-  }
-  if (spec.long_prompt_tokens > 0 && !any) {
-    yaml::Map rt = fl.map(schema::key("fleet.routing"));
-    rt.fail("long_prompt_tokens", "no pool takes short or long prompts, so nothing is split",
-            "give two pools of a region prompts: short and prompts: long, or remove this key");
   }
 }
 
@@ -102,11 +233,15 @@ void load_fleet(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
             "e.g. regions: [{name: us-east, utc_offset: -5, users: 0.4, pools: [...]}]");
   auto src = std::make_shared<yaml::Source>(yaml::Source{fl.file(), {}});
   std::vector<yaml::Map> region_maps;
-  std::vector<std::vector<yaml::Map>> pool_maps;  // by region: its pools', for later checks
+  std::vector<std::vector<yaml::Map>> pool_maps;       // by region: its pools', for later checks
+  std::vector<std::vector<std::string>> pool_prompts;  // ... their prompts:
+  std::vector<std::vector<std::vector<std::string>>> pool_classes;  // ... their classes:
   for (size_t i = 0; i < list.size(); ++i) {
     region_maps.emplace_back(list[i], src, fl.path() + ".regions[" + std::to_string(i) + "]");
     yaml::Map& rm = region_maps.back();
     pool_maps.emplace_back();
+    pool_prompts.emplace_back();
+    pool_classes.emplace_back();
     fleet::FleetRegion reg;
     reg.traffic.name = rm.str(region_key("name"));
     for (const auto& other : spec.regions)
@@ -166,13 +301,11 @@ void load_fleet(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
                                               : serving::EngineConfig::Role::kDecode;
       }
       const std::string prompts = pm.choice_or(pool_key("prompts"));
-      if (prompts != "all") {
-        if (fp.pool.vllm.role == serving::EngineConfig::Role::kDecode)
-          pm.fail("prompts", "a decode pool takes its calls from the prefill pools, not by length",
-                  "give the prefill pool prompts: " + prompts + ", and this one prompts: all");
-        fp.prompts = prompts == "short" ? fleet::FleetPool::Prompts::kShort
-                                        : fleet::FleetPool::Prompts::kLong;
-      }
+      if (prompts != "all" && fp.pool.vllm.role == serving::EngineConfig::Role::kDecode)
+        pm.fail("prompts", "a decode pool takes its calls from the prefill pools, not by length",
+                "give the prefill pool prompts: " + prompts + ", and this one prompts: all");
+      pool_prompts.back().push_back(prompts);
+      pool_classes.back().push_back(pm.str_list_or(pool_key("classes"), {}));
       fp.spares = static_cast<int>(pm.integer_or(pool_key("spares")));
       fp.min_replicas = static_cast<int>(pm.integer_or(pool_key("min_replicas")));
       fp.max_replicas =
@@ -259,9 +392,10 @@ void load_fleet(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
     spec.region_router =
         rt->choice_or(schema::key("fleet.routing.across_regions"), spec.region_router);
     spec.long_prompt_tokens = rt->integer_or(schema::key("fleet.routing.long_prompt_tokens"), 0);
+    spec.medium_prompt_tokens =
+        rt->integer_or(schema::key("fleet.routing.medium_prompt_tokens"), 0);
     rt->finish();
   }
-  check_length_split(fl, pool_maps, spec);
   if (auto rk = fl.map_opt(schema::key("fleet.datacenter"))) {
     spec.pue = rk->number_or(schema::key("fleet.datacenter.pue"));
     spec.floor_m2_per_rack = rk->number_or(schema::key("fleet.datacenter.floor_m2_per_rack"));
@@ -412,6 +546,7 @@ void load_fleet(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
       spec.class_model.push_back(model_index(id));
     }
     sc.workload_description = pop.describe();
+    resolve_split(fl, pool_maps, pool_prompts, pool_classes, pop, spec);
   }
   if (!sc.cascade_small_model.empty()) {
     yaml::Map cs = root.map("serving").map("cascade");

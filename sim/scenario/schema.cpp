@@ -415,9 +415,14 @@ std::vector<Key> build() {
           "serving.speculative for the scenario's model"),
       C("fleet.regions[].pools[].role", {"both", "prefill", "decode"}, "both",
         "prefill/decode disaggregation"),
-      C("fleet.regions[].pools[].prompts", {"all", "short", "long"}, "all",
-        "which calls it takes by prompt length: short (below fleet.routing.long_prompt_tokens), "
-        "long (at or above it)"),
+      C("fleet.regions[].pools[].prompts", {"all", "short", "medium", "long"}, "all",
+        "which calls it takes by prompt length: short (below fleet.routing.long_prompt_tokens, "
+        "or medium_prompt_tokens when set), medium (from medium_prompt_tokens), long (at or "
+        "above long_prompt_tokens)"),
+      doc(L("fleet.regions[].pools[].classes",
+            "which calls it takes by the users' session class (names from users.classes); pools "
+            "of its model in the region without classes take the other classes"),
+          "all classes"),
       I("fleet.regions[].pools[].spares", 0, 1e6, "0", "N+k headroom replicas"),
       I("fleet.regions[].pools[].min_replicas", 0, 1e7, "0", "autoscaling floor"),
       doc(I("fleet.regions[].pools[].max_replicas", 0, 1e7, "", "autoscaling ceiling"),
@@ -431,6 +436,9 @@ std::vector<Key> build() {
       doc(I("fleet.routing.long_prompt_tokens", 1, 1 << 30, "",
             "split by prompt length: calls at or above it go to prompts: long pools"),
           "no split"),
+      doc(I("fleet.routing.medium_prompt_tokens", 1, 1 << 30, "",
+            "a third side: calls from it up to long_prompt_tokens go to prompts: medium pools"),
+          "two sides"),
       C("fleet.routing.across_regions", fleet::region_router_names(), "spill",
         "which region serves a call: spill (home unless saturated, then the nearest that is "
         "not) or a router's rule over the regions, by outstanding calls per batch slot"),

@@ -292,7 +292,9 @@ TEST(Fleet, LengthSplitSendsEachCallToItsSide) {
   EXPECT_EQ(shrt.input_tokens, 100u * shrt.completed);
   EXPECT_EQ(lng.input_tokens, 5000u * lng.completed);
   EXPECT_EQ(shrt.completed + lng.completed, r.summary.requests_completed);
-  EXPECT_EQ(r.regions[0].served_long, lng.completed);
+  ASSERT_EQ(r.regions[0].side_served.size(), 2u);
+  EXPECT_EQ(r.regions[0].side_served[1], lng.completed);
+  EXPECT_EQ(r.regions[0].side_served[0], shrt.completed);
   // One session in five is a document: the long side's share of the calls is 0.2 (binomial
   // s.d. sqrt(0.2 · 0.8 / n) < 0.02 for n > 400).
   EXPECT_NEAR(
@@ -303,7 +305,7 @@ TEST(Fleet, LengthSplitSendsEachCallToItsSide) {
       load(scenario_text(regions, "  routing: {long_prompt_tokens: 5001}\n", kTwoLengths)), {}, 1);
   EXPECT_EQ(all_short.pools[1].completed, 0u);
   EXPECT_EQ(all_short.pools[0].completed, all_short.summary.requests_completed);
-  EXPECT_EQ(all_short.regions[0].served_long, 0u);
+  EXPECT_EQ(all_short.regions[0].side_served[1], 0u);
 }
 
 TEST(Fleet, LengthSplitErrorsNameThePool) {
@@ -343,6 +345,150 @@ TEST(Fleet, LengthSplitErrorsNameThePool) {
                              split));
   EXPECT_NE(e.find("prompts"), std::string::npos) << e;
   EXPECT_NE(e.find("long"), std::string::npos) << e;
+}
+
+// Three lengths: chat 100 tokens, reports 2,000, documents 5,000 (shares 0.6, 0.2, 0.2).
+const char* kThreeLengths =
+    "  classes:\n"
+    "    - {name: chat, share: 0.6, turns_per_session: 1, prompt_tokens: {dist: fixed, value: "
+    "100}, output_tokens: {dist: fixed, value: 50}}\n"
+    "    - {name: reports, share: 0.2, turns_per_session: 1, prompt_tokens: {dist: fixed, "
+    "value: 2000}, output_tokens: {dist: fixed, value: 50}}\n"
+    "    - {name: documents, share: 0.2, turns_per_session: 1, prompt_tokens: {dist: fixed, "
+    "value: 5000}, output_tokens: {dist: fixed, value: 50}}\n";
+
+TEST(Fleet, ThreeSidedLengthSplitSendsEachCallToItsSide) {
+  // Sides at 1,000 and 3,000 tokens: 100-token calls short, 2,000 medium, 5,000 long. Each
+  // pool's input tokens are then exactly its calls × its one prompt length.
+  const std::string regions = R"(
+    - {name: dc, utc_offset: 0h, users: 1, diurnal: flat,
+       pools: [{name: s, prompts: short, replicas: 10}, {name: l, prompts: long, replicas: 10},
+               {name: m, prompts: medium, replicas: 10}]}
+)";
+  const FleetResult r =
+      run_fleet(load(scenario_text(regions,
+                                   "  routing: {medium_prompt_tokens: 1000, long_prompt_tokens: "
+                                   "3000}\n",
+                                   kThreeLengths)),
+                {}, 1);
+  ASSERT_EQ(r.pools.size(), 3u);
+  const PoolResult &s = r.pools[0], &l = r.pools[1], &m = r.pools[2];
+  ASSERT_GT(s.completed, 300u);
+  ASSERT_GT(m.completed, 50u);
+  ASSERT_GT(l.completed, 50u);
+  EXPECT_EQ(s.input_tokens, 100u * s.completed);
+  EXPECT_EQ(m.input_tokens, 2000u * m.completed);
+  EXPECT_EQ(l.input_tokens, 5000u * l.completed);
+  EXPECT_EQ(s.completed + m.completed + l.completed, r.summary.requests_completed);
+  // Sides in order short, medium, long, whatever the pools' order in the file.
+  ASSERT_EQ(r.regions[0].side_served.size(), 3u);
+  EXPECT_EQ(r.regions[0].side_served[0], s.completed);
+  EXPECT_EQ(r.regions[0].side_served[1], m.completed);
+  EXPECT_EQ(r.regions[0].side_served[2], l.completed);
+}
+
+TEST(Fleet, ClassSplitSendsEachClassToItsPools) {
+  // Documents (5,000-token prompts) to the pool that names them, chat (100) to the one that
+  // names no class: input tokens exactly 5,000 and 100 × calls.
+  const std::string regions = R"(
+    - {name: dc, utc_offset: 0h, users: 1, diurnal: flat,
+       pools: [{name: chat, replicas: 20}, {name: docs, classes: [documents], replicas: 20}]}
+)";
+  const FleetResult r = run_fleet(load(scenario_text(regions, "", kTwoLengths)), {}, 1);
+  ASSERT_EQ(r.pools.size(), 2u);
+  const PoolResult &chat = r.pools[0], &docs = r.pools[1];
+  ASSERT_GT(chat.completed, 500u);
+  ASSERT_GT(docs.completed, 100u);
+  EXPECT_EQ(chat.input_tokens, 100u * chat.completed);
+  EXPECT_EQ(docs.input_tokens, 5000u * docs.completed);
+  ASSERT_EQ(r.regions[0].side_served.size(), 2u);
+  EXPECT_EQ(r.regions[0].side_served[1], docs.completed);
+  // The same pools split by length at 1,000 tokens put every call on the same side with
+  // the same routers (lane 1 is long there, documents here): the same run, call for call.
+  const std::string by_length = R"(
+    - {name: dc, utc_offset: 0h, users: 1, diurnal: flat,
+       pools: [{name: chat, prompts: short, replicas: 20}, {name: docs, prompts: long, replicas: 20}]}
+)";
+  const FleetResult l = run_fleet(
+      load(scenario_text(by_length, "  routing: {long_prompt_tokens: 1000}\n", kTwoLengths)), {},
+      1);
+  EXPECT_EQ(l.pools[1].completed, docs.completed);
+  EXPECT_EQ(l.summary.ttft.p99_s, r.summary.ttft.p99_s);
+  EXPECT_EQ(l.summary.e2e.mean_s, r.summary.e2e.mean_s);
+}
+
+TEST(Fleet, AClassWhoseListHasNoPoolInTheRegionGoesToItsOtherClassesPool) {
+  // Region a names documents, region b names chat: each region's pool without classes takes
+  // the class the other region named. Every call is served at home (20 replicas a pool is
+  // far from the spill threshold), so each pool's input tokens are one prompt length × its
+  // calls: a/x and b/z chat (100), a/y and b/w documents (5,000).
+  const std::string regions = R"(
+    - {name: a, utc_offset: 0h, users: 0.5, diurnal: flat, wan_rtt: {b: 50ms},
+       pools: [{name: x, replicas: 20}, {name: y, classes: [documents], replicas: 20}]}
+    - {name: b, utc_offset: 0h, users: 0.5, diurnal: flat,
+       pools: [{name: z, classes: [chat], replicas: 20}, {name: w, replicas: 20}]}
+)";
+  const FleetResult r = run_fleet(load(scenario_text(regions, "", kTwoLengths)), {}, 1);
+  ASSERT_EQ(r.pools.size(), 4u);
+  EXPECT_EQ(r.regions[0].spilled_out + r.regions[1].spilled_out, 0u);
+  const uint64_t length[4] = {100, 5000, 100, 5000};
+  for (size_t j = 0; j < 4; ++j) {
+    ASSERT_GT(r.pools[j].completed, 50u) << r.pools[j].name;
+    EXPECT_EQ(r.pools[j].input_tokens, length[j] * r.pools[j].completed) << r.pools[j].name;
+  }
+}
+
+TEST(Fleet, ClassAndThreeSidedSplitErrorsNameThePool) {
+  auto pools = [](const std::string& list) {
+    return "    - {name: a, utc_offset: 0h, users: 1, pools: [" + list + "]}\n";
+  };
+  // An unknown class gets the list of classes.
+  std::string e = error_of(scenario_text(
+      pools("{name: x, replicas: 2}, {name: y, classes: [docs], replicas: 2}"), "", kTwoLengths));
+  EXPECT_NE(e.find("pool a/y names class 'docs', which users.classes does not have"),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find("the classes are: chat, documents"), std::string::npos) << e;
+  EXPECT_NE(e.find("fleet.yaml:"), std::string::npos) << e;
+  // Every class named: nobody takes the rest, and that is fine; none named but one pool
+  // without the other classes is not.
+  e = error_of(
+      scenario_text(pools("{name: y, classes: [documents], replicas: 2}"), "", kTwoLengths));
+  EXPECT_NE(e.find("no pool of the region takes the others (chat)"), std::string::npos) << e;
+  EXPECT_NO_THROW(load(scenario_text(pools("{name: x, classes: [chat], replicas: 2}, {name: y, "
+                                           "classes: [documents], replicas: 2}"),
+                                     "", kTwoLengths)));
+  // A class in two different lists.
+  e = error_of(scenario_text(pools("{name: x, classes: [chat], replicas: 2}, {name: y, classes: "
+                                   "[chat, documents], replicas: 2}"),
+                             "", kTwoLengths));
+  EXPECT_NE(e.find("pool a/y names class 'chat', which another pool takes with other classes"),
+            std::string::npos)
+      << e;
+  // Both ways at once.
+  e = error_of(scenario_text(pools("{name: x, prompts: short, replicas: 2}, {name: y, prompts: "
+                                   "long, classes: [documents], replicas: 2}"),
+                             "  routing: {long_prompt_tokens: 1000}\n", kTwoLengths));
+  EXPECT_NE(e.find("both by prompt length (prompts:) and by class (classes:)"), std::string::npos)
+      << e;
+  // A medium side without its threshold; a medium threshold at or above the long one; a
+  // three-sided split with no medium pool.
+  const std::string three =
+      "{name: s, prompts: short, replicas: 2}, {name: m, prompts: medium, "
+      "replicas: 2}, {name: l, prompts: long, replicas: 2}";
+  e = error_of(scenario_text(pools(three), "  routing: {long_prompt_tokens: 1000}\n", kTwoLengths));
+  EXPECT_NE(e.find("pool a/m (prompts: medium) needs a medium side"), std::string::npos) << e;
+  e = error_of(scenario_text(pools(three),
+                             "  routing: {long_prompt_tokens: 1000, medium_prompt_tokens: 1000}\n",
+                             kTwoLengths));
+  EXPECT_NE(e.find("medium_prompt_tokens (1000) must be below long_prompt_tokens (1000)"),
+            std::string::npos)
+      << e;
+  e = error_of(scenario_text(
+      pools("{name: s, prompts: short, replicas: 2}, {name: l, prompts: long, replicas: 2}"),
+      "  routing: {long_prompt_tokens: 3000, medium_prompt_tokens: 1000}\n", kTwoLengths));
+  EXPECT_NE(e.find("no pool of llama-3.1-8b in the region takes medium prompts"), std::string::npos)
+      << e;
 }
 
 TEST(Fleet, SampledRunScalesPoolsAndCounts) {

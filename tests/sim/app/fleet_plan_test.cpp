@@ -1,7 +1,8 @@
 // Tests for sim/app/fleet_plan: the fleet_plan section is read strictly; every option × axis
-// value (the plan's and the option's own) is searched, a length split's sides are sized
-// apart, the answers respect hand-computed bounds, the ranking is by $ a day, the traffic
-// perturbation carries more calls, and the result does not depend on threads.
+// value (the plan's and the option's own) is searched, a split's sides (by length, two or
+// three, or by class) are sized apart, the answers respect hand-computed bounds, the ranking
+// is by $ a day with each configuration's spares, the traffic perturbation carries more
+// calls, and the result does not depend on threads.
 #include "sim/app/fleet_plan.h"
 
 #include <gtest/gtest.h>
@@ -340,6 +341,13 @@ fleet_plan:
       set:
         fleet.regions[0].pools: [{name: s, prompts: short, replicas: 4}, {name: l, prompts: long, replicas: 4}]
       axes: {fleet.routing.long_prompt_tokens: [1000, 16000]}
+    - name: by class
+      set:
+        fleet.regions[0].pools: [{name: s, replicas: 4}, {name: l, classes: [documents], replicas: 4}]
+    - name: three sides
+      set:
+        fleet.regions[0].pools: [{name: s, prompts: short, replicas: 4}, {name: m, prompts: medium, replicas: 4}, {name: l, prompts: long, replicas: 4}]
+        fleet.routing: {medium_prompt_tokens: 1000, long_prompt_tokens: 4000}
 )";
 
 TEST(FleetPlan, AnOptionsAxesAreTriedWithItAndASplitsSidesAreSizedApart) {
@@ -347,11 +355,13 @@ TEST(FleetPlan, AnOptionsAxesAreTriedWithItAndASplitsSidesAreSizedApart) {
       test::scenario_file("fleetsim_fleet_plan_test", "split", std::string(kSplitFleet));
   const FleetPlanResult r =
       run_fleet_plan(file, {}, std::nullopt, test::bundled_catalog(), nullptr, 2);
-  // 1 configuration of "mixed" + 2 of "split" (its own axis): 3, in enumeration order.
-  ASSERT_EQ(r.candidates.size(), 3u);
+  // 1 configuration of "mixed" + 2 of "split" (its own axis) + "by class" + "three sides":
+  // 5, in enumeration order.
+  ASSERT_EQ(r.candidates.size(), 5u);
   EXPECT_EQ(r.candidates[0].label, "mixed");
   EXPECT_EQ(r.candidates[1].label, "split fleet.routing.long_prompt_tokens=1000");
   EXPECT_EQ(r.candidates[2].label, "split fleet.routing.long_prompt_tokens=16000");
+  EXPECT_EQ(r.candidates[3].label, "by class");
   for (const auto& c : r.candidates)
     ASSERT_TRUE(c.answer.met) << c.label << ": " << c.answer.reason;
   // One pool: one factor, no sides.
@@ -369,6 +379,84 @@ TEST(FleetPlan, AnOptionsAxesAreTriedWithItAndASplitsSidesAreSizedApart) {
   // 2 × 8.03e9 FLOP a token = 1.19e15 FLOP/s of prefill, above one H100's 9.89e14 peak, so
   // the long side needs at least 2 of the 4 replicas: factor ≥ 0.5.
   EXPECT_GE(r.candidates[1].answer.pool_factors[1], 0.5);
+  // By class, the documents (8,000 tokens) go to pool l and chat (100) to s: the calls
+  // land exactly where the split at 1,000 tokens puts them, with the same routers, so the
+  // sides are sized to the same factors and GPUs.
+  const LadderRung &by_class = r.candidates[3].answer, &at_1000 = r.candidates[1].answer;
+  ASSERT_EQ(by_class.pool_factors.size(), 2u);
+  EXPECT_NE(by_class.sizing.find("class split's sides were sized apart"), std::string::npos)
+      << by_class.sizing;
+  EXPECT_DOUBLE_EQ(by_class.pool_factors[0], at_1000.pool_factors[0]);
+  EXPECT_DOUBLE_EQ(by_class.pool_factors[1], at_1000.pool_factors[1]);
+  EXPECT_EQ(by_class.gpus, at_1000.gpus);
+  // Three sides at 1,000 and 4,000 tokens: no prompt is medium (100 or 8,000), so the idle
+  // medium side shrinks to one replica (0.25, as above), and short and long take what the
+  // two-sided split at 1,000 gives them (the same calls on the same lanes' pools).
+  const LadderRung& three = r.candidates[4].answer;
+  ASSERT_EQ(three.pool_factors.size(), 3u);
+  EXPECT_NE(three.sizing.find(", medium pools "), std::string::npos) << three.sizing;
+  EXPECT_DOUBLE_EQ(three.pool_factors[1], 0.25);
+  EXPECT_GE(three.pool_factors[2], 0.5);
+}
+
+// The same one-GPU replicas (RTX 4090s, at most 4 calls each, so that 4.63 calls/s need
+// several), two to a server (a 2-GPU workstation) or one (a desktop), with server failures
+// only: a server down for 10 h in 1,000 (mean 0.01 down per server).
+const char* kSparesFleet = R"(
+seed: 3
+model: llama-3.1-8b
+hardware: {gpu: rtx-4090, node: desktop-rtx4090, tp: 1}
+serving: {policy: vllm, chunked_prefill: true, max_num_seqs: 4}
+users: {weekly_active: 2e5, daily_active_fraction: 0.5, sessions_per_day: 2, turns_per_session: 2,
+        think_time: 20s, prompt_tokens: 200, output_tokens: 100}
+fleet:
+  regions:
+    - {name: dc, utc_offset: 0h, users: 1, diurnal: flat, pools: [{name: main, replicas: 4}]}
+  failures: {node: {mtbf: 1000h, mttr: 10h}}
+slo: {ttft: 2s, tpot: 100ms}
+fleet_plan:
+  window: 10min
+  warmup: 2min
+  perturb_traffic: 0
+  options:
+    - {name: two to a server, set: {hardware: {gpu: rtx-4090, node: workstation-2x-rtx4090, tp: 1}}}
+    - {name: one to a server}
+)";
+
+TEST(FleetPlan, EveryConfigurationIsRankedWithItsSpares) {
+  const std::string file =
+      test::scenario_file("fleetsim_fleet_plan_test", "spares", std::string(kSparesFleet));
+  const FleetPlanResult r =
+      run_fleet_plan(file, {}, std::nullopt, test::bundled_catalog(), nullptr, 2);
+  ASSERT_EQ(r.candidates.size(), 2u);
+  const FleetPlanCandidate &two = r.candidates[0], &one = r.candidates[1];
+  ASSERT_TRUE(two.answer.met) << two.answer.reason;
+  ASSERT_TRUE(one.answer.met) << one.answer.reason;
+  // The same GPUs serve the same calls: a server's size does not change a one-GPU replica.
+  ASSERT_EQ(two.answer.gpus, one.answer.gpus);
+  const int n = static_cast<int>(one.answer.gpus);
+  ASSERT_GE(n, 2);
+  ASSERT_LE(n, 4);
+  // Two to a server: ceil(n / 2) ≤ 2 servers, servers down ~ Poisson(≤ 0.02): P(none) ≤
+  // e^-0.01 = 0.990 < 0.999 and P(≤ 1) ≥ e^-0.02 · 1.02 = 0.9998: spares for one server's
+  // 2 replicas.
+  ASSERT_EQ(two.spares.size(), 1u);
+  EXPECT_EQ(two.spares[0].spares, 2);
+  // One to a server: servers down ~ Poisson(0.01 n): P(none) = e^-0.01n < 0.999, P(≤ 1) =
+  // e^-0.01n (1 + 0.01n) ≥ e^-0.04 · 1.04 = 0.99922 ≥ 0.999: one spare.
+  ASSERT_EQ(one.spares.size(), 1u);
+  EXPECT_EQ(one.spares[0].spares, 1);
+  // Priced at the RTX 4090's $0.60 a GPU-hour; the ranking is by $ a day with them: one to
+  // a server first, though the serving cost ties and it is listed second (without spares
+  // the tie would go to the first listed).
+  EXPECT_NEAR(two.spares_usd_per_day, 2 * 24 * 0.6, 1e-9);
+  EXPECT_NEAR(one.spares_usd_per_day, 1 * 24 * 0.6, 1e-9);
+  EXPECT_EQ(two.answer.usd_per_day, one.answer.usd_per_day);
+  ASSERT_EQ(r.ranking.size(), 2u);
+  EXPECT_EQ(r.chosen, 1);
+  EXPECT_EQ(r.ranking[1], 0);
+  // The answer's spares are the chosen configuration's.
+  EXPECT_EQ(r.spares_gpus, 1.0);
 }
 
 TEST(FleetPlan, SectionErrorsNameTheFieldAndHelp) {
