@@ -29,6 +29,7 @@
 #include "hw_models/error.h"
 #include "hw_models/files.h"
 #include "hw_models/hf_import.h"
+#include "hw_models/kernel_bench_import.h"
 #include "hw_models/units.h"
 #include "reports/deploy.h"
 #include "reports/explain.h"
@@ -79,6 +80,8 @@ const char* kUsage =
     "  list WHAT        list gpus | models | nodes | interconnects | policies | routers | keys\n"
     "  validate [DIR]   predict the published measurements of the validation suite\n"
     "  calibrate import FILE   check a kernel calibration table and install it\n"
+    "  calibrate import-kernels RESULT.json ...   a calibration table from Google Benchmark or\n"
+    "                   nvbench JSON\n"
     "  calibrate fit    fit serving-engine profiles on the validation suite's training split\n"
     "  import-model CONFIG.json --id ID   a catalog model from a Hugging Face config.json\n"
     "\n"
@@ -1102,11 +1105,105 @@ int cmd_calibrate_import_bench(const std::vector<std::string>& args) {
   return 0;
 }
 
+// `calibrate import-kernels FILE`: a calibration table from Google Benchmark or nvbench JSON
+// (hw_models/kernel_bench_import.h), written to --out (not replaced without --force) and
+// checked as `calibrate import` will check it.
+int cmd_calibrate_import_kernels(const std::vector<std::string>& args) {
+  po::options_description desc("calibrate import-kernels options");
+  desc.add_options()("gpu", po::value<std::string>(), "catalog GPU id it ran on (required)")(
+      "op", po::value<std::string>(), "gemm, attn_prefill or attn_decode (required)")(
+      "dtype", po::value<std::string>(), "bf16, fp16, fp8 or fp4 (required)")(
+      "args", po::value<std::string>(),
+      "names of a Google Benchmark name's arguments, in order (e.g. m,n,k for BM_Gemm/M/N/K)")(
+      "match", po::value<std::string>(), "only benchmarks whose name contains this")(
+      "source", po::value<std::string>(), "who measured it, with what (default: the file name)")(
+      "date", po::value<std::string>(),
+      "day of the measurement, YYYY-MM-DD (default: Google Benchmark's context date)")(
+      "driver", po::value<std::string>(), "NVIDIA driver version")("cuda", po::value<std::string>(),
+                                                                   "CUDA / ROCm version")(
+      "out", po::value<std::string>(), "the table file to write (required)")(
+      "force", "replace --out if it exists")("help,h", "show this help");
+  po::positional_options_description pos;
+  pos.add("file", 1);
+  desc.add_options()("file", po::value<std::string>(), "the benchmark's JSON");
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
+  po::notify(vm);
+  if (vm.count("help") || !vm.count("file")) {
+    std::cout << "usage: fleetsim calibrate import-kernels RESULT.json --gpu ID --op OP --dtype D "
+                 "--out TABLE.csv\n"
+                 "  turns the JSON that Google Benchmark (--benchmark_format=json) or nvbench\n"
+                 "  (--json) wrote into a calibration table: one row per shape, from counters or\n"
+                 "  axes named m, n, k, batch, q_len, kv_len, heads, kv_heads, head_dim, causal\n"
+                 "  (or --args), the time from real_time or nvbench's mean cold GPU time; then\n"
+                 "  `fleetsim calibrate import TABLE.csv` installs it\n\n"
+              << desc << "\n";
+    return vm.count("help") ? 0 : 2;
+  }
+  for (const char* k : {"gpu", "op", "dtype", "out"})
+    if (!vm.count(k))
+      throw InputError(std::string("no --") + k,
+                       "usage: fleetsim calibrate import-kernels RESULT.json --gpu ID --op OP "
+                       "--dtype D --out TABLE.csv");
+  hw::KernelBenchImportOptions opt;
+  opt.gpu = vm["gpu"].as<std::string>();
+  opt.op = vm["op"].as<std::string>();
+  opt.dtype = vm["dtype"].as<std::string>();
+  if (vm.count("args")) {
+    std::stringstream ss(vm["args"].as<std::string>());
+    for (std::string a; std::getline(ss, a, ',');) opt.args.push_back(a);
+  }
+  if (vm.count("match")) opt.match = vm["match"].as<std::string>();
+  if (vm.count("source")) opt.source = vm["source"].as<std::string>();
+  if (vm.count("date")) opt.date = vm["date"].as<std::string>();
+  if (vm.count("driver")) opt.driver = vm["driver"].as<std::string>();
+  if (vm.count("cuda")) opt.cuda = vm["cuda"].as<std::string>();
+  const hw::Catalog catalog = hw::Catalog::load(hw::Catalog::default_dir());
+  const hw::KernelBenchImport t =
+      hw::import_kernel_bench(vm["file"].as<std::string>(), opt, catalog);
+  namespace fs = std::filesystem;
+  const fs::path out = vm["out"].as<std::string>();
+  if (fs::exists(out) && !vm.count("force"))
+    throw InputError("the table file is already there", "pass --force to replace it", out.string());
+  // Written beside, checked as `calibrate import` checks a table, then moved into place:
+  // a table that fails the check (a row faster than the roofline) replaces nothing.
+  const fs::path tmp = out.string() + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    f << t.text;
+    if (!f) throw InputError("cannot write the table", "check the folder", tmp.string());
+  }
+  try {
+    (void)hw::load_calibration(tmp.string(), catalog);
+  } catch (const InputError& e) {
+    std::error_code ec;
+    fs::remove(tmp, ec);
+    // Name the benchmark the refused row came from (its line of the table).
+    std::stringstream lines(t.text);
+    std::string row;
+    for (int i = 0; i < e.line() && std::getline(lines, row);) ++i;
+    throw InputError("the table refuses a row: " + e.message() +
+                         (e.line() > 0 ? " (row " + row + ")" : std::string()),
+                     e.hint(), vm["file"].as<std::string>());
+  }
+  fs::rename(tmp, out);
+  std::cout << "wrote " << out.string() << ": " << t.rows << " rows from " << t.runs << " "
+            << t.format << " runs"
+            << (t.skipped ? " (" + std::to_string(t.skipped) +
+                                " left out: errors, skipped "
+                                "states or aggregates other than the median)"
+                          : std::string())
+            << "\ninstall it with: fleetsim calibrate import " << out.string() << "\n";
+  return 0;
+}
+
 int cmd_calibrate(const std::vector<std::string>& args) {
   if (!args.empty() && args[0] == "fit")
     return cmd_calibrate_fit(std::vector<std::string>(args.begin() + 1, args.end()));
   if (!args.empty() && args[0] == "import-bench")
     return cmd_calibrate_import_bench(std::vector<std::string>(args.begin() + 1, args.end()));
+  if (!args.empty() && args[0] == "import-kernels")
+    return cmd_calibrate_import_kernels(std::vector<std::string>(args.begin() + 1, args.end()));
   const bool wants_help = std::any_of(
       args.begin(), args.end(), [](const std::string& a) { return a == "--help" || a == "-h"; });
   const bool known =
@@ -1124,7 +1221,10 @@ int cmd_calibrate(const std::vector<std::string>& args) {
            "       fleetsim calibrate fit [--engine ID ...] [--write]\n"
            "  fits serving-engine profiles on the validation suite (calibrate fit --help)\n"
            "       fleetsim calibrate import-bench RESULT.json --model ID --gpu ID --out DIR\n"
-           "  validation cases from a vLLM/SGLang serving benchmark's saved result\n";
+           "  validation cases from a vLLM/SGLang serving benchmark's saved result\n"
+           "       fleetsim calibrate import-kernels RESULT.json --gpu ID --op OP --dtype D --out "
+           "TABLE.csv\n"
+           "  a calibration table from Google Benchmark or nvbench JSON\n";
     return wants_help ? 0 : 2;
   }
   const std::string file = args[0] == "list" ? std::string() : args[1];

@@ -1,5 +1,6 @@
-// Managing calibration tables: list, import with the overlap it creates shown, remove; and
-// validation cases imported from a serving benchmark's result.
+// Managing calibration tables: list, import with the overlap it creates shown, remove;
+// validation cases imported from a serving benchmark's result; tables from Google Benchmark
+// or nvbench JSON.
 #include "cli_fixture.h"
 
 namespace {
@@ -69,6 +70,46 @@ TEST_F(Cli, ImportBenchWritesCasesThatValidateRunsAndKeepsWhatIsThere) {
   expect_error(
       "calibrate import-bench '" + (dir_ / "run.json").string() + "' --model llama-3.1-8b --out x",
       {"--gpu"});
+}
+
+TEST_F(Cli, ImportKernelsWritesACheckedTableThatImportInstalls) {
+  // A Google Benchmark result in its JSON reporter's fields (values for the hand math, not a
+  // measurement): BM_Gemm/M/N/K, median 1.5 ms for 4096³ (0.0926 of the H100's BF16 peak).
+  std::ofstream(dir_ / "gemm.json")
+      << R"({"context": {"date": "2026-11-30T10:15:00+00:00"}, "benchmarks": [
+{"name": "BM_Gemm/4096/4096/4096/manual_time", "run_name": "BM_Gemm/4096/4096/4096/manual_time",
+ "run_type": "iteration", "real_time": 1.5, "cpu_time": 0.01, "time_unit": "ms"}]})";
+  const std::string args = "calibrate import-kernels '" + (dir_ / "gemm.json").string() +
+                           "' --gpu h100-sxm --op gemm --dtype bf16 --args m,n,k --out '" +
+                           (dir_ / "t.csv").string() + "'";
+  const Result imp = run(args);
+  ASSERT_EQ(imp.code, 0) << imp.err;
+  EXPECT_NE(imp.out.find("1 rows from 1 Google Benchmark runs"), std::string::npos) << imp.out;
+  EXPECT_NE(slurp(dir_ / "t.csv").find("gemm,bf16,4096,4096,4096,,,,,,,,1500,"), std::string::npos);
+  // `calibrate import` installs it (into a private folder).
+  const fs::path cal = dir_ / "cal";
+  fs::create_directories(cal);
+  fs::copy_file(kRoot + "/hw_models/calibration/h100-sxm-gemm-mamf.csv", cal / "mamf.csv");
+  const Result inst = run("calibrate import '" + (dir_ / "t.csv").string() + "' --calibration '" +
+                          cal.string() + "'");
+  ASSERT_EQ(inst.code, 0) << inst.err;
+  EXPECT_TRUE(fs::exists(cal / "t.csv"));
+  // Nothing is replaced without --force.
+  std::ofstream(dir_ / "t.csv") << "# mine\n";
+  expect_error(args, {"already there", "--force"});
+  EXPECT_EQ(slurp(dir_ / "t.csv"), "# mine\n");
+  // A time faster than the roofline (4096³ in 10 us: 13.7 PFLOP/s) is refused by the table
+  // check and leaves no file behind.
+  std::ofstream(dir_ / "fast.json") << R"({"context": {"date": "2026-11-30"}, "benchmarks": [
+{"name": "g", "run_name": "g", "run_type": "iteration", "real_time": 10, "time_unit": "us",
+ "m": 4096, "n": 4096, "k": 4096}]})";
+  expect_error("calibrate import-kernels '" + (dir_ / "fast.json").string() +
+                   "' --gpu h100-sxm --op gemm --dtype bf16 --out '" +
+                   (dir_ / "fast.csv").string() + "'",
+               {"faster than the datasheet roofline"});
+  EXPECT_FALSE(fs::exists(dir_ / "fast.csv"));
+  EXPECT_FALSE(fs::exists(dir_ / "fast.csv.tmp"));
+  EXPECT_EQ(run("calibrate import-kernels --help").code, 0);
 }
 
 }  // namespace
