@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -336,6 +337,127 @@ std::string shell_line(const std::vector<std::string>& argv) {
     s += (s.empty() ? "" : " ") + q;
   }
   return s;
+}
+
+Deployable fleet_deployable(const scenario::Scenario& sc, const std::vector<int>& replicas,
+                            const std::string& name) {
+  Deployable out;
+  if (!sc.fleet) return deployable(sc, name);
+  const fleet::FleetSpec& f = *sc.fleet;
+  // A pool's settings in the base scenario's place (what deployable reads of it).
+  auto put = [](scenario::Scenario& s, const scenario::Pool& p, int n) {
+    s.model = p.model;
+    s.gpu = p.gpu;
+    s.node = p.node;
+    s.par = p.par;
+    s.dep = p.dep;
+    s.memory = p.memory;
+    s.vllm = p.vllm;
+    s.spec = p.spec;
+    s.lora_rank = p.lora_rank;
+    s.weights_dtype = p.weights_dtype;
+    s.kv_dtype = p.kv_dtype;
+    s.replicas = n;
+  };
+  auto slug = [](std::string x) {
+    for (char& c : x)
+      c = std::isalnum(static_cast<unsigned char>(c))
+              ? static_cast<char>(std::tolower(static_cast<unsigned char>(c)))
+              : '-';
+    return x;
+  };
+  using Role = serving::EngineConfig::Role;
+  size_t j = 0;
+  std::vector<size_t> first(f.regions.size());
+  for (size_t r = 0; r < f.regions.size(); ++r) {
+    first[r] = j;
+    j += f.regions[r].pools.size();
+  }
+  for (size_t r = 0; r < f.regions.size(); ++r) {
+    const auto& pools = f.regions[r].pools;
+    for (size_t k = 0; k < pools.size(); ++k) {
+      const fleet::FleetPool& fp = pools[k];
+      if (fp.pool.vllm.role == Role::kDecode) continue;  // with its prefill pool below
+      scenario::Scenario s = sc;
+      s.fleet.reset();
+      s.prefill_pool.reset();
+      s.small_pool.reset();
+      const int n = replicas[first[r] + k];
+      // pool name after its region: "us/main" → "us-main"
+      std::map<std::string, std::string> renamed;
+      if (fp.pool.vllm.role == Role::kPrefill) {
+        size_t d = pools.size();
+        for (size_t x = 0; x < pools.size(); ++x)
+          if (pools[x].pool.vllm.role == Role::kDecode &&
+              pools[x].pool.model.id == fp.pool.model.id)
+            d = x;
+        if (d == pools.size()) continue;  // checked when loaded: cannot happen
+        put(s, pools[d].pool, replicas[first[r] + d]);
+        s.prefill_pool = fp.pool;
+        s.prefill_pool->replicas = n;
+        renamed["prefill"] = slug(fp.name);
+        renamed["decode"] = slug(pools[d].name);
+      } else {
+        put(s, fp.pool, n);
+        renamed["serving"] = slug(fp.name);
+      }
+      Deployable d = deployable(s, name + "-" + slug(fp.name));
+      for (Launch& l : d.launches) {
+        const auto it = renamed.find(l.pool);
+        if (it != renamed.end()) {
+          if (!l.extra_name.empty()) l.extra_name = "trtllm-" + it->second + ".yaml";
+          if (l.engine == "trtllm")
+            for (std::string& a : l.argv)
+              if (a == "trtllm-" + l.pool + ".yaml") a = l.extra_name;
+          l.pool = it->second;
+        }
+        out.launches.push_back(std::move(l));
+      }
+      out.kubernetes += d.kubernetes.rfind("---", 0) == 0 || out.kubernetes.empty()
+                            ? d.kubernetes
+                            : "---\n" + d.kubernetes;
+      for (auto& note : d.notes)
+        if (std::find(out.notes.begin(), out.notes.end(), note) == out.notes.end())
+          out.notes.push_back(std::move(note));
+    }
+  }
+  // The engines and manifests serve each pool behind its own Service; which calls go to
+  // which pool is the gateway's job, so the split is said.
+  if (f.split != fleet::FleetSpec::Split::kNone) {
+    std::string rule;
+    for (size_t side = 0; side < f.side_names.size(); ++side) {
+      std::string pools_of_side;
+      for (const auto& region : f.regions)
+        for (const auto& fp : region.pools)
+          if (fp.side == static_cast<int>(side))
+            pools_of_side += (pools_of_side.empty() ? "" : ", ") + slug(fp.name);
+      if (pools_of_side.empty()) continue;
+      std::string what = f.side_names[side];
+      if (f.split == fleet::FleetSpec::Split::kLength) {
+        const int64_t lo = side == 0                                 ? 0
+                           : f.medium_prompt_tokens > 0 && side == 1 ? f.medium_prompt_tokens
+                                                                     : f.long_prompt_tokens;
+        const int64_t hi = side + 1 == f.side_names.size()
+                               ? -1
+                               : (f.medium_prompt_tokens > 0 && side == 0 ? f.medium_prompt_tokens
+                                                                          : f.long_prompt_tokens);
+        what = "prompts of " +
+               (lo > 0 ? "at least " + std::to_string(lo) + (hi > 0 ? " and " : "") : "") +
+               (hi > 0 ? "fewer than " + std::to_string(hi) : "") + " tokens";
+      } else {
+        what = side == 0 ? "the classes no pool names" : "the session classes " + what;
+      }
+      rule += (rule.empty() ? "" : "; ") + what + " to " + pools_of_side;
+    }
+    out.notes.push_back(
+        "route calls as the plan split them (the gateway's job; each pool has its "
+        "own Service): " +
+        rule +
+        (f.split == fleet::FleetSpec::Split::kLength
+             ? " (a prompt counts its system prompt and conversation so far)"
+             : ""));
+  }
+  return out;
 }
 
 std::vector<std::string> write_deployable(const Deployable& d, const std::string& dir) {

@@ -41,6 +41,14 @@ struct Deployable {
 /// its replica count). `name` prefixes the Kubernetes objects (lower-case, '-').
 Deployable deployable(const scenario::Scenario& sc, const std::string& name);
 
+/// A fleet's (sc.fleet) pools at `replicas` each (full scale, the fleet's pool order; spares
+/// included by the caller): every region's pools in one Deployable, launches named
+/// "<region>-<pool>" (a region's prefill pool with its model's decode pool as one
+/// disaggregated deployment), the Kubernetes objects named `name`-<region>-<pool>-..., the
+/// notes of every pool once.
+Deployable fleet_deployable(const scenario::Scenario& sc, const std::vector<int>& replicas,
+                            const std::string& name);
+
 /// The same as JSON: "launches" (engine, pool, replicas, gpus, argv, command: the shell
 /// line, extra_name, extra_yaml), "kubernetes" and "notes".
 nlohmann::json deployable_json(const Deployable& d);

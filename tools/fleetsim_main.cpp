@@ -468,6 +468,24 @@ int cmd_fleet_plan(const Parsed& p, const std::vector<std::string>& sets) {
   std::string files;
   for (const auto& f : reports::write_fleet_plan_report(r, out_dir)) files += ", " + f;
   std::cout << "  wrote       " << json_path << files << "\n";
+  if (r.chosen >= 0) {
+    // Deployable output: every pool of the answer, its serving replicas plus its spares.
+    const app::FleetPlanCandidate& c = r.candidates[static_cast<size_t>(r.chosen)];
+    const scenario::Scenario answer =
+        scenario::load(p.scenario, c.answer.overrides, seed, catalog, calibration);
+    std::vector<int> replicas = r.answer_replicas;
+    for (size_t j = 0; j < replicas.size() && j < r.spares.size(); ++j)
+      replicas[j] += r.spares[j].spares;
+    reports::Deployable d = reports::fleet_deployable(answer, replicas, base.name);
+    if (!r.spares.empty())
+      d.notes.push_back("the replica counts include each pool's failure spares (" +
+                        std::to_string(static_cast<int>(r.spares_gpus)) +
+                        " GPUs in all; fleet_plan.availability)");
+    reports::write_deployable(d, out_dir);
+    std::cout << "  deploy      " << (std::filesystem::path(out_dir) / "deploy").string()
+              << "/ (vllm.sh, sglang.sh, trtllm.sh, kubernetes.yaml, README.md: " << d.notes.size()
+              << " note" << (d.notes.size() == 1 ? "" : "s") << ")\n";
+  }
   return r.chosen >= 0 ? 0 : 4;
 }
 

@@ -343,7 +343,14 @@ FleetPlanResult run_fleet_plan(const std::string& file, const std::vector<std::s
       res.simulations += res.regional->simulations;
     }
   }
-  // The answer's failure headroom, at its final sizes.
+  // The answer's final sizes, and its failure headroom at them.
+  if (res.chosen >= 0) {
+    const FleetConfig& b = *configs[static_cast<size_t>(res.chosen)];
+    const LadderRung& a = res.candidates[static_cast<size_t>(res.chosen)].answer;
+    res.answer_replicas = res.regional && res.regional->met
+                              ? res.regional->replicas
+                              : pool_replicas(b, pool_factors(a, b.replicas.size()));
+  }
   if (res.chosen >= 0 && spec.availability > 0) {
     const FleetPlanCandidate& c = res.candidates[static_cast<size_t>(res.chosen)];
     if (res.regional && res.regional->met && !c.regional) {

@@ -118,6 +118,9 @@ struct FleetPlanResult {
   std::vector<PoolSpares> spares;
   double spares_gpus = 0;
   double spares_usd_per_day = 0;  ///< cloud basis; 0 when owned or a price is missing
+  /// The answer's serving replicas per pool (full scale, the fleet's pool order): sized
+  /// region by region when that met the target, else at its one factor; spares not included.
+  std::vector<int> answer_replicas;
   /// The pre-screen's traffic (fleet_plan.slack), measured on `traffic_from`.
   std::optional<WindowTraffic> traffic;
   std::string traffic_from;

@@ -29,6 +29,7 @@ struct Pool {
   std::optional<serving::Speculative> spec;
   int64_t prefix_host_blocks = 0;  ///< host tier of the prefix cache, in this pool's KV blocks
   int lora_rank = 0;  ///< multi-LoRA: adapter rank (0 = none; slots in vllm.lora_slots)
+  std::string weights_dtype = "bf16", kv_dtype = "bf16";  ///< its precision, as written
 };
 
 }  // namespace fleetsim::scenario

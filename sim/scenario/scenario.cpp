@@ -378,6 +378,8 @@ Pool load_pool(const yaml::Map& root, yaml::Map& section, const std::string& ove
   pool.node = tmp.node;
   pool.par = tmp.par;
   pool.dep = tmp.dep;
+  pool.weights_dtype = tmp.weights_dtype;
+  pool.kv_dtype = tmp.kv_dtype;
   pool.efficiency_source = tmp.efficiency_source;
   if (sc.lora_rank > 0 && model.id == sc.model.id) {
     // Multi-LoRA in a pool of the scenario's model: its adapter slots take GPU memory, and

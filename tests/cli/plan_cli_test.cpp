@@ -155,6 +155,12 @@ TEST_F(Cli, PlanOnAFleetScenarioRanksItsOptionsAndNamesWhatIsDropped) {
   EXPECT_EQ(j["ranking"].size(), 8u);  // the two invalid ones are not ranked
   EXPECT_TRUE(fs::exists(dir_ / "fp" / "report.md"));
   EXPECT_NE(slurp(dir_ / "fp" / "report.md").find("Dropped: option 'H100 TP2'"), std::string::npos);
+  // The answer's pools deployable: a vLLM case per pool of each region ("us-main" and
+  // "eu-main"), and the manifests beside them.
+  const std::string sh = slurp(dir_ / "fp" / "deploy" / "vllm.sh");
+  EXPECT_NE(sh.find("  us-main)"), std::string::npos) << sh;
+  EXPECT_NE(sh.find("  eu-main)"), std::string::npos) << sh;
+  EXPECT_TRUE(fs::exists(dir_ / "fp" / "deploy" / "kubernetes.yaml"));
 }
 
 TEST_F(Cli, AFleetScenarioWithoutAFleetPlanIsOneErrorLine) {

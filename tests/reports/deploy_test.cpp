@@ -131,6 +131,64 @@ TEST(Deploy, DisaggregatedPoolsGetTheirRoles) {
   EXPECT_EQ(YAML::LoadAll(d.kubernetes).size(), 4u);
 }
 
+// The Deployment named `name` among the manifests (a null node when there is none).
+YAML::Node deployment(const std::string& manifests, const std::string& name) {
+  for (const YAML::Node& doc : YAML::LoadAll(manifests))
+    if (doc && doc["kind"] && doc["kind"].as<std::string>() == "Deployment" &&
+        doc["metadata"]["name"].as<std::string>() == name)
+      return doc;
+  return YAML::Node();
+}
+
+TEST(Deploy, AFleetsPoolsEachGetTheirLaunchesManifestsAndTheSplitsRouting) {
+  // fleet-length-split.yaml as written: us/short (H200 TP1) and us/long (TP2), split at
+  // 4,096 prompt tokens; deployed at 14 and 4 replicas.
+  const scenario::Scenario sc = load("scenarios/examples/fleet-length-split.yaml", {});
+  const Deployable d = fleet_deployable(sc, {14, 4}, "fls");
+  ASSERT_EQ(d.launches.size(), 6u);  // two pools, three engines
+  EXPECT_EQ(launch(d, "vllm", "us-short").replicas, 14);
+  EXPECT_EQ(launch(d, "vllm", "us-long").replicas, 4);
+  EXPECT_EQ(value_of(launch(d, "vllm", "us-short").argv, "--tensor-parallel-size"), "1");
+  EXPECT_EQ(value_of(launch(d, "vllm", "us-long").argv, "--tensor-parallel-size"), "2");
+  EXPECT_EQ(value_of(launch(d, "vllm", "us-long").argv, "--kv-cache-dtype"), "fp8");
+  // TensorRT-LLM's options file is named after the pool, in the file list and the command.
+  EXPECT_EQ(launch(d, "trtllm", "us-long").extra_name, "trtllm-us-long.yaml");
+  EXPECT_EQ(value_of(launch(d, "trtllm", "us-long").argv, "--extra_llm_api_options"),
+            "trtllm-us-long.yaml");
+  // The manifests parse: a Deployment (and a Service) per pool, with its replicas and GPUs.
+  EXPECT_EQ(YAML::LoadAll(d.kubernetes).size(), 4u);
+  const YAML::Node lng = deployment(d.kubernetes, "fls-us-long-serving");
+  ASSERT_TRUE(lng) << d.kubernetes;
+  EXPECT_EQ(lng["spec"]["replicas"].as<int>(), 4);
+  EXPECT_EQ(
+      lng["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"]
+          .as<int>(),
+      2);
+  ASSERT_TRUE(deployment(d.kubernetes, "fls-us-short-serving"));
+  // The split is the gateway's: said in a note, with the threshold and the pools.
+  bool routed = false;
+  for (const auto& n : d.notes)
+    routed =
+        routed || (n.find("prompts of fewer than 4096 tokens to us-short") != std::string::npos &&
+                   n.find("prompts of at least 4096 tokens to us-long") != std::string::npos);
+  EXPECT_TRUE(routed);
+}
+
+TEST(Deploy, AFleetsPrefillAndDecodePoolsAreOneDisaggregatedDeployment) {
+  const scenario::Scenario sc = load(
+      "scenarios/examples/fleet-length-split.yaml",
+      {"fleet.regions[0].pools=[{name: p, role: prefill, replicas: 3}, {name: d, role: decode, "
+       "replicas: 5}]",
+       "fleet.routing={}"});
+  const Deployable d = fleet_deployable(sc, {3, 5}, "pd");
+  ASSERT_EQ(d.launches.size(), 6u);
+  EXPECT_EQ(value_of(launch(d, "sglang", "us-p").argv, "--disaggregation-mode"), "prefill");
+  EXPECT_EQ(value_of(launch(d, "sglang", "us-d").argv, "--disaggregation-mode"), "decode");
+  EXPECT_EQ(launch(d, "vllm", "us-p").replicas, 3);
+  EXPECT_EQ(launch(d, "vllm", "us-d").replicas, 5);
+  EXPECT_EQ(YAML::LoadAll(d.kubernetes).size(), 4u);
+}
+
 TEST(Deploy, AReplicaOverSeveralNodesIsALeaderWorkerSet) {
   // Llama-3.1-405B at TP 8 × PP 2 on HGX H200 servers (8 GPUs each): 16 GPUs, 2 nodes.
   const scenario::Scenario sc =
