@@ -17,7 +17,8 @@ namespace deploy_impl {
 
 // One pool of the deployment, as the engines see it.
 struct PoolView {
-  std::string name;  // "serving" | "prefill" | "decode" | "small"
+  std::string name;  // "serving" | "prefill" | "decode" | "small", unless renamed
+  std::string role;  // the same, never renamed: what the pool does
   int replicas = 0;
   const hw::ModelSpec* model = nullptr;
   const hw::GpuSpec* gpu = nullptr;
@@ -44,6 +45,7 @@ std::vector<PoolView> pools_of(const scenario::Scenario& sc) {
                  const hw::Parallelism& par, const serving::ServingConfig& cfg, bool spec) {
     PoolView p;
     p.name = name;
+    p.role = name;
     p.replicas = replicas;
     p.model = &m;
     p.gpu = &g;
@@ -93,7 +95,7 @@ std::vector<std::string> vllm_argv(const scenario::Scenario& sc, const PoolView&
             (sc.draft_model == "mtp" ? "deepseek_mtp\""
                                      : "draft_model\", \"model\": \"" + sc.draft_model + "\"") +
             ", \"num_speculative_tokens\": " + std::to_string(sc.spec->k) + "}");
-  if (p.name == "prefill" || p.name == "decode")
+  if (p.role == "prefill" || p.role == "decode")
     opt("--kv-transfer-config", "{\"kv_connector\": \"NixlConnector\", \"kv_role\": \"kv_both\"}");
   return a;
 }
@@ -127,7 +129,7 @@ std::vector<std::string> sglang_argv(const scenario::Scenario& sc, const PoolVie
     opt("--speculative-num-steps", std::to_string(sc.spec->k));
     opt("--speculative-num-draft-tokens", std::to_string(sc.spec->k + 1));
   }
-  if (p.name == "prefill" || p.name == "decode") opt("--disaggregation-mode", p.name);
+  if (p.role == "prefill" || p.role == "decode") opt("--disaggregation-mode", p.role);
   return a;
 }
 
@@ -244,10 +246,15 @@ std::string manifests(const std::vector<Launch>& launches, const std::vector<Poo
 
 }  // namespace deploy_impl
 
-Deployable deployable(const scenario::Scenario& sc, const std::string& name) {
+Deployable deployable(const scenario::Scenario& sc, const std::string& name,
+                      const std::map<std::string, std::string>& pool_names) {
   using namespace deploy_impl;
   Deployable d;
-  const std::vector<PoolView> pools = pools_of(sc);
+  std::vector<PoolView> pools = pools_of(sc);
+  for (PoolView& p : pools) {
+    const auto it = pool_names.find(p.name);
+    if (it != pool_names.end()) p.name = it->second;
+  }
   for (const PoolView& p : pools) {
     const int gpus = p.par.gpus();
     d.launches.push_back({"vllm", p.name, p.replicas, gpus, vllm_argv(sc, p), "", ""});
@@ -401,18 +408,8 @@ Deployable fleet_deployable(const scenario::Scenario& sc, const std::vector<int>
         put(s, fp.pool, n);
         renamed["serving"] = slug(fp.name);
       }
-      Deployable d = deployable(s, name + "-" + slug(fp.name));
-      for (Launch& l : d.launches) {
-        const auto it = renamed.find(l.pool);
-        if (it != renamed.end()) {
-          if (!l.extra_name.empty()) l.extra_name = "trtllm-" + it->second + ".yaml";
-          if (l.engine == "trtllm")
-            for (std::string& a : l.argv)
-              if (a == "trtllm-" + l.pool + ".yaml") a = l.extra_name;
-          l.pool = it->second;
-        }
-        out.launches.push_back(std::move(l));
-      }
+      Deployable d = deployable(s, name, renamed);
+      for (Launch& l : d.launches) out.launches.push_back(std::move(l));
       out.kubernetes += d.kubernetes.rfind("---", 0) == 0 || out.kubernetes.empty()
                             ? d.kubernetes
                             : "---\n" + d.kubernetes;

@@ -11,6 +11,7 @@
 // the catalog has no Hugging Face repository), is said in `notes`, never guessed silently.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -38,13 +39,15 @@ struct Deployable {
 };
 
 /// The launches and manifests of `sc` (a resolved single-pool scenario: a plan's answer at
-/// its replica count). `name` prefixes the Kubernetes objects (lower-case, '-').
-Deployable deployable(const scenario::Scenario& sc, const std::string& name);
+/// its replica count). `name` prefixes the Kubernetes objects (lower-case, '-'); a pool is
+/// named "serving", or "prefill" and "decode", or "small", unless `pool_names` renames it.
+Deployable deployable(const scenario::Scenario& sc, const std::string& name,
+                      const std::map<std::string, std::string>& pool_names = {});
 
 /// A fleet's (sc.fleet) pools at `replicas` each (full scale, the fleet's pool order; spares
 /// included by the caller): every region's pools in one Deployable, launches named
 /// "<region>-<pool>" (a region's prefill pool with its model's decode pool as one
-/// disaggregated deployment), the Kubernetes objects named `name`-<region>-<pool>-..., the
+/// disaggregated deployment), the Kubernetes objects named `name`-<region>-<pool>, the
 /// notes of every pool once.
 Deployable fleet_deployable(const scenario::Scenario& sc, const std::vector<int>& replicas,
                             const std::string& name);

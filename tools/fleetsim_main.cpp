@@ -473,10 +473,7 @@ int cmd_fleet_plan(const Parsed& p, const std::vector<std::string>& sets) {
     const app::FleetPlanCandidate& c = r.candidates[static_cast<size_t>(r.chosen)];
     const scenario::Scenario answer =
         scenario::load(p.scenario, c.answer.overrides, seed, catalog, calibration);
-    std::vector<int> replicas = r.answer_replicas;
-    for (size_t j = 0; j < replicas.size() && j < r.spares.size(); ++j)
-      replicas[j] += r.spares[j].spares;
-    reports::Deployable d = reports::fleet_deployable(answer, replicas, base.name);
+    reports::Deployable d = reports::fleet_deployable(answer, r.deploy_replicas(), base.name);
     if (!r.spares.empty())
       d.notes.push_back("the replica counts include each pool's failure spares (" +
                         std::to_string(static_cast<int>(r.spares_gpus)) +

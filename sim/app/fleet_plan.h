@@ -121,6 +121,12 @@ struct FleetPlanResult {
   /// The answer's serving replicas per pool (full scale, the fleet's pool order): sized
   /// region by region when that met the target, else at its one factor; spares not included.
   std::vector<int> answer_replicas;
+  /// answer_replicas with each pool's spares added: what to deploy.
+  std::vector<int> deploy_replicas() const {
+    std::vector<int> n = answer_replicas;
+    for (size_t j = 0; j < n.size() && j < spares.size(); ++j) n[j] += spares[j].spares;
+    return n;
+  }
   /// The pre-screen's traffic (fleet_plan.slack), measured on `traffic_from`.
   std::optional<WindowTraffic> traffic;
   std::string traffic_from;

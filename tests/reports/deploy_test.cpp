@@ -157,14 +157,14 @@ TEST(Deploy, AFleetsPoolsEachGetTheirLaunchesManifestsAndTheSplitsRouting) {
             "trtllm-us-long.yaml");
   // The manifests parse: a Deployment (and a Service) per pool, with its replicas and GPUs.
   EXPECT_EQ(YAML::LoadAll(d.kubernetes).size(), 4u);
-  const YAML::Node lng = deployment(d.kubernetes, "fls-us-long-serving");
+  const YAML::Node lng = deployment(d.kubernetes, "fls-us-long");
   ASSERT_TRUE(lng) << d.kubernetes;
   EXPECT_EQ(lng["spec"]["replicas"].as<int>(), 4);
   EXPECT_EQ(
       lng["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"]
           .as<int>(),
       2);
-  ASSERT_TRUE(deployment(d.kubernetes, "fls-us-short-serving"));
+  ASSERT_TRUE(deployment(d.kubernetes, "fls-us-short"));
   // The split is the gateway's: said in a note, with the threshold and the pools.
   bool routed = false;
   for (const auto& n : d.notes)
@@ -172,6 +172,18 @@ TEST(Deploy, AFleetsPoolsEachGetTheirLaunchesManifestsAndTheSplitsRouting) {
         routed || (n.find("prompts of fewer than 4096 tokens to us-short") != std::string::npos &&
                    n.find("prompts of at least 4096 tokens to us-long") != std::string::npos);
   EXPECT_TRUE(routed);
+}
+
+TEST(Deploy, AFleetOnTensorRtLlmMountsEachPoolsOwnOptionsFile) {
+  // Each pool's manifests and notes name its own options file, not a shared
+  // "trtllm-serving.yaml" that two pools with different settings would both claim.
+  const scenario::Scenario sc =
+      load("scenarios/examples/fleet-length-split.yaml", {"serving.engine=trtllm-1"});
+  const Deployable d = fleet_deployable(sc, {14, 4}, "fls");
+  EXPECT_NE(d.kubernetes.find("trtllm-us-short.yaml"), std::string::npos) << d.kubernetes;
+  EXPECT_NE(d.kubernetes.find("trtllm-us-long.yaml"), std::string::npos) << d.kubernetes;
+  EXPECT_EQ(d.kubernetes.find("trtllm-serving.yaml"), std::string::npos) << d.kubernetes;
+  for (const auto& n : d.notes) EXPECT_EQ(n.find("trtllm-serving.yaml"), std::string::npos) << n;
 }
 
 TEST(Deploy, AFleetsPrefillAndDecodePoolsAreOneDisaggregatedDeployment) {
