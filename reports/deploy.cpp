@@ -366,13 +366,7 @@ Deployable fleet_deployable(const scenario::Scenario& sc, const std::vector<int>
     s.kv_dtype = p.kv_dtype;
     s.replicas = n;
   };
-  auto slug = [](std::string x) {
-    for (char& c : x)
-      c = std::isalnum(static_cast<unsigned char>(c))
-              ? static_cast<char>(std::tolower(static_cast<unsigned char>(c)))
-              : '-';
-    return x;
-  };
+  const auto slug = deploy_impl::k8s_name;  // "us/short" → "us-short"
   using Role = serving::EngineConfig::Role;
   size_t j = 0;
   std::vector<size_t> first(f.regions.size());

@@ -94,6 +94,13 @@ void resolve_split(yaml::Map& fl, const std::vector<std::vector<yaml::Map>>& poo
     spec.side_names = {"other classes"};
     spec.class_side.assign(pop.classes().size(), 0);
     std::vector<std::vector<std::string>> lists;  // by side - 1
+    // A class's index in users.classes (their number when there is none of that name).
+    auto class_index = [&](const std::string& name) {
+      const auto& cs = pop.classes();
+      return static_cast<size_t>(
+          std::find_if(cs.begin(), cs.end(), [&](const auto& c) { return c.info.name == name; }) -
+          cs.begin());
+    };
     for (size_t r = 0; r < spec.regions.size(); ++r)
       for (size_t j = 0; j < spec.regions[r].pools.size(); ++j) {
         std::vector<std::string> list = classes[r][j];
@@ -111,12 +118,10 @@ void resolve_split(yaml::Map& fl, const std::vector<std::vector<yaml::Map>>& poo
         std::string known;
         for (const auto& c : pop.classes()) known += (known.empty() ? "" : ", ") + c.info.name;
         for (const auto& name : list) {
-          const auto it = std::find_if(pop.classes().begin(), pop.classes().end(),
-                                       [&](const auto& c) { return c.info.name == name; });
-          if (it == pop.classes().end())
+          const size_t c = class_index(name);
+          if (c == pop.classes().size())
             where("names class '" + name + "', which users.classes does not have",
                   known.empty() ? "give users: a classes: list" : "the classes are: " + known);
-          const auto c = static_cast<size_t>(it - pop.classes().begin());
           const std::string& model = spec.models[static_cast<size_t>(spec.class_model[c])];
           if (model != pool.pool.model.id)
             where("names class '" + name + "', whose calls are for " + model + ", not " +
@@ -140,11 +145,7 @@ void resolve_split(yaml::Map& fl, const std::vector<std::vector<yaml::Map>>& poo
           spec.side_names.push_back(side);
         }
         pool.side = static_cast<int>(known_list - lists.begin()) + 1;
-        for (const auto& name : list) {
-          const auto it = std::find_if(pop.classes().begin(), pop.classes().end(),
-                                       [&](const auto& c) { return c.info.name == name; });
-          spec.class_side[static_cast<size_t>(it - pop.classes().begin())] = pool.side;
-        }
+        for (const auto& name : list) spec.class_side[class_index(name)] = pool.side;
       }
     // In a region that splits a model by class, the pools that name no class take the rest.
     for (size_t r = 0; r < spec.regions.size(); ++r) {
