@@ -607,8 +607,10 @@ std::string fleet_report(const scenario::Scenario& sc, const fleet::FleetResult&
   o << indent(fleet_events_notes(res));
   o << "  simulated " << duration(res.sim_end_s) << " in " << duration(res.wall_s) << " wall, "
     << human(static_cast<double>(res.events)) << " events, "
-    << human(static_cast<double>(res.summary.requests_arrived)) << " calls, peak memory "
-    << units::format(res.peak_rss_bytes, Dim::kBytes) << "\n";
+    << human(static_cast<double>(res.summary.requests_arrived)) << " calls"
+    << (res.mpi_ranks > 1 ? " on " + std::to_string(res.mpi_ranks) + " MPI ranks" : "")
+    << ", peak memory " << units::format(res.peak_rss_bytes, Dim::kBytes)
+    << (res.mpi_ranks > 1 ? " (rank 0)" : "") << "\n";
   return o.str();
 }
 json fleet_json(const scenario::Scenario& sc, const fleet::FleetResult& res) {
@@ -709,6 +711,7 @@ json fleet_json(const scenario::Scenario& sc, const fleet::FleetResult& res) {
   j["events"] = res.events;
   j["wall_s"] = res.wall_s;
   j["peak_rss_bytes"] = res.peak_rss_bytes;
+  j["mpi_ranks"] = res.mpi_ranks;
   return j;
 }
 

@@ -25,6 +25,11 @@ struct RunOptions {
   bool check_invariants = false;
   /// Called about once per wall-second once a run has taken more than 2 s.
   std::function<void(const Progress&)> progress;
+  /// A fleet run hands its partitions (run_fleet) to the ranks of the MPI job it runs in
+  /// (sim/dist/dist.h), with the same result as one process. Every rank must make the same
+  /// call; only rank 0 gets the result. For `fleetsim run`'s one run, not for runs inside
+  /// a search (those are already spread over the ranks).
+  bool distribute = false;
 };
 
 /// What every run returns, one pool or a fleet (fleet::FleetResult adds its sections).

@@ -12,7 +12,10 @@
 #include <numeric>
 #include <thread>
 
+#include "sim/dist/dist.h"
 #include "sim/fleet/one_pool.h"
+#include "sim/fleet/result_codec.h"
+#include "sim/network/live_transfers.h"
 #include "sim/runtime/cascade.h"
 #include "sim/runtime/drive.h"
 #include "sim/runtime/routers.h"
@@ -1278,44 +1281,78 @@ RunResult run_one_pool(const scenario::Scenario& sc, const RunOptions& options) 
   return RunResult(Simulation(sc, options).run());
 }
 
+namespace {
+
+metrics::Collector fleet_collector(const scenario::Scenario& sc) {
+  // As a fleet Simulation sets up its collector (one "replica": busy time is per pool).
+  metrics::Collector c(1, sc.slo_ttft_s, sc.slo_tpot_s);
+  c.set_classes(sc.make_population(sc.seed)->request_classes());
+  c.set_slo_targets(sc.slo_targets);
+  return c;
+}
+
+}  // namespace
+
 fleet::FleetResult run_fleet(const scenario::Scenario& sc, const RunOptions& options, int threads) {
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
   const std::vector<std::vector<int>> partitions = sc.fleet->partitions();
-  const int n = static_cast<int>(partitions.size());
-  if (!options.observers.empty()) threads = 1;
-  threads = std::clamp(threads, 1, n);
-  std::vector<std::unique_ptr<Simulation>> sims(static_cast<size_t>(n));
-  std::vector<fleet::FleetResult> parts(static_cast<size_t>(n));
-  std::vector<std::exception_ptr> errors(static_cast<size_t>(n));
-  std::atomic<int> next{0};
-  auto worker = [&](bool first) {
-    for (int m; (m = next++) < n;) {
-      try {
-        RunOptions o = options;
-        if (!(first && m == 0)) o.progress = nullptr;  // one thread reports progress
-        sims[static_cast<size_t>(m)] =
-            std::make_unique<Simulation>(sc, o, partitions[static_cast<size_t>(m)]);
-        parts[static_cast<size_t>(m)] = sims[static_cast<size_t>(m)]->run();
-      } catch (...) {
-        errors[static_cast<size_t>(m)] = std::current_exception();
-      }
-    }
+  const size_t n = partitions.size();
+  // Each partition runs alone and hands back its outcome as bytes (fleet/result_codec.h),
+  // whether it ran on a thread of this process or on another MPI rank, so the merge below
+  // sees the same inputs in the same order however the partitions were run.
+  auto run_partition = [&](size_t m, bool report) {
+    RunOptions o = options;
+    if (!report) o.progress = nullptr;  // one partition reports progress
+    Simulation sim(sc, o, partitions[m]);
+    const fleet::FleetResult r = sim.run();
+    return fleet::encode_partition(r, sim.collector(), sim.retried_e2e());
   };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(worker, false);
-  worker(true);
-  for (auto& t : pool) t.join();
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
-  // Merge in partition order: the same for any thread count.
-  fleet::FleetResult res = parts[0];
-  metrics::Collector all = sims[0]->collector();
-  metrics::Histogram retried_e2e = sims[0]->retried_e2e();
-  for (int m = 1; m < n; ++m) {
-    const fleet::FleetResult& p = parts[static_cast<size_t>(m)];
-    all.merge(sims[static_cast<size_t>(m)]->collector());
-    retried_e2e.merge(sims[static_cast<size_t>(m)]->retried_e2e());
+  std::vector<std::string> encoded;
+  const bool distributed = options.distribute && options.observers.empty() && dist::size() > 1;
+  if (distributed) {
+    encoded = dist::map(n, threads, [&](size_t m) { return run_partition(m, m == 0); });
+    if (dist::rank() != 0) return {};
+  } else {
+    // Observers see one run's events in order: one thread then.
+    if (!options.observers.empty()) threads = 1;
+    threads = std::clamp<int>(threads, 1, static_cast<int>(n));
+    encoded.resize(n);
+    std::vector<std::exception_ptr> errors(n);
+    std::atomic<size_t> next{0};
+    auto worker = [&](bool first) {
+      for (size_t m; (m = next++) < n;) {
+        try {
+          encoded[m] = run_partition(m, first && m == 0);
+        } catch (...) {
+          errors[m] = std::current_exception();
+        }
+      }
+    };
+    std::vector<std::thread> pool;
+    for (int t = 1; t < threads; ++t) pool.emplace_back(worker, false);
+    worker(true);
+    for (auto& t : pool) t.join();
+    for (auto& e : errors)
+      if (e) std::rethrow_exception(e);
+  }
+  // Merge in partition order: the same for any thread or rank count.
+  const metrics::Collector blank = fleet_collector(sc);
+  auto part = [&](size_t m) {
+    return fleet::decode_partition(encoded[m], blank, *sc.fleet,
+                                   "result of fleet partition " + std::to_string(m));
+  };
+  fleet::PartitionResult first = part(0);
+  fleet::FleetResult res = std::move(first.result);
+  metrics::Collector all = std::move(first.collector);
+  metrics::Histogram retried_e2e = std::move(first.retried_e2e);
+  const uint64_t region_outages =
+      res.failure_classes[static_cast<size_t>(FailureClass::kRegion)].events;
+  for (size_t m = 1; m < n; ++m) {
+    const fleet::PartitionResult pr = part(m);
+    const fleet::FleetResult& p = pr.result;
+    all.merge(pr.collector);
+    retried_e2e.merge(pr.retried_e2e);
     for (size_t r = 0; r < res.regions.size(); ++r) res.regions[r].add(p.regions[r]);
     res.pools.insert(res.pools.end(), p.pools.begin(), p.pools.end());
     res.retried += p.retried;
@@ -1324,8 +1361,7 @@ fleet::FleetResult run_fleet(const scenario::Scenario& sc, const RunOptions& opt
     for (int c = 0; c < fleet::kFailureClasses; ++c)
       res.failure_classes[static_cast<size_t>(c)].add(p.failure_classes[static_cast<size_t>(c)]);
     // Every partition sees the same region outages: count them once.
-    res.failure_classes[static_cast<size_t>(FailureClass::kRegion)].events =
-        parts[0].failure_classes[static_cast<size_t>(FailureClass::kRegion)].events;
+    res.failure_classes[static_cast<size_t>(FailureClass::kRegion)].events = region_outages;
     for (size_t k = 0; k < res.outages.size() && k < p.outages.size(); ++k)
       res.outages[k].add(p.outages[k]);
     res.unfinished += p.unfinished;
@@ -1342,6 +1378,7 @@ fleet::FleetResult run_fleet(const scenario::Scenario& sc, const RunOptions& opt
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
   res.peak_rss_bytes = static_cast<double>(ru.ru_maxrss) * 1024.0;
+  res.mpi_ranks = distributed ? dist::size() : 1;
   return res;
 }
 

@@ -7,12 +7,14 @@
 # folder build-bench-base/ inside it) and runs it in the same loop, each repeat running the
 # base right after this tree, so both see the same machine; the ratio column is the base's
 # median wall time over this tree's (> 1: this tree is faster).
+# FLEETSIM_BENCH_MPI=N adds the default day with its partitions on N MPI ranks (3 runs).
 set -euo pipefail
 source "$(dirname "$0")/setup.sh"
 fleetsim_build "$FLEETSIM_BUILD"
 repeats="${1:-5}"
 out="$(mktemp -d)"
 roots=("$FLEETSIM_ROOT")
+launch=()  # a launcher in front of the binary (mpirun for FLEETSIM_BENCH_MPI)
 bins=("$FLEETSIM_BUILD/fleetsim")
 base_tree=""
 cleanup() {
@@ -35,13 +37,16 @@ fi
 one_run() {
   local bin="$1" root="$2" scenario="$3" tag="$4"
   shift 4
-  /usr/bin/time -f "%M" -o "$out/rss" "$bin" run "$root/$scenario" --out "$out/$tag" --quiet \
-    "$@" >/dev/null
+  rm -rf "${out:?}/$tag"  # a fresh output folder each run (no "replacing the results" note)
+  /usr/bin/time -f "%M" -o "$out/rss" "${launch[@]}" "$bin" run "$root/$scenario" --out "$out/$tag" \
+    --quiet "$@" >/dev/null
   python3 - "$out/$tag/summary.json" "$(cat "$out/rss")" <<'PY'
 import json, sys
 j = json.load(open(sys.argv[1]))
 n = j.get("calls_arrived", j.get("requests_completed"))
-print(f"{j['wall_s']:.6f} {n} {j['events']} {sys.argv[2]}")
+# Under mpirun, time(1) sees mpirun: take rank 0's own peak from the summary.
+rss = int(j["peak_rss_bytes"] / 1024) if j.get("mpi_ranks", 1) > 1 else sys.argv[2]
+print(f"{j['wall_s']:.6f} {n} {j['events']} {rss}")
 PY
 }
 
@@ -91,6 +96,14 @@ done
 printf "\n"
 header calls fleet
 bench_row default-sampled scenarios/default.yaml 1
+# FLEETSIM_BENCH_MPI=N: the sampled day again, its partitions (one per model) on N MPI ranks
+# of this machine (rank 0's memory), 3 runs; strong scaling against the row above.
+if [ -n "${FLEETSIM_BENCH_MPI:-}" ]; then
+  launch=(mpirun --oversubscribe -n "$FLEETSIM_BENCH_MPI")
+  [ "$(id -u)" -eq 0 ] && launch=(mpirun --oversubscribe --allow-run-as-root -n "$FLEETSIM_BENCH_MPI")
+  bench_row "default-mpi-$FLEETSIM_BENCH_MPI" scenarios/default.yaml 3 --threads 1
+  launch=()
+fi
 if [ "${FLEETSIM_BENCH_FULL:-0}" = "1" ]; then
   bench_row full-peak-2h scenarios/chatgpt-700m.yaml 1 --set users.start.hour_utc=14 \
     --set users.duration=2h

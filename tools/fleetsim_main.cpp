@@ -340,12 +340,27 @@ int cmd_run(const std::vector<std::string>& args) {
   if (!p) return 0;
   const scenario::Scenario sc = load_scenario(*p);
   app::prepare_network(sc);  // before anything is printed or written
+  // Under mpirun a fleet's partitions (one per model, sim/fleet/spec.h) run on the ranks;
+  // rank 0 merges them and writes everything. A single pool, or a run with per-request
+  // observers (--requests-csv, --trace), runs on rank 0 alone.
+  const bool observed = p->vm.count("requests-csv") || p->vm.count("trace") ||
+                        std::getenv("FLEETSIM_TEST_SIGNAL_AFTER_REQUESTS") != nullptr;
+  const bool distribute = dist::size() > 1 && sc.fleet && !observed;
+  if (dist::rank() != 0) {
+    if (distribute) {
+      RunOptions worker;
+      worker.distribute = true;
+      app::run(sc, worker, threads_of(p->vm));
+    }
+    return 0;
+  }
   if (p->vm.count("capacity")) app::check_capacity_applies(sc, p->scenario);
   if (p->vm.count("explain")) std::cout << reports::explain(sc) << "\n";
   const std::string out_dir = prepare_out_dir(p->vm, p->scenario, sc.name, "", {"summary.json"});
   set_activity("running " + p->scenario + " (output folder " + out_dir + ")");
 
   RunOptions opts;
+  opts.distribute = distribute;
   std::unique_ptr<SignalAfterRequests> test_signal;
   if (const char* v = std::getenv("FLEETSIM_TEST_SIGNAL_AFTER_REQUESTS")) {
     test_signal = std::make_unique<SignalAfterRequests>(v);
@@ -1439,7 +1454,7 @@ int main(int argc, char** argv) {
   const std::string cmd = args[0];
   args.erase(args.begin());
   install_signal_handlers();
-  const bool mpi = (cmd == "plan" || cmd == "sweep") && under_mpi_launcher();
+  const bool mpi = (cmd == "plan" || cmd == "sweep" || cmd == "run") && under_mpi_launcher();
   if (mpi) dist::init(&argc, &argv);
   const int rc = dispatch(cmd, args);
   // A rank that failed alone would leave the others waiting: end the whole job.

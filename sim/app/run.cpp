@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "sim/dist/dist.h"
 #include "sim/network/table_network.h"
 #include "sim/simulation.h"
 
@@ -30,7 +31,11 @@ RunRecord fleet_record(const scenario::Scenario& sc, fleet::FleetResult res) {
 
 RunRecord run(const scenario::Scenario& sc, const RunOptions& options, int threads) {
   prepare_network(sc);
-  if (sc.fleet) return fleet_record(sc, run_fleet(sc, options, threads));
+  if (sc.fleet) {
+    fleet::FleetResult res = run_fleet(sc, options, threads);
+    if (options.distribute && dist::rank() != 0) return {};  // rank 0 has the result
+    return fleet_record(sc, std::move(res));
+  }
   RunOptions opts = options;
   metrics::TimeBucketsObserver over_time(sc.replicas_all_pools());
   opts.observers.push_back(&over_time);

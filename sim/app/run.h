@@ -42,7 +42,8 @@ void prepare_network(const scenario::Scenario& sc);
 /// Runs `sc` once in this process, with the observers and progress of `options`; a fleet's
 /// pools run on up to `threads` threads (extra observers force one; the result does not
 /// depend on it). A single pool's record has its time buckets, observed after `options`'
-/// observers.
+/// observers. With options.distribute under MPI, every rank calls it and the fleet's
+/// partitions run on all of them; rank 0's record has the result, the others' are empty.
 RunRecord run(const scenario::Scenario& sc, const RunOptions& options = {}, int threads = 1);
 
 /// One run among many (a sweep item, a replication), which run side by side on threads:

@@ -119,7 +119,8 @@ struct FleetResult : RunResult {
   uint64_t sessions = 0;
   double sample = 1;
   double sim_end_s = 0;
-  double peak_rss_bytes = 0;
+  double peak_rss_bytes = 0;  ///< of this process (rank 0's under MPI)
+  int mpi_ranks = 1;          ///< processes the partitions ran on (options.distribute)
 };
 
 /// The calls served on each side of the fleet's split (FleetSpec::split, side_names), over

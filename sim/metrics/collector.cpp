@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <type_traits>
 
 namespace fleetsim::metrics {
 
@@ -89,6 +90,60 @@ void Collector::merge(const Collector& o) {
   kv_weighted_s_ += o.kv_weighted_s_;
   kv_peak_ = std::max(kv_peak_, o.kv_peak_);
   replicas_ += o.replicas_;
+}
+
+// Every counter and histogram of the state, in one order for both directions: `io` is called
+// on each counter (a reference) and `hist` on each histogram.
+template <class Self, class Io, class Hist>
+void Collector::visit_state(Self& c, Io io, Hist hist) {
+  for (auto* h : {&c.ttft_, &c.tpot_, &c.itl_, &c.e2e_, &c.queue_}) hist(*h);
+  for (auto& k : c.classes_) {
+    hist(k.ttft);
+    hist(k.tpot);
+    hist(k.e2e);
+    io(k.completed);
+    io(k.rejected);
+    io(k.good);
+  }
+  io(c.arrived_);
+  io(c.completed_);
+  for (auto& r : c.rejected_) io(r);
+  io(c.preemptions_);
+  io(c.good_);
+  io(c.input_tokens_);
+  io(c.output_tokens_);
+  io(c.iterations_);
+  io(c.decode_tokens_);
+  io(c.prefix_lookup_);
+  io(c.prefix_hit_);
+  io(c.prefix_host_);
+  io(c.kv_transfers_);
+  io(c.cache_hits_);
+  io(c.escalations_);
+  io(c.kv_transfer_bytes_);
+  io(c.kv_transfer_s_);
+  io(c.a2a_iterations_);
+  io(c.a2a_delayed_);
+  io(c.a2a_bytes_);
+  io(c.a2a_delay_ns_);
+  io(c.a2a_delay_max_ns_);
+  io(c.busy_s_);
+  io(c.kv_weighted_s_);
+  io(c.kv_peak_);
+}
+
+void Collector::write_state(core::ByteWriter& w) const {
+  w.put<uint64_t>(classes_.size());
+  visit_state(
+      *this, [&w](const auto& v) { w.put(v); }, [&w](const Histogram& h) { h.write(w); });
+}
+
+void Collector::read_state(core::ByteReader& r) {
+  if (r.get<uint64_t>() != classes_.size())
+    throw std::runtime_error("Collector::read_state: a collector of other classes");
+  visit_state(
+      *this, [&r](auto& v) { v = r.get<std::remove_reference_t<decltype(v)>>(); },
+      [&r](Histogram& h) { h = Histogram::read(r); });
 }
 
 void Collector::set_classes(const std::vector<workload::RequestClass>& classes) {

@@ -126,6 +126,11 @@ class Collector final : public serving::ServingObserver {
   /// Adds another collector's counts and histograms (a partition of the same run, e.g.
   /// fleet pools simulated apart). Both must have the same classes.
   void merge(const Collector& other);
+  /// Its counts and histograms as bytes (not its settings: SLOs, classes, warm-up), and
+  /// back into a collector set up like the one written (same classes; else
+  /// std::runtime_error): a partition's metrics sent from another process.
+  void write_state(core::ByteWriter& w) const;
+  void read_state(core::ByteReader& r);
   /// Requests with id < n count towards throughput only, not latency (Workload::warmup_requests).
   void set_warmup_requests(uint64_t n) { warmup_ = n; }
   /// Per-class metrics for these classes (call before the run); their percentile targets
@@ -140,6 +145,9 @@ class Collector final : public serving::ServingObserver {
   const Histogram& itl() const { return itl_; }
 
  private:
+  template <class Self, class Io, class Hist>
+  static void visit_state(Self& c, Io io, Hist hist);
+
   int replicas_;
   std::optional<double> slo_ttft_s_, slo_tpot_s_;
   std::vector<workload::SloTarget> slo_targets_;

@@ -103,6 +103,30 @@ Histogram::Histogram(double rel_error, double min_value)
   layout_ = layout_for(rel_error, min_value);
 }
 
+void Histogram::write(core::ByteWriter& w) const {
+  w.put(rel_error_);
+  w.put(min_value_);
+  w.put_vector(buckets_);
+  w.put(underflow_);
+  w.put(count_);
+  w.put(sum_);
+  w.put(min_);
+  w.put(max_);
+}
+
+Histogram Histogram::read(core::ByteReader& r) {
+  const auto rel_error = r.get<double>();
+  const auto min_value = r.get<double>();
+  Histogram h(rel_error, min_value);
+  h.buckets_ = r.get_vector<uint64_t>();
+  h.underflow_ = r.get<uint64_t>();
+  h.count_ = r.get<uint64_t>();
+  h.sum_ = r.get<double>();
+  h.min_ = r.get<double>();
+  h.max_ = r.get<double>();
+  return h;
+}
+
 int64_t Histogram::bucket_of(double value) const {
   if (value >= last_lo_ && value < last_hi_) return last_bucket_;
   if (!(value >= min_value_)) return -1;

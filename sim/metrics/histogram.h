@@ -14,6 +14,8 @@
 #include <memory>
 #include <vector>
 
+#include "sim/core/bytes.h"
+
 namespace fleetsim::metrics {
 
 class Histogram {
@@ -50,6 +52,11 @@ class Histogram {
   /// bucket -1 is the underflow bucket [0, min_value) with lower edge 0.
   int64_t bucket_of(double value) const;
   double bucket_lower(int64_t bucket) const;
+
+  /// Its settings and counts as bytes (core::ByteWriter), and back: read() returns a
+  /// histogram equal to the one written (same quantiles, sum, min and max, bit for bit).
+  void write(core::ByteWriter& w) const;
+  static Histogram read(core::ByteReader& r);
 
  private:
   /// What every histogram of one (rel_error, min_value) shares, built once per process:

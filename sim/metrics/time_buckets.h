@@ -21,16 +21,17 @@ namespace fleetsim::metrics {
 class TimeBuckets {
  public:
   struct Bucket {
-    Histogram latency;        ///< latency samples whose time falls in the bucket
-    double busy_s = 0;        ///< replica-seconds with an iteration running
-    double held_s = 0;        ///< replica-seconds held (the denominator of utilization)
-    double iterations = 0;    ///< batch iterations (a segment's split by its share of time)
-    double decode_tokens = 0; ///< tokens emitted by decoding sequences (same split)
+    Histogram latency;         ///< latency samples whose time falls in the bucket
+    double busy_s = 0;         ///< replica-seconds with an iteration running
+    double held_s = 0;         ///< replica-seconds held (the denominator of utilization)
+    double iterations = 0;     ///< batch iterations (a segment's split by its share of time)
+    double decode_tokens = 0;  ///< tokens emitted by decoding sequences (same split)
   };
 
   /// width_ns > 0: the initial bucket width; max_buckets >= 2 (even); rel_error of the
   /// latency histograms (see Histogram). std::invalid_argument otherwise.
-  explicit TimeBuckets(SimTime width_ns = 1'000'000'000, size_t max_buckets = 96, double rel_error = 0.01);
+  explicit TimeBuckets(SimTime width_ns = 1'000'000'000, size_t max_buckets = 96,
+                       double rel_error = 0.01);
 
   /// A latency sample (seconds) recorded at run time t >= 0.
   void add_latency(SimTime t, double value_s);
@@ -47,6 +48,10 @@ class TimeBuckets {
   const std::vector<Bucket>& buckets() const { return buckets_; }
   /// Every bucket's latency histogram merged: the whole run's latency distribution.
   Histogram total_latency() const;
+
+  /// Its settings and buckets as bytes, and back (equal to the one written).
+  void write(core::ByteWriter& w) const;
+  static TimeBuckets read(core::ByteReader& r);
 
  private:
   // The bucket holding t, coarsening (and growing the vector) as needed.
