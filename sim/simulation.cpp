@@ -1281,8 +1281,6 @@ RunResult run_one_pool(const scenario::Scenario& sc, const RunOptions& options) 
   return RunResult(Simulation(sc, options).run());
 }
 
-namespace {
-
 metrics::Collector fleet_collector(const scenario::Scenario& sc) {
   // As a fleet Simulation sets up its collector (one "replica": busy time is per pool).
   metrics::Collector c(1, sc.slo_ttft_s, sc.slo_tpot_s);
@@ -1290,8 +1288,6 @@ metrics::Collector fleet_collector(const scenario::Scenario& sc) {
   c.set_slo_targets(sc.slo_targets);
   return c;
 }
-
-}  // namespace
 
 fleet::FleetResult run_fleet(const scenario::Scenario& sc, const RunOptions& options, int threads) {
   using Clock = std::chrono::steady_clock;

@@ -72,8 +72,15 @@ RunResult run_one_pool(const scenario::Scenario& sc, const RunOptions& options =
 /// cascade's two models, which run together), so each model's pools are simulated apart
 /// (a partition, FleetSpec::partitions, with the same users: see
 /// Population::keep_classes) on up to `threads` threads and merged; the result is the same
-/// for any thread count. Extra observers force one thread.
+/// for any thread count. Extra observers force one thread. With options.distribute under
+/// MPI the partitions run on the job's ranks (every rank calls this; rank 0 gets the result,
+/// the others an empty one).
 fleet::FleetResult run_fleet(const scenario::Scenario& sc, const RunOptions& options, int threads);
+
+/// A metrics collector set up as a fleet simulation of `sc` sets up its own (SLOs, the
+/// population's request classes), empty: what a partition's metrics decode into
+/// (fleet::decode_partition).
+metrics::Collector fleet_collector(const scenario::Scenario& sc);
 
 /// True when `sc` runs live transfers on the process's SimGrid engine (network: {model:
 /// simgrid} with disaggregation or a live all-to-all).

@@ -41,13 +41,6 @@ slo: {ttft: 2s, tpot: 100ms}
 )";
 }
 
-metrics::Collector blank_for(const scenario::Scenario& sc) {
-  metrics::Collector c(1, sc.slo_ttft_s, sc.slo_tpot_s);
-  c.set_classes(sc.make_population(sc.seed)->request_classes());
-  c.set_slo_targets(sc.slo_targets);
-  return c;
-}
-
 TEST(ResultCodec, ADecodedPartitionEqualsTheOneEncoded) {
   const auto sc = test::load_text(fleet_text(), "codec.yaml");
   ASSERT_EQ(sc.fleet->partitions().size(), 2u);
@@ -55,7 +48,8 @@ TEST(ResultCodec, ADecodedPartitionEqualsTheOneEncoded) {
   const FleetResult r = sim.run();
   ASSERT_GT(r.summary.requests_completed, 100u);
   const std::string bytes = encode_partition(r, sim.collector(), sim.retried_e2e());
-  const PartitionResult d = decode_partition(bytes, blank_for(sc), *sc.fleet, "partition 0");
+  const PartitionResult d =
+      decode_partition(bytes, fleetsim::fleet_collector(sc), *sc.fleet, "partition 0");
 
   // The collector's metrics: every figure of the summary it gives is the original's.
   const SimTime end = seconds_to_ns(r.sim_end_s);
@@ -107,7 +101,7 @@ TEST(ResultCodec, DamagedMessagesAndOtherFleetsAreErrors) {
   Simulation sim(sc, {}, sc.fleet->partitions()[0]);
   const FleetResult r = sim.run();
   const std::string bytes = encode_partition(r, sim.collector(), sim.retried_e2e());
-  const metrics::Collector blank = blank_for(sc);
+  const metrics::Collector blank = fleetsim::fleet_collector(sc);
   // One byte short, one byte too many.
   EXPECT_THROW(decode_partition(bytes.substr(0, bytes.size() - 1), blank, *sc.fleet, "p1"),
                std::runtime_error);
