@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 #include <tuple>
 #include <vector>
@@ -96,6 +97,60 @@ TEST(Engine, RandomScheduleIsTotallyOrdered) {
   eng.run();
   EXPECT_GT(r.checked, 20000u);
   EXPECT_TRUE(r.shadow.empty());
+}
+
+// The same check with delays spread over many powers of two (1 ns to ~1 s, so events land
+// in many of the queue's buckets and move down through several), bursts at the current
+// time, and run_until horizons between events: after each horizon the engine's time is
+// the horizon, and events scheduled from there on (at or after it, possibly earlier than
+// every pending event) still come out in order.
+struct SpreadRescheduler final : EventTarget {
+  Engine* eng;
+  fleetsim::Rng rng{11};
+  int left = 30000;
+  uint64_t scheduled = 0;
+  std::set<std::tuple<SimTime, uint32_t, uint64_t>> shadow;
+  size_t checked = 0;
+  void add(SimTime t, uint32_t phase) {
+    eng->schedule(t, phase, this);
+    shadow.emplace(t, phase, scheduled++);
+  }
+  SimTime delay() {
+    const auto bits = static_cast<int>(rng.uniform_u64(31));  // 0..30: up to ~1.07 s
+    return bits == 0 ? 0 : static_cast<SimTime>(rng.uniform_u64(uint64_t{1} << bits));
+  }
+  void on_event(const Event& e) override {
+    ASSERT_FALSE(shadow.empty());
+    ASSERT_EQ(*shadow.begin(), std::make_tuple(e.time, e.phase(), e.seq()));
+    shadow.erase(shadow.begin());
+    ++checked;
+    if (left-- > 0) {
+      const int n = 1 + static_cast<int>(rng.uniform_u64(2));  // 1 or 2 follow-ups
+      for (int i = 0; i < n; ++i) add(e.time + delay(), static_cast<uint32_t>(rng.uniform_u64(4)));
+    }
+  }
+};
+
+TEST(Engine, SpreadScheduleWithHorizonsIsTotallyOrdered) {
+  Engine eng;
+  SpreadRescheduler r;
+  r.eng = &eng;
+  for (int i = 0; i < 64; ++i) r.add(r.delay(), 0);
+  SimTime horizon = 0;
+  while (eng.pending() > 0) {
+    horizon += static_cast<SimTime>(r.rng.uniform_u64(uint64_t{1} << 26));  // up to ~67 ms
+    eng.run_until(horizon);
+    ASSERT_EQ(eng.now(), horizon);  // horizons only grow, and run_until ends at its own
+    // Every pending event is after the horizon (run_until ran all those at or before it).
+    if (!r.shadow.empty()) {
+      ASSERT_GT(std::get<0>(*r.shadow.begin()), horizon);
+    }
+    // A new event at the horizon itself: earlier than all pending ones, yet legal.
+    if (r.left > 0 && r.rng.uniform_u64(4) == 0) r.add(horizon, 1);
+  }
+  EXPECT_GT(r.checked, 30000u);  // each of the first 30,000 events schedules 1 or 2 more
+  EXPECT_TRUE(r.shadow.empty());
+  EXPECT_EQ(eng.events_dispatched(), r.checked);
 }
 
 TEST(Engine, EventCarriesKindAndData) {
