@@ -63,11 +63,18 @@ TEST(Engine, RunUntilStopsAtTheHorizon) {
 
 // Random schedules: every dispatched event is the least pending one in (time, phase,
 // insertion order), checked against a shadow set that predicts the insertion counter
-// (one per schedule call, from 0).
+// (one per schedule call, from 0). Each of the first `left` events schedules `follow_ups`
+// more (1 + a draw below `extra_follow_ups`), `delay` after itself, in one of `phases`.
 struct Rescheduler final : EventTarget {
-  Engine* eng;
+  Engine* eng = nullptr;
   fleetsim::Rng rng{7};
   int left = 20000;
+  int follow_ups = 2;
+  uint64_t extra_follow_ups = 1;  // draws below 1 are 0: exactly follow_ups
+  uint64_t phases = 3;
+  SimTime (*delay)(fleetsim::Rng&) = [](fleetsim::Rng& g) {
+    return static_cast<SimTime>(g.uniform_u64(3));  // 0, 1 or 2 ns: many ties
+  };
   uint64_t scheduled = 0;
   std::set<std::tuple<SimTime, uint32_t, uint64_t>> shadow;
   size_t checked = 0;
@@ -81,10 +88,9 @@ struct Rescheduler final : EventTarget {
     shadow.erase(shadow.begin());
     ++checked;
     if (left-- > 0) {
-      for (int i = 0; i < 2; ++i) {
-        add(e.time + static_cast<SimTime>(rng.uniform_u64(3)),
-            static_cast<uint32_t>(rng.uniform_u64(3)));
-      }
+      const int n = follow_ups + static_cast<int>(rng.uniform_u64(extra_follow_ups));
+      for (int i = 0; i < n; ++i)
+        add(e.time + delay(rng), static_cast<uint32_t>(rng.uniform_u64(phases)));
     }
   }
 };
@@ -99,43 +105,24 @@ TEST(Engine, RandomScheduleIsTotallyOrdered) {
   EXPECT_TRUE(r.shadow.empty());
 }
 
-// The same check with delays spread over many powers of two (1 ns to ~1 s, so events land
-// in many of the queue's buckets and move down through several), bursts at the current
-// time, and run_until horizons between events: after each horizon the engine's time is
-// the horizon, and events scheduled from there on (at or after it, possibly earlier than
-// every pending event) still come out in order.
-struct SpreadRescheduler final : EventTarget {
-  Engine* eng;
-  fleetsim::Rng rng{11};
-  int left = 30000;
-  uint64_t scheduled = 0;
-  std::set<std::tuple<SimTime, uint32_t, uint64_t>> shadow;
-  size_t checked = 0;
-  void add(SimTime t, uint32_t phase) {
-    eng->schedule(t, phase, this);
-    shadow.emplace(t, phase, scheduled++);
-  }
-  SimTime delay() {
-    const auto bits = static_cast<int>(rng.uniform_u64(31));  // 0..30: up to ~1.07 s
-    return bits == 0 ? 0 : static_cast<SimTime>(rng.uniform_u64(uint64_t{1} << bits));
-  }
-  void on_event(const Event& e) override {
-    ASSERT_FALSE(shadow.empty());
-    ASSERT_EQ(*shadow.begin(), std::make_tuple(e.time, e.phase(), e.seq()));
-    shadow.erase(shadow.begin());
-    ++checked;
-    if (left-- > 0) {
-      const int n = 1 + static_cast<int>(rng.uniform_u64(2));  // 1 or 2 follow-ups
-      for (int i = 0; i < n; ++i) add(e.time + delay(), static_cast<uint32_t>(rng.uniform_u64(4)));
-    }
-  }
-};
-
+// The same check with delays spread over many powers of two (0 to ~1 s, so the queue holds
+// events both tied and far apart), and run_until horizons between events: after each
+// horizon the engine's time is the horizon, and events scheduled from there on (at or
+// after it, possibly earlier than every pending event) still come out in order.
 TEST(Engine, SpreadScheduleWithHorizonsIsTotallyOrdered) {
   Engine eng;
-  SpreadRescheduler r;
+  Rescheduler r;
   r.eng = &eng;
-  for (int i = 0; i < 64; ++i) r.add(r.delay(), 0);
+  r.rng = fleetsim::Rng{11};
+  r.left = 30000;
+  r.follow_ups = 1;
+  r.extra_follow_ups = 2;  // 1 or 2 follow-ups
+  r.phases = 4;
+  r.delay = [](fleetsim::Rng& g) {
+    const auto bits = static_cast<int>(g.uniform_u64(31));  // 0..30: up to ~1.07 s
+    return bits == 0 ? SimTime{0} : static_cast<SimTime>(g.uniform_u64(uint64_t{1} << bits));
+  };
+  for (int i = 0; i < 64; ++i) r.add(r.delay(r.rng), 0);
   SimTime horizon = 0;
   while (eng.pending() > 0) {
     horizon += static_cast<SimTime>(r.rng.uniform_u64(uint64_t{1} << 26));  // up to ~67 ms
