@@ -10,7 +10,7 @@ namespace fleetsim::metrics {
 namespace {
 
 TEST(TimeBuckets, CoarsensPastTheLimit) {
-  TimeBuckets tb(10, 4);  // 10 ns buckets, at most 4
+  TimeBuckets tb(10, 4);    // 10 ns buckets, at most 4
   tb.add_latency(0, 1.0);   // bucket 0 = [0, 10)
   tb.add_latency(15, 2.0);  // bucket 1 = [10, 20)
   tb.add_latency(39, 3.0);  // bucket 3 = [30, 40); bucket 2 stays empty
@@ -60,7 +60,7 @@ TEST(TimeBuckets, MergeCoarsensTheFinerPartition) {
   a.add_latency(45, 1.0);  // coarsens a to 20 ns: bucket 2 = [40, 60)
   b.add_latency(5, 2.0);   // b stays at 10 ns: bucket 0
   b.add_segment(10, 20, 1, 1);
-  a.merge(b);              // b coarsened to 20 ns first: both its entries in [0, 20)
+  a.merge(b);  // b coarsened to 20 ns first: both its entries in [0, 20)
   EXPECT_EQ(a.width_ns(), 20);
   ASSERT_EQ(a.buckets().size(), 3u);
   EXPECT_EQ(a.buckets()[0].latency.count(), 1u);
