@@ -1,8 +1,9 @@
 // The event engine's dispatch at fleet-like sizes: `targets` event targets of 1 kB each
 // (replicas, in a fleet run), allocated one by one and visited in a shuffled order so that
 // neighbours in memory are not neighbours in time, with 12 pending events per target (a
-// full-scale day holds ~50k events for ~4,000 replicas). Each event reads and writes the
-// first cache line of its target and one other line picked by the event's data, then
+// full-scale day holds ~50k events for ~4,000 replicas). Each event reads and writes a
+// counter near the start of its target (next to the vtable pointer that the dispatch
+// loads) and one other line picked by the event's data, then
 // schedules the target again after a delay from a log-uniform table (1 µs to 100 ms), so
 // the queue keeps its size. Per event this is what the engine adds to a fleet run: the
 // queue's pop and push and the load of a target that is rarely in cache. Run:
