@@ -189,7 +189,11 @@ struct EngineSpec {
   bool split_long_prompts = false;
   int64_t max_batched_tokens = 8192;  ///< token budget per iteration
   int64_t max_num_seqs = 256;         ///< running sequences per replica
-  bool pipeline_sequential = false;   ///< pp stages run one after another (no micro-batches)
+  /// The two limits above hold per attention-DP rank (each rank schedules its own requests
+  /// into its own KV cache, as TensorRT-LLM's do): a scenario with dp_attention D that
+  /// leaves them out gets D times each.
+  bool limits_per_dp_rank = false;
+  bool pipeline_sequential = false;  ///< pp stages run one after another (no micro-batches)
   // Overheads (seconds), exposed on the critical path of every iteration.
   double iteration_overhead_s = 0;     ///< scheduling, sampling set-up, Python, per iteration
   double per_sequence_overhead_s = 0;  ///< per sequence that samples a token this iteration

@@ -759,9 +759,12 @@ Scenario load_map(yaml::Map root, const std::string& file,
       sv.fail("split_prompts", "the sarathi policy splits prompts into chunks",
               "use policy: vllm with chunked_prefill: true for whole prompts with decodes");
     sc.vllm.block_tokens = static_cast<int>(sv.integer_or(key("block_tokens")));
-    sc.vllm.max_num_seqs = sv.integer_or(key("max_num_seqs"), sc.engine.max_num_seqs);
+    // The file's limits are the replica's (all its attention-DP ranks together); an engine
+    // whose ranks schedule separately brings its defaults per rank.
+    const int64_t ranks = sc.engine.limits_per_dp_rank ? sc.par.dp_attention : 1;
+    sc.vllm.max_num_seqs = sv.integer_or(key("max_num_seqs"), ranks * sc.engine.max_num_seqs);
     sc.vllm.max_batched_tokens =
-        sv.integer_or(key("max_batched_tokens"), sc.engine.max_batched_tokens);
+        sv.integer_or(key("max_batched_tokens"), ranks * sc.engine.max_batched_tokens);
     sc.vllm.fast_forward = sv.boolean_or(key("fast_forward"));
     sc.vllm.prefix_caching = sv.boolean_or(key("prefix_caching"));
     // Fleet users' prompts are generated with block hashes of this many tokens (a trace or

@@ -205,11 +205,13 @@ std::vector<Key> build() {
           "the engine's (true for sarathi)"),
       I("serving.block_tokens", 1, 1024, "16", "tokens per paged-KV block (vLLM --block-size)"),
       doc(I("serving.max_num_seqs", 1, 65536, "",
-            "most sequences running on one replica (vLLM --max-num-seqs)"),
-          "the engine's"),
+            "most sequences running on one replica, all its attention-DP ranks together "
+            "(vLLM --max-num-seqs)"),
+          "the engine's (per attention-DP rank for an engine whose ranks schedule apart)"),
       doc(I("serving.max_batched_tokens", 1, 1 << 24, "",
-            "token budget of one iteration (vLLM --max-num-batched-tokens)"),
-          "the engine's"),
+            "token budget of one iteration of a replica, all its attention-DP ranks together "
+            "(vLLM --max-num-batched-tokens)"),
+          "the engine's (per attention-DP rank for an engine whose ranks schedule apart)"),
       B("serving.fast_forward", "true",
         "advance runs of identical decode iterations in one event (false: for testing)"),
       B("serving.prefix_caching", "false",

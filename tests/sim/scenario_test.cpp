@@ -92,5 +92,36 @@ TEST(ServingDefaults, PrefillFirstCutsLongPromptsAsTheEngineDoes) {
   EXPECT_FALSE(whole.vllm.split_long_prompts);
 }
 
+// DeepSeek-R1 on 4 B200 with experts spread over 4 attention-DP ranks.
+Scenario dep4(const std::string& serving) {
+  return test::load_text(R"(
+model: deepseek-r1
+hardware: {gpu: b200, tp: 1, dp_attention: 4, expert_parallel: true}
+precision: {weights: fp4, activations: fp4, kv: fp8}
+serving: )" + serving + R"(
+workload: {arrival: {rate: 1/s}, requests: 10, prompt_tokens: 100, output_tokens: 10}
+)",
+                         "s.yaml");
+}
+
+TEST(ServingDefaults, PerRankLimitsOfAnEngineWhoseRanksScheduleApart) {
+  // trtllm-1.yaml: max_num_seqs 2048, max_batched_tokens 8192, limits_per_dp_rank: true.
+  // 4 ranks: 4 × 2048 = 8192 sequences and 4 × 8192 = 32768 tokens for the replica.
+  const Scenario trt = dep4("{engine: trtllm-1}");
+  EXPECT_EQ(trt.vllm.max_num_seqs, 8192);
+  EXPECT_EQ(trt.vllm.max_batched_tokens, 32768);
+  // The file's own values are the replica's, as written.
+  const Scenario own = dep4("{engine: trtllm-1, max_num_seqs: 512, max_batched_tokens: 4096}");
+  EXPECT_EQ(own.vllm.max_num_seqs, 512);
+  EXPECT_EQ(own.vllm.max_batched_tokens, 4096);
+  // sglang.yaml has no per-rank limits: its defaults (max_num_seqs and chunked prefill
+  // size as the profile gives them) stay the replica's.
+  const hw::EngineSpec& sg = test::catalog().engine("sglang");
+  ASSERT_FALSE(sg.limits_per_dp_rank);
+  const Scenario sgl = dep4("{engine: sglang}");
+  EXPECT_EQ(sgl.vllm.max_num_seqs, sg.max_num_seqs);
+  EXPECT_EQ(sgl.vllm.max_batched_tokens, sg.max_batched_tokens);
+}
+
 }  // namespace scenario_test
 }  // namespace fleetsim::scenario
