@@ -258,6 +258,14 @@ class Calc {
   // What layer_ops adds: the operators whose cost depends on the token count only
   // (projections, MLPs, MoE), the attention, or both.
   enum Parts { kTokenOps = 1, kAttentionOps = 2, kAllOps = 3 };
+  // The busiest attention rank's prefill tokens, causal pairs and KV tokens read, per micro-
+  // batch: an even share of the iteration's, or with attention data parallelism (pp 1) its
+  // largest chunk where that is more (a chunk is not divided among ranks).
+  struct RankPrefill {
+    double tokens = 0, pairs = 0, kv_tokens = 0;
+    bool uneven = false;  // the largest chunk is more than an even share
+  };
+  RankPrefill rank_prefill(const BatchShape& b) const;
   void layer_ops(StepBreakdown& s, const BatchShape& b, double scale, const Unit& u, bool on_host,
                  int parts = kAllOps);
   void embedding(StepBreakdown& s, double Ta, double mb);
@@ -349,6 +357,20 @@ double Calc::decode_unit_s(const Unit& u) const {
   return std::max(tf / u.eff_compute, tb / u.eff_memory) / u.kernel_eff;
 }
 
+Calc::RankPrefill Calc::rank_prefill(const BatchShape& b) const {
+  const double split = micro_batches(d_) * d_.par.dp_attention;
+  RankPrefill r{static_cast<double>(b.prefill_tokens) / split, b.prefill_attn_pairs / split,
+                static_cast<double>(b.prefill_kv_tokens) / split, false};
+  if (d_.par.dp_attention > 1 && d_.par.pp == 1 &&
+      static_cast<double>(b.largest_chunk_tokens) > r.tokens) {
+    r.tokens = static_cast<double>(b.largest_chunk_tokens);
+    r.pairs = std::max(r.pairs, b.largest_chunk_pairs);
+    r.kv_tokens = std::max(r.kv_tokens, static_cast<double>(b.largest_chunk_kv_tokens));
+    r.uneven = true;
+  }
+  return r;
+}
+
 // The per-layer operators of one iteration, `scale` of the layers (1 when nothing is
 // offloaded), on unit `u`. Per GPU, per micro-batch; count = layers × scale (each GPU runs
 // layers/pp layers for each of pp micro-batches).
@@ -359,7 +381,10 @@ void Calc::layer_ops(StepBreakdown& s, const BatchShape& b, double scale, const 
   const double mb = micro_batches(d_), split = mb * D;
   const double h = m_.hidden, act = d_.prec.act_bytes;
   const double T = static_cast<double>(b.prefill_tokens + b.decode_seqs);
-  const double Tm = T / mb, Ta = Tm / D;
+  const RankPrefill rp = rank_prefill(b);
+  // Attention-side tokens of the busiest rank: its prefill and an even share of the decodes.
+  const double Tm = T / mb,
+               Ta = rp.uneven ? rp.tokens + static_cast<double>(b.decode_seqs) / split : Tm / D;
   const double L = m_.layers * scale;
   const double Lsw = m_.sliding_window_layers * scale, Lfull = L - Lsw;
   const double Ldense = m_.dense_mlp_layers() * scale, Lmoe = m_.moe_layers() * scale;
@@ -393,8 +418,7 @@ void Calc::layer_ops(StepBreakdown& s, const BatchShape& b, double scale, const 
   // Attention. The engine's MLA kernels at their own efficiency (not on the host).
   const double attn_scale = m_.mla && !on_host ? d_.eff.mla_efficiency : 1.0;
   auto per = [&](int64_t v) { return static_cast<double>(v) / split; };
-  const double pairs = b.prefill_attn_pairs / split, kvtok = per(b.prefill_kv_tokens),
-               ptok = per(b.prefill_tokens);
+  const double pairs = rp.pairs, kvtok = rp.kv_tokens, ptok = rp.tokens;
   const double ctx = per(b.decode_ctx_tokens), seqs = per(b.decode_seqs);
   if ((parts & kAttentionOps) && (pairs > 0 || kvtok > 0)) {
     double f_pair, b_kv, b_q;
@@ -533,13 +557,17 @@ StepBreakdown Calc::run(const BatchShape& b) {
   const int tp = p.tp, D = p.dp_attention, G = p.gpus_per_stage();
   const double mb = micro_batches(d_);
   const double h = m_.hidden;
-  const double T = static_cast<double>(tokens), Tm = T / mb, Ta = Tm / D;
+  const double T = static_cast<double>(tokens), Tm = T / mb;
+  const RankPrefill rp = rank_prefill(b);
+  const double Ta = rp.uneven ? rp.tokens + static_cast<double>(b.decode_seqs) / (mb * D) : Tm / D;
   const Offload& off = d_.offload;
   const int host_layers = std::min(off.layers_on_host, m_.layers);
   const double host_share = static_cast<double>(host_layers) / m_.layers;
 
+  // The memo holds iterations whose attention-side tokens follow from the token count.
   StepCache::TokenPart* memo =
-      cache_ != nullptr && ops_ == nullptr && host_layers == 0 ? cache_->part(tokens) : nullptr;
+      cache_ != nullptr && ops_ == nullptr && host_layers == 0 && !rp.uneven ? cache_->part(tokens)
+                                                                             : nullptr;
   if (memo != nullptr) {
     // The token operators as a first iteration of this many tokens found them: the same
     // additions in the same order, so the sums are bit-identical.

@@ -13,7 +13,10 @@
 // Operators, per GPU, for T tokens in the iteration (prefill tokens + decode sequences),
 // with Megatron tensor parallelism tp (column-parallel QKV and MLP up/gate, row-parallel O
 // and MLP down, vocab-parallel LM head), attention data parallelism D (each of D groups of
-// tp GPUs runs its own sequences' attention; the MLP of a layer spans all G = tp·D GPUs) and
+// tp GPUs runs its own sequences' attention; the MLP of a layer spans all G = tp·D GPUs; the
+// groups step in lockstep, so with pp 1 the attention side is the busiest group's: an even
+// share T/D, or the largest prompt chunk and an even share of the decodes where that chunk
+// is more than T/D's prefill share, since a chunk is not divided among groups) and
 // pipeline parallelism pp (layers split in pp stages; pp micro-batches of T/pp tokens in
 // flight, so one iteration = pp · stage time). GEMM (rows × in × out shard): FLOPs
 // 2·rows·in·out, bytes in·out·weight_bytes + rows·(in + out)·act_bytes.
@@ -239,6 +242,12 @@ struct BatchShape {
   int64_t decode_ctx_tokens =
       0;                      ///< Σ over decode sequences of tokens attended (incl. the new one)
   int64_t logits_tokens = 0;  ///< sequences that sample a token (LM head rows)
+  /// The chunk with the most tokens (0: none given): its tokens, causal pairs and KV tokens
+  /// read. With attention data parallelism a chunk stays on one rank and the ranks step in
+  /// lockstep, so the busiest rank's prefill is at least this chunk (see estimate_step).
+  int64_t largest_chunk_tokens = 0;
+  double largest_chunk_pairs = 0;
+  int64_t largest_chunk_kv_tokens = 0;
 };
 
 /// The catalog's efficiency figures for `gpu` (compute, memory, α, link bandwidth), with no

@@ -338,6 +338,9 @@ ReplicaEstimate estimate_replica(const hw::Deployment& d, double P, double O, in
   pre.prefill_attn_pairs = P * (P + 1) / 2;
   pre.prefill_kv_tokens = pre.prefill_tokens;
   pre.logits_tokens = 1;
+  pre.largest_chunk_tokens = pre.prefill_tokens;  // one prompt: on one attention-DP rank
+  pre.largest_chunk_pairs = pre.prefill_attn_pairs;
+  pre.largest_chunk_kv_tokens = pre.prefill_kv_tokens;
   e.prefill_s = hw::estimate_step(d, pre).total_s();
   auto step = [&](int64_t n) {
     const hw::DecodeAffine a = hw::decode_affine(d, n);

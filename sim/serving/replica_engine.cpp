@@ -528,9 +528,15 @@ void ReplicaEngine::start_mixed(SimTime now, bool decodes) {
   for (const Chunk& c : seg_chunks_) {
     const Seq& s = seqs_[c.slot];
     const double p = s.prefilled;
+    const double pairs = c.tokens * (p + (c.tokens + 1) / 2.0);
     shape.prefill_tokens += c.tokens;
-    shape.prefill_attn_pairs += c.tokens * (p + (c.tokens + 1) / 2.0);
+    shape.prefill_attn_pairs += pairs;
     shape.prefill_kv_tokens += s.prefilled + c.tokens;
+    if (c.tokens > shape.largest_chunk_tokens) {
+      shape.largest_chunk_tokens = c.tokens;
+      shape.largest_chunk_pairs = pairs;
+      shape.largest_chunk_kv_tokens = s.prefilled + c.tokens;
+    }
     if (s.prefilled + c.tokens == s.target) ++shape.logits_tokens;
   }
   seg_decodes_ = decodes;

@@ -94,6 +94,9 @@ double predict_step(yaml::Map step, Case& c, const hw::Catalog& catalog,
     b.prefill_attn_pairs = static_cast<double>(batch) * pd * (pd + 1.0) / 2.0;
     b.prefill_kv_tokens = batch * p;
     b.logits_tokens = batch;
+    b.largest_chunk_tokens = p;  // each prompt whole on one attention-DP rank
+    b.largest_chunk_pairs = pd * (pd + 1.0) / 2.0;
+    b.largest_chunk_kv_tokens = p;
     context = p;
     if (c.metric != "prefill_tokens_per_s" && c.metric != "ttft")
       step.fail("mode", "metric " + c.metric + " needs mode: decode", "");

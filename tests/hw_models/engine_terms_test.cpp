@@ -117,6 +117,49 @@ TEST(EngineTerms, AttentionDataParallelRanksEachReplayTheirOwnGraph) {
   EXPECT_GT(estimate_step(d, decode(36, 100)).overhead_s, 300.0);
 }
 
+TEST(EngineTerms, AWholePromptStaysOnOneAttentionDataParallelRank) {
+  // Llama-2-7B on 4 attention-DP ranks (ideal engine, no tables). One 4,096-token prompt
+  // sits whole on one rank and the ranks step together, so the iteration's attention side
+  // is that rank's 4,096 tokens; spread evenly it would be 1,024 tokens a rank. The causal
+  // prefill attention is linear in its pairs (compute-bound, no tables): 4,096·4,097/2 pairs
+  // against a quarter of them, exactly 4 times the time. The MLP runs on all 4,096 tokens
+  // over the 4 GPUs either way (equal gemm share of the MLP).
+  const auto& g = catalog().gpu("a100-80gb-sxm");
+  Efficiency eff = catalog_efficiency(g);
+  apply_engine(catalog().engine("ideal"), &eff);
+  Parallelism p;
+  p.dp_attention = 4;
+  const Deployment d = make_deployment(catalog().model("llama-2-7b"), p, g, {}, eff);
+  const BatchShape even = prefill(4096);
+  BatchShape whole = even;
+  whole.largest_chunk_tokens = 4096;
+  whole.largest_chunk_pairs = even.prefill_attn_pairs;
+  whole.largest_chunk_kv_tokens = 4096;
+  const std::vector<OpCost> ops_even = explain_step(d, even), ops_whole = explain_step(d, whole);
+  expect_rel(find_op(ops_whole, "prefill attention").time_s,
+             4.0 * find_op(ops_even, "prefill attention").time_s);
+  // QKV projection: 4,096 rows on the busy rank against 1,024: more than twice the time
+  // (compute-bound rows at 4,096 are 4x the FLOPs; at 1,024 the weights weigh more).
+  EXPECT_GT(find_op(ops_whole, "QKV projection").time_s,
+            2.0 * find_op(ops_even, "QKV projection").time_s);
+  expect_rel(find_op(ops_whole, "MLP down").time_s, find_op(ops_even, "MLP down").time_s);
+  // Four prompts of 1,024 tokens, one a rank: the largest chunk is an even share, nothing
+  // changes (bit for bit).
+  BatchShape four = prefill(1024);
+  four.prefill_tokens = 4096;
+  four.prefill_kv_tokens = 4096;
+  four.prefill_attn_pairs *= 4;
+  four.logits_tokens = 4;
+  BatchShape four_even = four;
+  four.largest_chunk_tokens = 1024;
+  four.largest_chunk_pairs = four_even.prefill_attn_pairs / 4;
+  four.largest_chunk_kv_tokens = 1024;
+  EXPECT_EQ(estimate_step(d, four).total_s(), estimate_step(d, four_even).total_s());
+  // Without attention DP the chunk changes nothing either.
+  const Deployment one = llama7b();
+  EXPECT_EQ(estimate_step(one, whole).total_s(), estimate_step(one, even).total_s());
+}
+
 TEST(EngineTerms, EagerLaunchesHiddenByALongPrefill) {
   // A 4096-token prefill on one A100: 739 GFLOP in the MLP up+gate alone (> 2 ms at 312
   // TFLOP/s) against 290 launches · 5 µs = 1.45 ms: no launch time shows.
