@@ -23,8 +23,8 @@ void Engine::schedule(SimTime time, uint32_t phase, EventTarget* target, uint32_
 
 void Engine::sift_up(size_t i) {
   const Event e = heap_[i];
-  while (i > 0) {
-    const size_t parent = (i - 1) / 4;
+  while (i > kRoot) {
+    const size_t parent = i / 4 + 2;  // logical (i - kRoot - 1) / 4, stored at + kRoot
     if (!earlier(e, heap_[parent])) break;
     heap_[i] = heap_[parent];
     i = parent;
@@ -36,7 +36,7 @@ void Engine::sift_down(size_t i) {
   const size_t n = heap_.size();
   const Event e = heap_[i];
   for (;;) {
-    const size_t first = 4 * i + 1;
+    const size_t first = 4 * i - 8;  // logical 4 (i - kRoot) + 1, stored at + kRoot
     if (first >= n) break;
     size_t best = first;
     const size_t last = std::min(first + 4, n);
@@ -50,17 +50,17 @@ void Engine::sift_down(size_t i) {
 }
 
 bool Engine::step() {
-  if (heap_.empty()) return false;
-  const Event e = heap_.front();
-  heap_.front() = heap_.back();
+  if (idle()) return false;
+  const Event e = heap_[kRoot];
+  heap_[kRoot] = heap_.back();
   heap_.pop_back();
-  if (!heap_.empty()) sift_down(0);
+  if (!idle()) sift_down(kRoot);
   now_ = e.time;
   ++dispatched_;
   // At fleet scale the targets (thousands of replicas) are rarely in cache, and loading the
   // target is the largest single stall of a dispatch: start loading the next event's target
   // while this one runs (a hint only: this event may schedule an earlier one).
-  if (!heap_.empty()) __builtin_prefetch(heap_.front().target);
+  if (!idle()) __builtin_prefetch(heap_[kRoot].target);
   for (auto* o : observers_) o->on_dispatch(e);
   e.target->on_event(e);
   return true;
@@ -73,7 +73,7 @@ void Engine::run() {
 
 void Engine::run_until(SimTime until) {
   stopped_ = false;
-  while (!stopped_ && !heap_.empty() && heap_.front().time <= until) step();
+  while (!stopped_ && !idle() && heap_[kRoot].time <= until) step();
   if (!stopped_ && until > now_) now_ = until;
 }
 

@@ -8,7 +8,9 @@
 // same inputs.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <new>
 #include <stdexcept>
 #include <vector>
 
@@ -64,7 +66,7 @@ class Engine {
 
   SimTime now() const { return now_; }
   uint64_t events_dispatched() const { return dispatched_; }
-  size_t pending() const { return heap_.size(); }
+  size_t pending() const { return heap_.size() - kRoot; }
 
   void add_observer(EngineObserver* o) { observers_.push_back(o); }
 
@@ -74,11 +76,28 @@ class Engine {
   }
   void sift_up(size_t i);
   void sift_down(size_t i);
-  /// A 4-ary min-heap on (time, order): half the depth of a binary heap, and the four
-  /// children of a node share a cache line pair, so a fleet-scale queue of ~10^5 events
-  /// misses the cache about half as often. The order is total, so the dispatch sequence is
-  /// the same as with any other correct priority queue.
-  std::vector<Event> heap_;
+  bool idle() const { return heap_.size() == kRoot; }
+
+  /// Storage aligned to 128 bytes, so that a node's four 32-byte children fill one aligned
+  /// pair of cache lines.
+  template <class T>
+  struct Aligned {
+    using value_type = T;
+    static constexpr std::align_val_t kAlign{128};
+    Aligned() = default;
+    template <class U>
+    Aligned(const Aligned<U>&) {}
+    T* allocate(size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), kAlign)); }
+    void deallocate(T* p, size_t) { ::operator delete(p, kAlign); }
+    bool operator==(const Aligned&) const { return true; }
+  };
+  /// A 4-ary min-heap on (time, order): half the depth of a binary heap. The root sits at
+  /// index kRoot = 3 (indices 0-2 unused), so the children of node i are 4i-8 .. 4i-5 and
+  /// begin at a multiple of 4 events (128 bytes): each sift step reads two cache lines, not
+  /// three. The order is total, so the dispatch sequence is the same as with any other
+  /// correct priority queue.
+  static constexpr size_t kRoot = 3;
+  std::vector<Event, Aligned<Event>> heap_ = std::vector<Event, Aligned<Event>>(kRoot);
   std::vector<EngineObserver*> observers_;
   SimTime now_ = 0;
   uint64_t next_seq_ = 0;
