@@ -30,6 +30,17 @@ Deployment llama7b(Efficiency* e = nullptr) {
   return make_deployment(catalog().model("llama-2-7b"), {}, g, {}, eff);
 }
 
+// Llama-2-7B on 4 attention-DP ranks of A100s with the ideal engine's terms, `tweak` applied.
+Deployment llama7b_dp4(void (*tweak)(Efficiency&) = nullptr) {
+  const auto& g = catalog().gpu("a100-80gb-sxm");
+  Efficiency eff = catalog_efficiency(g);
+  apply_engine(catalog().engine("ideal"), &eff);
+  if (tweak != nullptr) tweak(eff);
+  Parallelism p;
+  p.dp_attention = 4;
+  return make_deployment(catalog().model("llama-2-7b"), p, g, {}, eff);
+}
+
 BatchShape decode(int64_t n, int64_t ctx_each) {
   BatchShape b;
   b.decode_seqs = n;
@@ -105,14 +116,10 @@ TEST(EngineTerms, AttentionDataParallelRanksEachReplayTheirOwnGraph) {
   // launches, hidden here by the GEMMs. kernel_launch 1 s makes the two cases tell apart:
   // a graph launch costs 1 s, eager launches ((9 + 2 collective) kernels · 32 layers + 2 =
   // 354) 354 s less the GPU's work (milliseconds).
-  const auto& g = catalog().gpu("a100-80gb-sxm");
-  Efficiency eff = catalog_efficiency(g);
-  apply_engine(catalog().engine("ideal"), &eff);
-  eff.kernel_launch_s = 1.0;
-  eff.cuda_graph_max_batch = 8;
-  Parallelism p;
-  p.dp_attention = 4;
-  const Deployment d = make_deployment(catalog().model("llama-2-7b"), p, g, {}, eff);
+  const Deployment d = llama7b_dp4([](Efficiency& eff) {
+    eff.kernel_launch_s = 1.0;
+    eff.cuda_graph_max_batch = 8;
+  });
   expect_rel(estimate_step(d, decode(32, 100)).overhead_s, 1.0);
   EXPECT_GT(estimate_step(d, decode(36, 100)).overhead_s, 300.0);
 }
@@ -124,12 +131,7 @@ TEST(EngineTerms, AWholePromptStaysOnOneAttentionDataParallelRank) {
   // prefill attention is linear in its pairs (compute-bound, no tables): 4,096·4,097/2 pairs
   // against a quarter of them, exactly 4 times the time. The MLP runs on all 4,096 tokens
   // over the 4 GPUs either way (equal gemm share of the MLP).
-  const auto& g = catalog().gpu("a100-80gb-sxm");
-  Efficiency eff = catalog_efficiency(g);
-  apply_engine(catalog().engine("ideal"), &eff);
-  Parallelism p;
-  p.dp_attention = 4;
-  const Deployment d = make_deployment(catalog().model("llama-2-7b"), p, g, {}, eff);
+  const Deployment d = llama7b_dp4();
   const BatchShape even = prefill(4096);
   BatchShape whole = even;
   whole.largest_chunk_tokens = 4096;

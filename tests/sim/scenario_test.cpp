@@ -61,15 +61,17 @@ fleet:
   EXPECT_NE(e.find("[home/desk]"), std::string::npos) << e;
 }
 
-// Llama-3.1-8B on one H100 with `serving` as given.
-Scenario with_serving(const std::string& serving) {
-  return test::load_text(R"(
-model: llama-3.1-8b
-hardware: {gpu: h100-sxm, tp: 1}
-serving: )" + serving + R"(
+// `deployment` (model, hardware, precision lines) with `serving` as given.
+Scenario deployed(const std::string& deployment, const std::string& serving) {
+  return test::load_text(deployment + "serving: " + serving + R"(
 workload: {arrival: {rate: 1/s}, requests: 10, prompt_tokens: 100, output_tokens: 10}
 )",
                          "s.yaml");
+}
+
+// Llama-3.1-8B on one H100 with `serving` as given.
+Scenario with_serving(const std::string& serving) {
+  return deployed("model: llama-3.1-8b\nhardware: {gpu: h100-sxm, tp: 1}\n", serving);
 }
 
 TEST(ServingDefaults, PrefillFirstCutsLongPromptsAsTheEngineDoes) {
@@ -94,14 +96,11 @@ TEST(ServingDefaults, PrefillFirstCutsLongPromptsAsTheEngineDoes) {
 
 // DeepSeek-R1 on 4 B200 with experts spread over 4 attention-DP ranks.
 Scenario dep4(const std::string& serving) {
-  return test::load_text(R"(
-model: deepseek-r1
+  return deployed(R"(model: deepseek-r1
 hardware: {gpu: b200, tp: 1, dp_attention: 4, expert_parallel: true}
 precision: {weights: fp4, activations: fp4, kv: fp8}
-serving: )" + serving + R"(
-workload: {arrival: {rate: 1/s}, requests: 10, prompt_tokens: 100, output_tokens: 10}
 )",
-                         "s.yaml");
+                  serving);
 }
 
 TEST(ServingDefaults, PerRankLimitsOfAnEngineWhoseRanksScheduleApart) {
