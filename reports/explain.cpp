@@ -38,6 +38,10 @@ Representative representative_iterations(const scenario::Scenario& sc) {
       (static_cast<double>(r.prefill_prior) + (static_cast<double>(chunk) + 1.0) / 2.0);
   r.prefill.prefill_kv_tokens = r.prefill_prior + chunk;
   r.prefill.logits_tokens = chunk == prompt ? 1 : 0;
+  // A lone chunk sits on one attention-DP rank, as in the simulation.
+  r.prefill.largest_chunk_tokens = chunk;
+  r.prefill.largest_chunk_pairs = r.prefill.prefill_attn_pairs;
+  r.prefill.largest_chunk_kv_tokens = r.prefill.prefill_kv_tokens;
   r.decode_seqs = std::min<int64_t>(sc.vllm.max_num_seqs, 32);
   const int64_t ctx = static_cast<int64_t>(r.mean_prompt + r.mean_output / 2 + 0.5);
   r.decode.decode_seqs = r.decode_seqs;
