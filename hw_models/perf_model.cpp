@@ -260,9 +260,10 @@ class Calc {
   enum Parts { kTokenOps = 1, kAttentionOps = 2, kAllOps = 3 };
   // The busiest attention rank's prefill tokens, causal pairs and KV tokens read, per micro-
   // batch: an even share of the iteration's, or with attention data parallelism (pp 1) its
-  // largest chunk where that is more (a chunk is not divided among ranks).
+  // largest chunk where that is more (a chunk is not divided among ranks); and its
+  // attention-side tokens (that prefill and an even share of the decodes).
   struct RankPrefill {
-    double tokens = 0, pairs = 0, kv_tokens = 0;
+    double tokens = 0, pairs = 0, kv_tokens = 0, attn_tokens = 0;
     bool uneven = false;  // the largest chunk is more than an even share
   };
   RankPrefill rank_prefill(const BatchShape& b) const;
@@ -358,14 +359,15 @@ double Calc::decode_unit_s(const Unit& u) const {
 }
 
 Calc::RankPrefill Calc::rank_prefill(const BatchShape& b) const {
-  const double split = micro_batches(d_) * d_.par.dp_attention;
+  const double mb = micro_batches(d_), D = d_.par.dp_attention, split = mb * D;
+  const double Tm = static_cast<double>(b.prefill_tokens + b.decode_seqs) / mb;
   RankPrefill r{static_cast<double>(b.prefill_tokens) / split, b.prefill_attn_pairs / split,
-                static_cast<double>(b.prefill_kv_tokens) / split, false};
-  if (d_.par.dp_attention > 1 && d_.par.pp == 1 &&
-      static_cast<double>(b.largest_chunk_tokens) > r.tokens) {
+                static_cast<double>(b.prefill_kv_tokens) / split, Tm / D, false};
+  if (D > 1 && d_.par.pp == 1 && static_cast<double>(b.largest_chunk_tokens) > r.tokens) {
     r.tokens = static_cast<double>(b.largest_chunk_tokens);
     r.pairs = std::max(r.pairs, b.largest_chunk_pairs);
     r.kv_tokens = std::max(r.kv_tokens, static_cast<double>(b.largest_chunk_kv_tokens));
+    r.attn_tokens = r.tokens + static_cast<double>(b.decode_seqs) / split;
     r.uneven = true;
   }
   return r;
@@ -382,9 +384,7 @@ void Calc::layer_ops(StepBreakdown& s, const BatchShape& b, double scale, const 
   const double h = m_.hidden, act = d_.prec.act_bytes;
   const double T = static_cast<double>(b.prefill_tokens + b.decode_seqs);
   const RankPrefill rp = rank_prefill(b);
-  // Attention-side tokens of the busiest rank: its prefill and an even share of the decodes.
-  const double Tm = T / mb,
-               Ta = rp.uneven ? rp.tokens + static_cast<double>(b.decode_seqs) / split : Tm / D;
+  const double Tm = T / mb, Ta = rp.attn_tokens;
   const double L = m_.layers * scale;
   const double Lsw = m_.sliding_window_layers * scale, Lfull = L - Lsw;
   const double Ldense = m_.dense_mlp_layers() * scale, Lmoe = m_.moe_layers() * scale;
@@ -559,7 +559,7 @@ StepBreakdown Calc::run(const BatchShape& b) {
   const double h = m_.hidden;
   const double T = static_cast<double>(tokens), Tm = T / mb;
   const RankPrefill rp = rank_prefill(b);
-  const double Ta = rp.uneven ? rp.tokens + static_cast<double>(b.decode_seqs) / (mb * D) : Tm / D;
+  const double Ta = rp.attn_tokens;
   const Offload& off = d_.offload;
   const int host_layers = std::min(off.layers_on_host, m_.layers);
   const double host_share = static_cast<double>(host_layers) / m_.layers;

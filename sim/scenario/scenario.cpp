@@ -396,10 +396,15 @@ Pool load_pool(const yaml::Map& root, yaml::Map& section, const std::string& ove
                    "give this pool a tp that divides them, or another draft");
     pool.spec = attach_speculative(draft->draft, draft->mtp, draft->k, pool.dep);
   }
+  // The scenario's limits, or the engine's per-rank ones times this pool's ranks.
+  const int64_t ranks = pool.par.dp_attention;
+  const int64_t max_seqs =
+      sc.engine_seqs_per_rank > 0 ? ranks * sc.engine_seqs_per_rank : sc.vllm.max_num_seqs;
+  const int64_t max_tokens = sc.engine_tokens_per_rank > 0 ? ranks * sc.engine_tokens_per_rank
+                                                           : sc.vllm.max_batched_tokens;
   try {
-    pool.memory =
-        hw::fit_memory(pool.dep, sc.gpu_memory_utilization, sc.runtime_reserve_bytes,
-                       sc.vllm.max_batched_tokens, sc.vllm.block_tokens, sc.vllm.block_tokens);
+    pool.memory = hw::fit_memory(pool.dep, sc.gpu_memory_utilization, sc.runtime_reserve_bytes,
+                                 max_tokens, sc.vllm.block_tokens, sc.vllm.block_tokens);
   } catch (const InputError& e) {
     throw section.locate(override_key,
                          InputError(e.message() + " [memory fit, " + what + "]", e.hint()));
@@ -413,6 +418,8 @@ Pool load_pool(const yaml::Map& root, yaml::Map& section, const std::string& ove
     check_host_memory(pool.memory, pool.par, pool.node, r.map("offload"), pool.dep.offload,
                       std::string(" [") + what + "]");
   pool.vllm = sc.vllm;
+  pool.vllm.max_num_seqs = max_seqs;
+  pool.vllm.max_batched_tokens = max_tokens;
   if (draft) {
     pool.vllm.spec_k = draft->k;
     pool.vllm.spec_acceptance = draft->acceptance;
@@ -765,6 +772,11 @@ Scenario load_map(yaml::Map root, const std::string& file,
     sc.vllm.max_num_seqs = sv.integer_or(key("max_num_seqs"), ranks * sc.engine.max_num_seqs);
     sc.vllm.max_batched_tokens =
         sv.integer_or(key("max_batched_tokens"), ranks * sc.engine.max_batched_tokens);
+    if (sc.engine.limits_per_dp_rank) {
+      if (!sv.has(key("max_num_seqs"))) sc.engine_seqs_per_rank = sc.engine.max_num_seqs;
+      if (!sv.has(key("max_batched_tokens")))
+        sc.engine_tokens_per_rank = sc.engine.max_batched_tokens;
+    }
     sc.vllm.fast_forward = sv.boolean_or(key("fast_forward"));
     sc.vllm.prefix_caching = sv.boolean_or(key("prefix_caching"));
     // Fleet users' prompts are generated with block hashes of this many tokens (a trace or

@@ -72,6 +72,10 @@ struct Scenario {
   /// kernel efficiency and scheduler defaults apply; hw::kDefaultEngine when not named.
   hw::EngineSpec engine;
   bool engine_defaulted = false;  ///< the scenario named no engine
+  /// serving.max_num_seqs / max_batched_tokens left to an engine whose limits hold per
+  /// attention-DP rank (EngineSpec::limits_per_dp_rank): each pool takes its dp_attention
+  /// times these. 0: the file set the limit (or the engine's is the replica's).
+  int64_t engine_seqs_per_rank = 0, engine_tokens_per_rank = 0;
   /// How far fleetsim was from published measurements of scenarios like this one (model
   /// kind × GPU family × engine, sim/validation/error_band.h); empty without a bands file.
   std::optional<validation::ErrorBand> error_band;

@@ -122,5 +122,35 @@ TEST(ServingDefaults, PerRankLimitsOfAnEngineWhoseRanksScheduleApart) {
   EXPECT_EQ(sgl.vllm.max_batched_tokens, sg.max_batched_tokens);
 }
 
+TEST(ServingDefaults, AFleetPoolTakesPerRankLimitsForItsOwnRanks) {
+  // The scenario runs DeepSeek-R1 on 8 B200 as TP 8 (one rank); its fleet pool "wide" runs
+  // 8 attention-DP ranks. trtllm-1's per-rank defaults: 1 × 2048 sequences and 8192 tokens
+  // for the scenario, 8 × 2048 = 16384 and 8 × 8192 = 65536 for the pool.
+  const Scenario sc = test::load_text(R"(
+model: deepseek-r1
+hardware: {gpu: b200, node: dgx-b200, tp: 8}
+precision: {weights: fp4, activations: fp4, kv: fp8}
+serving: {engine: trtllm-1}
+users: {weekly_active: 1e4, daily_active_fraction: 0.4, sessions_per_day: 1, turns_per_session: 1,
+        think_time: 1s, prompt_tokens: 100, output_tokens: 10, duration: 1h}
+fleet:
+  regions:
+    - name: home
+      utc_offset: 0h
+      users: 1
+      pools:
+        - name: wide
+          replicas: 1
+          hardware: {tp: 1, dp_attention: 8, expert_parallel: true}
+)",
+                                      "s.yaml");
+  EXPECT_EQ(sc.vllm.max_num_seqs, 2048);
+  EXPECT_EQ(sc.vllm.max_batched_tokens, 8192);
+  ASSERT_TRUE(sc.fleet.has_value());
+  const Pool& wide = sc.fleet->regions.at(0).pools.at(0).pool;
+  EXPECT_EQ(wide.vllm.max_num_seqs, 16384);
+  EXPECT_EQ(wide.vllm.max_batched_tokens, 65536);
+}
+
 }  // namespace scenario_test
 }  // namespace fleetsim::scenario
