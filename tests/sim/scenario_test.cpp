@@ -38,11 +38,11 @@ TEST(HostMemory, OffloadedWeightsMustFitTheServersHostMemory) {
   EXPECT_EQ(error_of(single(30)).find("host memory per server"), std::string::npos);
 }
 
-TEST(HostMemory, AFleetPoolsOffloadIsCheckedWithItsServer) {
-  const std::string text = R"(
-model: llama-3.1-70b
-hardware: {gpu: h100-sxm, node: hgx-h100, tp: 2}
-serving: {engine: ideal}
+// `head` (model, hardware, serving) and a one-hour fleet of one region whose one pool,
+// `pool`, has one replica and the hardware (and further lines) in `pool_lines`.
+std::string one_pool_fleet(const std::string& head, const std::string& pool,
+                           const std::string& pool_lines) {
+  return head + R"(
 users: {weekly_active: 1e4, daily_active_fraction: 0.4, sessions_per_day: 1, turns_per_session: 1,
         think_time: 1s, prompt_tokens: 100, output_tokens: 10, duration: 1h}
 fleet:
@@ -51,11 +51,21 @@ fleet:
       utc_offset: 0h
       users: 1
       pools:
-        - name: desk
+        - name: )" +
+         pool + R"(
           replicas: 1
-          hardware: {gpu: rtx-4090, node: desktop-rtx4090, tp: 1}
+)" + pool_lines;
+}
+
+TEST(HostMemory, AFleetPoolsOffloadIsCheckedWithItsServer) {
+  const std::string text =
+      one_pool_fleet(R"(
+model: llama-3.1-70b
+hardware: {gpu: h100-sxm, node: hgx-h100, tp: 2}
+serving: {engine: ideal})",
+                     "desk", R"(          hardware: {gpu: rtx-4090, node: desktop-rtx4090, tp: 1}
           offload: {layers_on_host: 75}
-)";
+)");
   const std::string e = error_of(text);
   EXPECT_NE(e.find("'fleet.regions[0].pools[0].offload.layers_on_host'"), std::string::npos) << e;
   EXPECT_NE(e.find("[home/desk]"), std::string::npos) << e;
@@ -126,24 +136,15 @@ TEST(ServingDefaults, AFleetPoolTakesPerRankLimitsForItsOwnRanks) {
   // The scenario runs DeepSeek-R1 on 8 B200 as TP 8 (one rank); its fleet pool "wide" runs
   // 8 attention-DP ranks. trtllm-1's per-rank defaults: 1 × 2048 sequences and 8192 tokens
   // for the scenario, 8 × 2048 = 16384 and 8 × 8192 = 65536 for the pool.
-  const Scenario sc = test::load_text(R"(
+  const Scenario sc = test::load_text(
+      one_pool_fleet(R"(
 model: deepseek-r1
 hardware: {gpu: b200, node: dgx-b200, tp: 8}
 precision: {weights: fp4, activations: fp4, kv: fp8}
-serving: {engine: trtllm-1}
-users: {weekly_active: 1e4, daily_active_fraction: 0.4, sessions_per_day: 1, turns_per_session: 1,
-        think_time: 1s, prompt_tokens: 100, output_tokens: 10, duration: 1h}
-fleet:
-  regions:
-    - name: home
-      utc_offset: 0h
-      users: 1
-      pools:
-        - name: wide
-          replicas: 1
-          hardware: {tp: 1, dp_attention: 8, expert_parallel: true}
-)",
-                                      "s.yaml");
+serving: {engine: trtllm-1})",
+                     "wide", R"(          hardware: {tp: 1, dp_attention: 8, expert_parallel: true}
+)"),
+      "s.yaml");
   EXPECT_EQ(sc.vllm.max_num_seqs, 2048);
   EXPECT_EQ(sc.vllm.max_batched_tokens, 8192);
   ASSERT_TRUE(sc.fleet.has_value());
