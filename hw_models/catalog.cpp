@@ -375,6 +375,7 @@ EngineSpec load_engine_file(const std::string& path) {
     e.max_batched_tokens = s->integer_or("max_batched_tokens", 1, 1 << 24, e.max_batched_tokens);
     e.max_num_seqs = s->integer_or("max_num_seqs", 1, 65536, e.max_num_seqs);
     e.limits_per_dp_rank = s->boolean_or("limits_per_dp_rank", e.limits_per_dp_rank);
+    e.reserve_at_admission = s->choice_or("admission", {"paged", "reserve"}, "paged") == "reserve";
     e.pipeline_sequential =
         s->choice_or("pipeline", {"overlapped", "sequential"}, "overlapped") == "sequential";
     s->finish();

@@ -193,6 +193,10 @@ struct EngineSpec {
   /// into its own KV cache, as TensorRT-LLM's do): a scenario with dp_attention D that
   /// leaves them out gets D times each.
   bool limits_per_dp_rank = false;
+  /// KV admission (`scheduler.admission: reserve`): a request is admitted only if its whole
+  /// life's KV fits beside the running requests' and none is ever preempted (TensorRT-LLM's
+  /// GUARANTEED_NO_EVICT); false (`paged`): vLLM's admission with preemption by recompute.
+  bool reserve_at_admission = false;
   bool pipeline_sequential = false;  ///< pp stages run one after another (no micro-batches)
   // Overheads (seconds), exposed on the critical path of every iteration.
   double iteration_overhead_s = 0;     ///< scheduling, sampling set-up, Python, per iteration

@@ -765,6 +765,9 @@ Scenario load_map(yaml::Map root, const std::string& file,
     if (sc.policy == "sarathi" && !sc.vllm.split_prompts)
       sv.fail("split_prompts", "the sarathi policy splits prompts into chunks",
               "use policy: vllm with chunked_prefill: true for whole prompts with decodes");
+    sc.vllm.reserve_at_admission =
+        sv.choice_or(key("admission"), sc.engine.reserve_at_admission ? "reserve" : "paged") ==
+        "reserve";
     sc.vllm.block_tokens = static_cast<int>(sv.integer_or(key("block_tokens")));
     // The file's limits are the replica's (all its attention-DP ranks together); an engine
     // whose ranks schedule separately brings its defaults per rank.

@@ -203,6 +203,12 @@ std::vector<Key> build() {
             "prompt longer than max_batched_tokens runs in prefill iterations of at most that "
             "many tokens (SGLang) instead of being rejected (vLLM V0)"),
           "the engine's (true for sarathi)"),
+      doc(C("serving.admission", {"paged", "reserve"}, "",
+            "KV admission of the vllm and sarathi policies: paged admits a request when its "
+            "prompt's blocks fit and preempts a running one when decoding runs out (vLLM, "
+            "SGLang); reserve admits it only when its whole life's blocks fit beside the "
+            "running requests' and never preempts (TensorRT-LLM's GUARANTEED_NO_EVICT)"),
+          "the engine's"),
       I("serving.block_tokens", 1, 1024, "16", "tokens per paged-KV block (vLLM --block-size)"),
       doc(I("serving.max_num_seqs", 1, 65536, "",
             "most sequences running on one replica, all its attention-DP ranks together "

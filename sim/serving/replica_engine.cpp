@@ -143,6 +143,8 @@ void ReplicaEngine::finish(Seq& s, int64_t tokens) {
 void ReplicaEngine::release(Seq& s, int64_t tokens) {
   release_adapter(s.spec.adapter);
   used_blocks_ -= own_blocks(s, tokens);
+  claimed_blocks_ -= s.claim;
+  s.claim = 0;
   if (s.pinned > 0) {
     cache_.unpin(hashes_of(s), s.pinned);
     s.pinned = 0;
@@ -396,6 +398,16 @@ bool ReplicaEngine::can_admit(const Seq& s, int64_t free_blocks, int64_t batch_t
   if (!adapter_ready(s.spec.adapter)) return false;
   const Lookup l = lookup(s);
   if (l.need_blocks + l.load_blocks > free_blocks + l.evictable_blocks) return false;
+  if (cfg_.reserve_at_admission) {
+    // Its whole life beside the running requests' claims and every prefix entry pinned now
+    // or by this admission (its unreferenced hits, the ones loaded from the host tier):
+    // unreferenced entries can always be evicted, so decoding never runs out of blocks.
+    const int64_t pinned = (cache_.entries() - cache_.evictable()) * blocks_per_hash_;
+    const int64_t newly_pinned =
+        (cfg_.prefix_caching ? cache_.evictable() * blocks_per_hash_ - l.evictable_blocks : 0) +
+        l.load_blocks;
+    if (claimed_blocks_ + pinned + newly_pinned + claim_of(s, l) > cfg_.kv_blocks) return false;
+  }
   if (batch_tokens > 0) {
     // A whole prompt within the token budget; the first prompt of an iteration (batch_tokens
     // 0) may exceed it (a recompute, or with chunked prefill any prompt, that the budget
@@ -421,6 +433,10 @@ void ReplicaEngine::admit(uint32_t slot, SimTime now, int64_t keep_free) {
     observer_.on_prefix_host_load(index_, l.host_hits * cfg_.prefix_block_tokens);
   }
   s.pinned = static_cast<int32_t>(l.hits);
+  if (cfg_.reserve_at_admission) {
+    s.claim = static_cast<int32_t>(claim_of(s, l));
+    claimed_blocks_ += s.claim;
+  }
   s.prefilled = static_cast<int32_t>(l.hits * cfg_.prefix_block_tokens);
   if (cfg_.prefix_caching) observer_.on_prefix_lookup(index_, s.target, s.prefilled);
   // Make room by evicting unreferenced cached prefixes, least recently used first.
@@ -838,7 +854,13 @@ void ReplicaEngine::check_invariants() const {
     if (!s.held && s.finish_iter <= decode_iter_) fail("overdue completion");
     if (s.first_token_ns < 0) fail("decoding before first token");
   }
-  for (uint32_t slot : prefilling_) blocks += own_blocks(seqs_[slot], seqs_[slot].target);
+  int64_t claimed = 0;
+  for (uint32_t slot : decoding_) claimed += seqs_[slot].claim;
+  for (uint32_t slot : prefilling_) {
+    blocks += own_blocks(seqs_[slot], seqs_[slot].target);
+    claimed += seqs_[slot].claim;
+  }
+  if (claimed != claimed_blocks_) fail("claimed KV blocks drifted");
   blocks += cache_.entries() * blocks_per_hash_;
   // A mixed iteration allocates its decode blocks when it starts; a stretch when it ends.
   if (segment_ == Segment::kMixed && seg_decodes_) blocks += decode_blocks_needed(decode_iter_, 1);

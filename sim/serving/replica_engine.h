@@ -54,6 +54,14 @@ struct EngineConfig {
   int64_t max_batched_tokens = 8192;
   bool fast_forward = true;
   int64_t max_context_tokens = 0;  ///< the model's context window (0: unlimited)
+  /// Admission that never evicts (TensorRT-LLM's default GUARANTEED_NO_EVICT capacity
+  /// scheduler): a request is admitted only if the KV blocks of its whole life (prompt +
+  /// output, less the cached prefix it reuses) fit beside what the running requests may
+  /// still claim of theirs and the pinned prefix entries. Blocks are still allocated as the
+  /// context grows and the token budget still applies, so no running request is ever
+  /// preempted. Policies with whole-life reservations (EngineRules::reserve_whole_life)
+  /// do not read it.
+  bool reserve_at_admission = false;
   bool prefix_caching = false;
   int prefix_block_tokens = 0;  ///< tokens per prefix hash (a multiple of block_tokens)
   const std::vector<uint64_t>* hashes = nullptr;  ///< the trace's hashes (RequestSpec ranges)
@@ -259,6 +267,7 @@ class ReplicaEngine : public Replica {
     int32_t tau = 1;                   // tokens per decode iteration (speculative decoding)
     bool prefilled_elsewhere = false;  // has its KV (handed over, or swapped): join decode directly
     int32_t swapped_blocks = 0;        // KV blocks held in host memory while swapped out
+    int32_t claim = 0;  // reserve_at_admission: KV blocks claimed for its whole life, less hits
     SimTime scheduled_ns = -1, first_token_ns = -1, last_token_ns = -1;
   };
   enum class Segment : uint8_t { kNone, kKick, kWait, kMixed, kStretch };
@@ -354,6 +363,10 @@ class ReplicaEngine : public Replica {
     int64_t load_blocks = 0;  // GPU blocks for the entries loaded back from the host tier
   };
   Lookup lookup(const Seq& s) const;
+  /// reserve_at_admission: the KV blocks s claims for its whole life, less its prefix hits.
+  int64_t claim_of(const Seq& s, const Lookup& l) const {
+    return life_blocks(s.spec) - l.hits * blocks_per_hash_;
+  }
   static constexpr size_t kLoraScan = 64;
   void cache_prompt(Seq& s);
   void admit_prefilled(SimTime now);     // decode pool: handed-over requests join decode
@@ -434,6 +447,7 @@ class ReplicaEngine : public Replica {
   SimTime seg_stall_ns_ = 0;      // swap transfers at the start of the segment
   SimTime pending_stall_ns_ = 0;  // swap transfers waiting for the next segment
   int64_t host_used_blocks_ = 0;  // swapped-out KV in host memory
+  int64_t claimed_blocks_ = 0;    // Σ Seq::claim over the running requests
   // LoRA adapters resident on the GPU: running requests using each, and recency of the
   // idle ones (front = least recently used).
   struct Adapter {

@@ -104,6 +104,22 @@ TEST(ServingDefaults, PrefillFirstCutsLongPromptsAsTheEngineDoes) {
   EXPECT_FALSE(whole.vllm.split_long_prompts);
 }
 
+TEST(ServingDefaults, AdmissionComesFromTheEngineUnlessTheFileNamesIt) {
+  // No shipped profile reserves at admission (hw_models/catalog/README.md, `admission`),
+  // so the default is paged admission with preemption; the file's key turns reserve on.
+  EXPECT_FALSE(test::catalog().engine("trtllm-1").reserve_at_admission);
+  EXPECT_FALSE(with_serving("{engine: trtllm-1}").vllm.reserve_at_admission);
+  EXPECT_TRUE(with_serving("{engine: trtllm-1, admission: reserve}").vllm.reserve_at_admission);
+  EXPECT_FALSE(with_serving("{admission: paged}").vllm.reserve_at_admission);
+  const std::string e = error_of(R"(model: llama-3.1-8b
+hardware: {gpu: h100-sxm, tp: 1}
+serving: {admission: guaranteed}
+workload: {arrival: {rate: 1/s}, requests: 10, prompt_tokens: 100, output_tokens: 10}
+)");
+  EXPECT_NE(e.find("serving.admission"), std::string::npos) << e;
+  EXPECT_NE(e.find("reserve"), std::string::npos) << e;
+}
+
 // DeepSeek-R1 on 4 B200 with experts spread over 4 attention-DP ranks.
 Scenario dep4(const std::string& serving) {
   return deployed(R"(model: deepseek-r1

@@ -83,6 +83,12 @@ ServingConfig config(bool chunked, int64_t budget, int64_t kv_blocks, int block_
   return c;
 }
 
+RequestSpec with_hashes(RequestSpec r, uint32_t begin, uint32_t count) {
+  r.hash_begin = begin;
+  r.hash_count = count;
+  return r;
+}
+
 TEST(Vllm, PrefillFirstTwoRequests) {
   const StepModel steps = simple_steps(8, 10);
   // A (t=0, 100 prompt, 3 output): prefill-only iteration 0..100 ms → first token at 100.
@@ -162,6 +168,78 @@ TEST(Vllm, PreemptionByRecompute) {
   }
 }
 
+TEST(Vllm, AdmissionThatReservesTheWholeLifeNeverPreempts) {
+  const StepModel steps = simple_steps(8, 10);
+  // As PreemptionByRecompute (3 KV blocks of 4 tokens; A and B at t=0, 4 prompt, 5 output)
+  // with TensorRT-LLM's guaranteed-no-evict admission: each needs ceil((4 + 5 - 1) / 4) = 2
+  // blocks for its whole life (the last token is never written back). A claims 2; B's 2
+  // more would make 4 > 3, so B waits although its prompt's 1 block is free.
+  // A: prefill 0..4 ms (first token at 4), 4 decodes 4..44, done at 44, no preemption.
+  // B: admitted at 44, prefill 44..48 (first token at 48), 4 decodes 48..88.
+  for (bool ff : {true, false}) {
+    ServingConfig cfg = config(false, 4096, 3, 4);
+    cfg.fast_forward = ff;
+    cfg.reserve_at_admission = true;
+    RunLog r = simulate(steps, cfg, {req(0, 0, 4, 5), req(1, 0, 4, 5)});
+    EXPECT_EQ(r.log.out[0], (Outcome{0, 4 * kMs, 44 * kMs, 0}));
+    EXPECT_EQ(r.log.out[1], (Outcome{44 * kMs, 48 * kMs, 88 * kMs, 0}));
+    EXPECT_EQ(r.log.preemptions, 0);
+  }
+  // With 4 blocks both claims fit (2 + 2 = 4): prefilled together 0..8, first tokens at 8,
+  // 4 decodes 8..48 (the reservation changes nothing when the KV cache is big enough).
+  for (bool ff : {true, false}) {
+    ServingConfig cfg = config(false, 4096, 4, 4);
+    cfg.fast_forward = ff;
+    cfg.reserve_at_admission = true;
+    RunLog r = simulate(steps, cfg, {req(0, 0, 4, 5), req(1, 0, 4, 5)});
+    EXPECT_EQ(r.log.out[0], (Outcome{0, 8 * kMs, 48 * kMs, 0}));
+    EXPECT_EQ(r.log.out[1], (Outcome{0, 8 * kMs, 48 * kMs, 0}));
+  }
+}
+
+TEST(Vllm, ReservingAdmissionKeepsTheTokenBudgetAndSubtractsCachedPrefixes) {
+  const StepModel steps = simple_steps(8, 10);
+  // WholePromptsJoinTheDecodesWithoutSplitting with reservations and room for all three:
+  // the token budget (64) still keeps C out of the iteration at 100, so the times are the
+  // same as there (A done at 140, B at 140, C at 180).
+  for (bool ff : {true, false}) {
+    ServingConfig cfg = config(true, 64, 1000);
+    cfg.split_prompts = false;
+    cfg.fast_forward = ff;
+    cfg.reserve_at_admission = true;
+    RunLog r =
+        simulate(steps, cfg, {req(0, 0, 100, 2), req(1, 10 * kMs, 30, 1), req(2, 20 * kMs, 40, 1)});
+    EXPECT_EQ(r.log.out[0], (Outcome{0, 100 * kMs, 140 * kMs, 0}));
+    EXPECT_EQ(r.log.out[1], (Outcome{100 * kMs, 140 * kMs, 140 * kMs, 0}));
+    EXPECT_EQ(r.log.out[2], (Outcome{140 * kMs, 180 * kMs, 180 * kMs, 0}));
+  }
+  // Prefix caching: KV blocks of 4 tokens, prefix blocks of 8 (2 KV blocks), 8 KV blocks.
+  // A (t=0, 20 prompt, 2 output, hashes [11, 12]): claims ceil(21 / 4) = 6; prefill 0..20,
+  //   decode 20..30. Its 2 entries (4 blocks) stay cached, unreferenced.
+  // B (t=100, 20 prompt, 9 output, same hashes): 16 tokens hit; it claims ceil(28 / 4) = 7
+  //   less the 4 cached = 3, and pins the 4: 3 + 4 = 7 <= 8, admitted (without subtracting
+  //   the hits, 7 + 4 = 11 > 8 would keep it out). Computes 4 tokens 100..104, 8 decodes
+  //   104..184.
+  // C (t=110, 4 prompt, 5 output, no hashes): claims 2; 3 + 4 pinned + 2 = 9 > 8, so it
+  //   waits for B (paged admission would take it at once: its 1 prompt block is free).
+  //   184..188 prefill, 4 decodes 188..228.
+  const std::vector<uint64_t> hashes = {11, 12};
+  for (bool ff : {true, false}) {
+    ServingConfig cfg = config(false, 64, 8, 4);
+    cfg.fast_forward = ff;
+    cfg.prefix_caching = true;
+    cfg.prefix_block_tokens = 8;
+    cfg.hashes = &hashes;
+    cfg.reserve_at_admission = true;
+    RunLog r = simulate(steps, cfg,
+                        {with_hashes(req(0, 0, 20, 2), 0, 2),
+                         with_hashes(req(1, 100 * kMs, 20, 9), 0, 2), req(2, 110 * kMs, 4, 5)});
+    EXPECT_EQ(r.log.out[0], (Outcome{0, 20 * kMs, 30 * kMs, 0}));
+    EXPECT_EQ(r.log.out[1], (Outcome{100 * kMs, 104 * kMs, 184 * kMs, 0}));
+    EXPECT_EQ(r.log.out[2], (Outcome{184 * kMs, 188 * kMs, 228 * kMs, 0}));
+  }
+}
+
 TEST(Vllm, RejectsRequestsThatCanNeverRun) {
   const StepModel steps = simple_steps(8, 10);
   ServingConfig cfg = config(false, 256, 4, 4);  // 16 KV tokens, 256-token batches
@@ -199,12 +277,6 @@ TEST(Vllm, PrefillFirstCutsALongPromptIntoPrefillIterationsWhenSplitting) {
   RunLog r = simulate(steps, cfg, {req(0, 0, 100, 2), req(1, 10 * kMs, 40, 1)});
   EXPECT_EQ(r.log.rejected, 1);
   EXPECT_EQ(r.log.out[1], (Outcome{10 * kMs, 50 * kMs, 50 * kMs, 0}));
-}
-
-RequestSpec with_hashes(RequestSpec r, uint32_t begin, uint32_t count) {
-  r.hash_begin = begin;
-  r.hash_count = count;
-  return r;
 }
 
 TEST(Vllm, PrefixHitSkipsCachedPrefillAndEvictsLeastRecentlyUsed) {
@@ -624,7 +696,7 @@ TEST(Vllm, FastPathMatchesSteppingOnRandomScenarios) {
   Rng rng(2024);
   int preemptions = 0, chunked_trials = 0;
   int64_t hit_tokens = 0, evictions = 0;
-  int spec_trials = 0, swap_trials = 0, split_long_trials = 0;
+  int spec_trials = 0, swap_trials = 0, split_long_trials = 0, reserve_trials = 0;
   uint64_t fast_events = 0, slow_events = 0;
   for (int trial = 0; trial < 60; ++trial) {
     const int bs = 1 + static_cast<int>(rng.uniform_u64(16));
@@ -689,6 +761,9 @@ TEST(Vllm, FastPathMatchesSteppingOnRandomScenarios) {
       cfg.spec_acceptance_spread = 0.35;
       ++spec_trials;
     }
+    // Every sixth trial admits with whole-life claims (TensorRT-LLM): never a preemption.
+    cfg.reserve_at_admission = trial % 6 == 4;
+    reserve_trials += cfg.reserve_at_admission;
     cfg.prefix_block_tokens = pbt;
     cfg.hashes = &hashes;
     cfg.block_tokens = bs;
@@ -712,6 +787,9 @@ TEST(Vllm, FastPathMatchesSteppingOnRandomScenarios) {
     ASSERT_EQ(fast.log.gaps, slow.log.gaps);
     ASSERT_EQ(fast.iterations, slow.iterations);
     ASSERT_EQ(fast.log.preemptions, slow.log.preemptions);
+    if (cfg.reserve_at_admission) {
+      ASSERT_EQ(fast.log.preemptions, 0);
+    }
     preemptions += fast.log.preemptions;
     chunked_trials += chunked;
     ASSERT_EQ(fast.log.lookups, slow.log.lookups);
@@ -734,6 +812,7 @@ TEST(Vllm, FastPathMatchesSteppingOnRandomScenarios) {
   EXPECT_GT(spec_trials, 5);
   EXPECT_GT(swap_trials, 5);
   EXPECT_GT(split_long_trials, 3);
+  EXPECT_GE(reserve_trials, 10);
   EXPECT_GT(evictions, 0);
   EXPECT_LT(fast_events * 2, slow_events);
 }
