@@ -483,11 +483,11 @@ TEST_F(Cli, DefaultScenarioOpensWithTheFleetAnswer) {
   EXPECT_NE(r.out.find("sampling error"), std::string::npos);
   const json j = json::parse(slurp(o + "/summary.json"));
   // 700e6 · 0.4 DAU · 2.5 sessions = 700M sessions a day; every configured GPU is in the
-  // answer, (replicas + spares) · GPUs per replica: americas (5520 + 110)·8 + 1224, europe
-  // (4600 + 92)·8 + 1224, south-asia (2760 + 55)·8 + 612, east-asia (3680 + 74)·8 + 612 =
-  // (45,040 + 37,536 + 22,520 + 30,032) + (1,224 + 1,224 + 612 + 612) = 135,128 + 3,672
-  // = 138,800.
-  EXPECT_DOUBLE_EQ(j["answer"]["gpus_configured"].get<double>(), 138800.0);
+  // answer, (replicas + spares) · GPUs per replica: americas (6400 + 128)·8 + 1224, europe
+  // (5200 + 104)·8 + 1224, south-asia (3200 + 64)·8 + 612, east-asia (4200 + 84)·8 + 612 =
+  // (52,224 + 42,432 + 26,112 + 34,272) + (1,224 + 1,224 + 612 + 612) = 155,040 + 3,672
+  // = 158,712.
+  EXPECT_DOUBLE_EQ(j["answer"]["gpus_configured"].get<double>(), 158712.0);
   EXPECT_GT(j["answer"]["cost_usd_per_day"].get<double>(), 0.0);
   EXPECT_EQ(j["calls_arrived"].get<uint64_t>(), j["calls_completed"].get<uint64_t>() +
                                                     j["calls_failed"].get<uint64_t>() +
