@@ -225,6 +225,12 @@ ModelSpec load_model_file(const std::string& path) {
     s.sliding_window_layers = to_int(w->integer("layers", 1, s.layers));
     w->finish();
   }
+  if (auto c = m.map_opt("chunked_attention")) {
+    s.attention_chunk_tokens = to_int(c->integer("tokens", 1, 1 << 30));
+    s.chunked_attention_layers =
+        to_int(c->integer("layers", 1, s.layers - s.sliding_window_layers));
+    c->finish();
+  }
   s.mtp_layers = to_int(m.integer_or("mtp_layers", 0, 64, 0));
   s.published_params = m.number("published_params", 1.0, 1e15);
   s.published_rounding = m.number_or("published_rounding", 0.0, 1e15, 0.0);

@@ -103,8 +103,13 @@ struct ModelSpec {
   int max_context_tokens = 0;
   std::optional<MlaSpec> mla;
   std::optional<MoeSpec> moe;
-  int sliding_window_tokens = 0;       ///< 0 = none
-  int sliding_window_layers = 0;       ///< layers that attend to the last `tokens` only
+  int sliding_window_tokens = 0;  ///< 0 = none
+  int sliding_window_layers = 0;  ///< layers that attend to the last `tokens` only
+  /// Chunked attention (Llama 4): these layers attend only within the token's own aligned
+  /// chunk of `attention_chunk_tokens` (0 = none). Priced in prefill; decode and the KV cache
+  /// treat them as full attention (an upper bound past one chunk of context).
+  int attention_chunk_tokens = 0;
+  int chunked_attention_layers = 0;
   int mtp_layers = 0;                  ///< multi-token-prediction modules (not in the params)
   double published_params = 0;         ///< total, as its authors publish it
   double published_active_params = 0;  ///< per token; MoE only (0 = dense: equals total)

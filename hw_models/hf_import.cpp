@@ -342,10 +342,32 @@ HfImport import_hf_config(const std::string& json_text, const std::string& file,
       m.sliding_window_layers = layers;
     }
   }
-  if (c.has("attention_chunk_size"))
-    assumed.push_back(
-        "attention_chunk_size (chunked attention) is not expressed: every layer "
-        "attends to the whole context");
+  // Chunked attention (Llama 4): the layers with RoPE attend within their chunk, the NoPE
+  // ones (every no_rope_layer_interval-th) to everything.
+  std::string chunk_note;
+  if (c.integer({"attention_chunk_size"}) > 0) {
+    int layers = 0;
+    if (const json* l = c.list("no_rope_layers")) {
+      for (const auto& v : *l)
+        if (v.is_number_integer() && v.get<int64_t>() != 0) ++layers;
+      chunk_note = "no_rope_layers: " + std::to_string(layers) + " with RoPE (chunked)";
+    } else {
+      const int64_t every =
+          c.has("no_rope_layer_interval") ? c.integer({"no_rope_layer_interval"}) : int64_t{4};
+      if (every < 1) throw c.error("no_rope_layer_interval", "expected at least 1");
+      layers = m.layers - static_cast<int>(m.layers / every);
+      chunk_note = "all but every " + std::to_string(every) + "th layer (no no_rope_layers)";
+      if (!c.has("no_rope_layer_interval"))
+        assumed.push_back(
+            "attention_chunk_size without no_rope_layers: every 4th layer taken to attend to "
+            "the whole context (transformers' Llama4TextConfig default), the others chunked");
+    }
+    layers = std::min(layers, m.layers - m.sliding_window_layers);
+    if (layers > 0) {
+      m.attention_chunk_tokens = static_cast<int>(c.integer({"attention_chunk_size"}));
+      m.chunked_attention_layers = layers;
+    }
+  }
   m.mtp_layers = static_cast<int>(std::max<int64_t>(0, c.integer({"num_nextn_predict_layers"})));
 
   // Published counts: the model card's when given, else the shape's own (marked). Some
@@ -411,6 +433,11 @@ HfImport import_hf_config(const std::string& json_text, const std::string& file,
     y << "sliding_window:\n";
     line(y, "  ", "tokens", std::to_string(m.sliding_window_tokens), "sliding_window");
     line(y, "  ", "layers", std::to_string(m.sliding_window_layers), window_note);
+  }
+  if (m.chunked_attention_layers > 0) {
+    y << "chunked_attention:\n";
+    line(y, "  ", "tokens", std::to_string(m.attention_chunk_tokens), "attention_chunk_size");
+    line(y, "  ", "layers", std::to_string(m.chunked_attention_layers), chunk_note);
   }
   if (m.mtp_layers > 0)
     line(y, "", "mtp_layers", std::to_string(m.mtp_layers),

@@ -387,6 +387,7 @@ void Calc::layer_ops(StepBreakdown& s, const BatchShape& b, double scale, const 
   const double Tm = T / mb, Ta = rp.attn_tokens;
   const double L = m_.layers * scale;
   const double Lsw = m_.sliding_window_layers * scale, Lfull = L - Lsw;
+  const double Lchunk = m_.chunked_attention_layers * scale;  // among Lfull
   const double Ldense = m_.dense_mlp_layers() * scale, Lmoe = m_.moe_layers() * scale;
   const double qh = static_cast<double>(m_.heads) / tp;
   double* g_bucket = on_host ? &s.offload_s : &s.gemm_s;
@@ -433,9 +434,20 @@ void Calc::layer_ops(StepBreakdown& s, const BatchShape& b, double scale, const 
       b_kv = 2.0 * kvh * m_.head_dim * d_.prec.kv_bytes;
       b_q = 2.0 * qh * m_.head_dim * act;
     }
-    if (Lfull > 0)
-      op(a_bucket, "attention", "prefill attention", Lfull, f_pair * pairs,
+    if (Lfull - Lchunk > 0)
+      op(a_bucket, "attention", "prefill attention", Lfull - Lchunk, f_pair * pairs,
          kvtok * b_kv + ptok * b_q, Kind::kPrefill, u, 1.0, attn_scale);
+    if (Lchunk > 0) {
+      // A token attends to the tokens before it in its own aligned chunk of C: a prompt of
+      // n·C tokens has n·C(C+1)/2 pairs where full attention has nC(nC+1)/2, so about C/2
+      // per token. The batch's pairs are capped at that (exact for prompts of at most one
+      // chunk, which attend to everything before them anyway).
+      const double c = m_.attention_chunk_tokens;
+      const double pairs_c = std::min(pairs, ptok * (c + 1.0) / 2.0);
+      const double kv_c = pairs > 0 ? kvtok * pairs_c / pairs : kvtok;
+      op(a_bucket, "attention", "prefill attention (chunked)", Lchunk, f_pair * pairs_c,
+         kv_c * b_kv + ptok * b_q, Kind::kPrefill, u, 1.0, attn_scale);
+    }
     if (Lsw > 0) {
       const double w = m_.sliding_window_tokens;
       const double pairs_sw = std::min(pairs, ptok * w);

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
 #include <string>
 
 #include "hw_models/catalog.h"
@@ -85,6 +86,34 @@ TEST(EngineTerms, PerSequenceOverheadIsPerSamplingSequence) {
   EXPECT_EQ(s.gemm_s, base.gemm_s);
   // A prefill iteration of one prompt samples once: 10 µs.
   expect_rel(estimate_step(d, prefill(512)).overhead_s, 10e-6);
+}
+
+TEST(EngineTerms, ChunkedAttentionCapsPrefillPairsAtHalfAChunkPerToken) {
+  // Llama-2-7B with 24 of its 32 layers chunked at C = 1024 tokens (as Llama 4's 3 of 4 at
+  // 8192). A 4096-token prompt: full attention has 4096 · 4097 / 2 = 8,390,656 query-key
+  // pairs; a chunked layer 4 chunks of 1024 · 1025 / 2 = 2,099,200 pairs, 4096 · 1025 / 2.
+  // FLOPs per pair: 4 · 32 heads · 128 = 16,384 (QK^T and PV, 2 FLOPs each per dimension).
+  Deployment d = llama7b();
+  auto m = std::make_shared<fleetsim::hw::ModelSpec>(*d.model);
+  m->attention_chunk_tokens = 1024;
+  m->chunked_attention_layers = 24;
+  d.model = m;
+  const auto ops = explain_step(d, prefill(4096));
+  const OpCost& full = find_op(ops, "prefill attention");
+  const OpCost& chunked = find_op(ops, "prefill attention (chunked)");
+  EXPECT_EQ(full.count, 8.0);
+  EXPECT_EQ(chunked.count, 24.0);
+  expect_rel(full.flops, 16384.0 * 8390656.0);
+  expect_rel(chunked.flops, 16384.0 * 2099200.0);
+  // A prompt of one chunk or less attends to everything before it either way: 512 tokens,
+  // 512 · 513 / 2 = 131,328 pairs in both kinds of layer.
+  const auto short_ops = explain_step(d, prefill(512));
+  expect_rel(find_op(short_ops, "prefill attention (chunked)").flops, 16384.0 * 131328.0);
+  expect_rel(find_op(short_ops, "prefill attention").flops, 16384.0 * 131328.0);
+  // Decode is priced as full attention in every layer (an upper bound past one chunk).
+  const Deployment plain = llama7b();
+  EXPECT_EQ(estimate_step(d, decode(8, 3000)).attention_s,
+            estimate_step(plain, decode(8, 3000)).attention_s);
 }
 
 TEST(EngineTerms, DecodeBatchesAboveTheGraphLimitLaunchEagerly) {

@@ -50,6 +50,8 @@ void expect_same_shape(const ModelSpec& a, const ModelSpec& b) {
   EXPECT_EQ(a.max_context_tokens, b.max_context_tokens);
   EXPECT_EQ(a.sliding_window_tokens, b.sliding_window_tokens);
   EXPECT_EQ(a.sliding_window_layers, b.sliding_window_layers);
+  EXPECT_EQ(a.attention_chunk_tokens, b.attention_chunk_tokens);
+  EXPECT_EQ(a.chunked_attention_layers, b.chunked_attention_layers);
   EXPECT_EQ(a.mtp_layers, b.mtp_layers);
   ASSERT_EQ(a.mla.has_value(), b.mla.has_value());
   if (a.mla) {
@@ -114,9 +116,14 @@ TEST(HfImport, EachValueNamesTheKeyItCameFrom) {
                                       {"llama-4-maverick", "", "", 0, 0, ""});
   EXPECT_NE(l.yaml.find("interleave_moe_layer_step 2 (the catalog puts the dense layers first"),
             std::string::npos);
-  // Chunked attention and the missing published figures are listed as assumptions.
+  // Chunked attention: the config has attention_chunk_size 8192 and no no_rope_layers, so
+  // 48 - 48 / 4 = 36 layers are chunked (every 4th attends to everything), an assumption
+  // listed with the missing published figures.
+  EXPECT_EQ(l.model.attention_chunk_tokens, 8192);
+  EXPECT_EQ(l.model.chunked_attention_layers, 36);
+  EXPECT_NE(l.yaml.find("chunked_attention:\n  tokens: 8192"), std::string::npos);
   ASSERT_EQ(l.assumed.size(), 3u);
-  EXPECT_NE(l.assumed[0].find("attention_chunk_size"), std::string::npos);
+  EXPECT_NE(l.assumed[0].find("attention_chunk_size without no_rope_layers"), std::string::npos);
   EXPECT_NE(l.yaml.find("# ASSUMPTION: attention_chunk_size"), std::string::npos);
 }
 
