@@ -1346,7 +1346,8 @@ int cmd_import_model(const std::vector<std::string>& args) {
     std::cout << "usage: fleetsim import-model CONFIG.json --id ID [options]\n\n"
               << "Writes a catalog model (hw_models/catalog/models/ID.yaml) from a Hugging Face\n"
               << "config.json: dense, GQA, MoE (Mixtral, Qwen, DeepSeek/Kimi, Llama 4, gpt-oss\n"
-              << "spellings), MLA, sliding windows. Each value names the key it came from.\n\n"
+              << "spellings), MLA, sliding windows, chunked attention. Each value names the\n"
+              << "key it came from.\n\n"
               << desc << "\n";
     return vm.count("help") ? 0 : 2;
   }
