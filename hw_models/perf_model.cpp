@@ -440,8 +440,11 @@ void Calc::layer_ops(StepBreakdown& s, const BatchShape& b, double scale, const 
     if (Lchunk > 0) {
       // A token attends to the tokens before it in its own aligned chunk of C: a prompt of
       // n·C tokens has n·C(C+1)/2 pairs where full attention has nC(nC+1)/2, so about C/2
-      // per token. The batch's pairs are capped at that (exact for prompts of at most one
-      // chunk, which attend to everything before them anyway).
+      // per token. The batch's pairs are capped at that: exact for whole prompts of at most
+      // one chunk or of whole chunks, and right on average over the pieces of a longer
+      // prompt. A piece that starts late in a prompt's first chunk (chunked prefill of a
+      // prompt shorter than C) gets fewer pairs than it has: an 8,000-token prompt in pieces
+      // of 2,048 about 24 % fewer in these layers (24.4M of 32.0M).
       const double c = m_.attention_chunk_tokens;
       const double pairs_c = std::min(pairs, ptok * (c + 1.0) / 2.0);
       const double kv_c = pairs > 0 ? kvtok * pairs_c / pairs : kvtok;
