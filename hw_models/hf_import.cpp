@@ -356,7 +356,7 @@ HfImport import_hf_config(const std::string& json_text, const std::string& file,
           c.has("no_rope_layer_interval") ? c.integer({"no_rope_layer_interval"}) : int64_t{4};
       if (every < 1) throw c.error("no_rope_layer_interval", "expected at least 1");
       layers = m.layers - static_cast<int>(m.layers / every);
-      chunk_note = "all but every " + std::to_string(every) + "th layer (no no_rope_layers)";
+      chunk_note = "all but 1 in " + std::to_string(every) + " layers (no no_rope_layers)";
       if (!c.has("no_rope_layer_interval"))
         assumed.push_back(
             "attention_chunk_size without no_rope_layers: every 4th layer taken to attend to "

@@ -145,6 +145,29 @@ TEST(HfImport, QwenSharedMlpAndSparseStep) {
   EXPECT_TRUE(r.model.attention_bias);     // Qwen2's Q, K, V biases
 }
 
+TEST(HfImport, ChunkedAttentionLayersFromTheConfig) {
+  const std::string base = R"("num_hidden_layers": 8, "hidden_size": 1024,
+    "num_attention_heads": 8, "num_key_value_heads": 2, "intermediate_size": 4096,
+    "vocab_size": 32000, "max_position_embeddings": 32768, "tie_word_embeddings": false,
+    "attention_chunk_size": 2048)";
+  // An explicit no_rope_layers list: its 1s (RoPE layers) are the chunked ones, 5 of 8.
+  HfImport r = import_text("{" + base + R"(, "no_rope_layers": [1, 1, 0, 1, 1, 0, 1, 0]})");
+  EXPECT_EQ(r.model.attention_chunk_tokens, 2048);
+  EXPECT_EQ(r.model.chunked_attention_layers, 5);
+  // An interval of 2: every 2nd layer attends to everything, 8 - 8 / 2 = 4 are chunked, and
+  // the config said it, so no assumption is listed for it.
+  r = import_text("{" + base + R"(, "no_rope_layer_interval": 2})");
+  EXPECT_EQ(r.model.chunked_attention_layers, 4);
+  for (const auto& a : r.assumed) EXPECT_EQ(a.find("attention_chunk_size"), std::string::npos);
+  // An interval of 0 is an error naming the key.
+  try {
+    import_text("{" + base + R"(, "no_rope_layer_interval": 0})");
+    ADD_FAILURE() << "expected an error";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("no_rope_layer_interval"), std::string::npos);
+  }
+}
+
 TEST(HfImport, SlidingWindows) {
   const std::string base = R"("num_hidden_layers": 32, "hidden_size": 4096,
     "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336,
