@@ -85,7 +85,26 @@ std::string explain_table(const scenario::Scenario& sc, const hw::BatchShape& b,
   return o.str();
 }
 
-std::string explain(const scenario::Scenario& sc) {
+std::string explain_loaded_decode(const scenario::Scenario& sc, double simulated_decode_batch) {
+  // A loaded run's decode batch is often far above 32: its mean iteration (the simulation's
+  // mean decode batch, rounded) at the representative context.
+  const Representative r = representative_iterations(sc);
+  const auto seqs = static_cast<int64_t>(simulated_decode_batch + 0.5);
+  if (seqs <= r.decode_seqs) return "";
+  hw::BatchShape d = r.decode;
+  const int64_t ctx = r.decode.decode_ctx_tokens / std::max<int64_t>(1, r.decode_seqs);
+  d.decode_seqs = seqs;
+  d.logits_tokens = seqs;
+  d.decode_ctx_tokens = seqs * ctx;
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "decode at the simulation's mean decode batch: %lld sequences at %lld context "
+                "tokens each",
+                static_cast<long long>(seqs), static_cast<long long>(ctx));
+  return explain_table(sc, d, buf);
+}
+
+std::string explain(const scenario::Scenario& sc, double simulated_decode_batch) {
   const Representative r = representative_iterations(sc);
   std::ostringstream o;
   char buf[256];
@@ -112,6 +131,7 @@ std::string explain(const scenario::Scenario& sc) {
       static_cast<long long>(r.decode.decode_ctx_tokens / std::max<int64_t>(1, r.decode_seqs)),
       r.mean_output);
   o << explain_table(sc, r.decode, buf);
+  o << explain_loaded_decode(sc, simulated_decode_batch);
   return o.str();
 }
 

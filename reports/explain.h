@@ -25,7 +25,11 @@ Representative representative_iterations(const scenario::Scenario& sc);
 std::string explain_table(const scenario::Scenario& sc, const hw::BatchShape& b,
                           const std::string& title);
 
-/// Both representative iterations.
-std::string explain(const scenario::Scenario& sc);
+/// Both representative iterations; with `simulated_decode_batch` (a run's mean decode
+/// batch, Summary::mean_decode_batch) above the representative 32, also a decode iteration
+/// of that many sequences at the same context.
+std::string explain(const scenario::Scenario& sc, double simulated_decode_batch = 0);
+/// That decode iteration alone ("" when `simulated_decode_batch` rounds to 32 or fewer).
+std::string explain_loaded_decode(const scenario::Scenario& sc, double simulated_decode_batch);
 
 }  // namespace fleetsim::reports

@@ -326,7 +326,9 @@ int cmd_run(const std::vector<std::string>& args) {
       "trace", po::value<std::string>(),
       "write a Chrome/Perfetto trace (batch segments per replica, requests) to this file")(
       "quiet,q", "print no progress")(
-      "explain", "print where the time of a representative prefill and decode iteration goes")(
+      "explain",
+      "print where the time of a representative prefill and decode iteration goes (a single "
+      "pool, after the run: also a decode at the run's mean decode batch)")(
       "threads", po::value<int>(), "threads (default: all cores; results do not depend on it)")(
       "replications", po::value<int>(),
       "also run N seeds (the scenario's and the next N-1) in parallel and report "
@@ -413,6 +415,8 @@ int cmd_run(const std::vector<std::string>& args) {
     wrote = {json_path, csv_path, "pools.csv", "datacenters.csv"};
   } else {
     std::cout << reports::summary_table(sc, *rec.pool);
+    if (p->vm.count("explain"))
+      std::cout << "\n" << reports::explain_loaded_decode(sc, rec.pool->summary.mean_decode_batch);
     j = reports::summary_json(sc, *rec.pool);
     wrote = {json_path};
   }
@@ -881,7 +885,7 @@ int cmd_validate(const std::vector<std::string>& args) {
         std::cout << reports::explain_table(*setup.scenario, *setup.step, "the case's iteration")
                   << "\n";
       else if (setup.scenario)
-        std::cout << reports::explain(*setup.scenario) << "\n";
+        std::cout << reports::explain(*setup.scenario, setup.mean_decode_batch) << "\n";
       ++shown;
     }
     if (shown == 0)

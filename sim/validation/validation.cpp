@@ -146,6 +146,7 @@ double predict_simulation(yaml::Map scen, const std::string& file, Case& c,
   if (setup) setup->scenario = sc;
   const RunResult r = run_in_own_process(sc);  // cases run on threads; SimGrid: its own process
   const metrics::Summary& s = r.summary;
+  if (setup) setup->mean_decode_batch = s.mean_decode_batch;
   c.engine = sc.engine.id;
   c.model = sc.model.id;
   c.gpu = sc.gpu.id;

@@ -40,6 +40,7 @@ std::vector<Case> run_suite(const std::string& dir, const hw::Catalog& catalog,
 struct CaseSetup {
   std::optional<scenario::Scenario> scenario;
   std::optional<hw::BatchShape> step;
+  double mean_decode_batch = 0;  ///< simulated cases: the run's mean decode batch
 };
 /// One case file (and, if `setup` is given, what it ran).
 Case run_case(const std::string& file, const hw::Catalog& catalog,
