@@ -535,12 +535,19 @@ void Calc::layer_ops(StepBreakdown& s, const BatchShape& b, double scale, const 
       const double copies = ep_imbalance(d_) * Tm * k / G;
       // Redundant replicas (EPLB) are more expert slots per GPU: (E + R) / E as many weights.
       const double slots = (E + p.redundant_experts) / E;
-      routed("routed experts (grouped GEMM, EP)", Tm / G, copies, slots * hit / G, fe, Tm * k / hit,
-             false);
+      // Attention DP: each GPU routes its own Tm/G tokens, and the combine all-to-all sums
+      // each token's copies. Attention TP (D = 1): every GPU holds all Tm tokens and routes
+      // them all, runs its experts on the copies routed to them, and the all-reduce after
+      // the layer sums the copies (TensorRT-LLM fuses the MoE finalize into that all-reduce:
+      // no pass of its own); the shared expert is split by TP as a dense MLP is.
+      const bool tp_attention = D == 1;
+      routed("routed experts (grouped GEMM, EP)", tp_attention ? Tm : Tm / G, copies,
+             slots * hit / G, fe, Tm * k / hit, false);
       if (e.shared_experts > 0) {
         const double fs = static_cast<double>(e.shared_experts) * fe;
-        gemm(e_bucket, "moe", "shared expert up+gate", Lmoe, Tm / G, h, 2.0 * fs, u);
-        gemm(e_bucket, "moe", "shared expert down", Lmoe, Tm / G, fs, h, u);
+        const double rows = tp_attention ? Tm : Tm / G, shard = tp_attention ? G : 1;
+        gemm(e_bucket, "moe", "shared expert up+gate", Lmoe, rows, h, 2.0 * fs / shard, u);
+        gemm(e_bucket, "moe", "shared expert down", Lmoe, rows, fs / shard, h, u);
       }
     } else {
       const double copies = Tm * k;
@@ -616,7 +623,12 @@ StepBreakdown Calc::run(const BatchShape& b) {
     if (tp > 1)
       fixed(&s.communication_s, "communication", "TP all-reduce after attention", L,
             net_->allreduce_s(Ta * h * red, group(tp)), "network");
-    const double ep_layers = p.expert_parallel ? m_.moe_layers() : 0.0;
+    // Expert parallelism exchanges tokens by all-to-all only under attention DP, where
+    // each rank holds different tokens. Under attention TP every rank already holds every
+    // token: it runs its own experts on them and the MoE output is all-reduced, as after a
+    // dense MLP (TensorRT-LLM enables its MoE all-to-all only with enable_attention_dp;
+    // otherwise reducescatter_or_allreduce). ep_alltoall() returns no calls then.
+    const double ep_layers = p.expert_parallel && D > 1 ? m_.moe_layers() : 0.0;
     if (G > 1) {
       fixed(&s.communication_s, "communication",
             D > 1 ? "all-gather + reduce-scatter around the MLP" : "TP all-reduce after MLP",
@@ -817,7 +829,9 @@ EpAllToAll ep_alltoall(const Deployment& d, double tokens) {
   const ModelSpec& m = *d.model;
   const Parallelism& p = d.par;
   const int G = p.gpus_per_stage();
-  if (!p.expert_parallel || !m.is_moe() || G <= 1 || m.moe_layers() == 0) return out;
+  // Attention TP holds every token on every rank: its EP MoE all-reduces instead.
+  if (!p.expert_parallel || !m.is_moe() || G <= 1 || p.dp_attention <= 1 || m.moe_layers() == 0)
+    return out;
   // Per micro-batch (pp of them), each GPU dispatches its Tm/G tokens' top-k activations
   // and gets them back combined: 2 all-to-alls per MoE layer.
   const double Tm = tokens / micro_batches(d);

@@ -307,7 +307,9 @@ StepBreakdown estimate_step(const Deployment& d, const BatchShape& batch, StepCa
 /// plus decode rows), as estimate_step prices it: `calls` all-to-alls (dispatch and combine
 /// for every MoE layer), each GPU sending `bytes_per_gpu` per call spread evenly over the
 /// other members of `group` (NetworkModel::alltoall_s's meaning). calls = 0 when the
-/// deployment runs no EP all-to-all (dense model, experts split by TP, or one GPU).
+/// deployment runs no EP all-to-all (dense model, experts split by TP, one GPU, or
+/// attention TP without attention DP: every rank holds every token and the MoE output is
+/// all-reduced).
 struct EpAllToAll {
   double calls = 0;
   double bytes_per_gpu = 0;

@@ -246,12 +246,13 @@ TEST(EngineTerms, ComputeEfficiencySlowsOnlyTheComputeSide) {
 
 // Mixtral-8x7B (8 experts, top-2, expert ffn 14336, hidden 4096, 32 MoE layers) on H100s,
 // its hottest expert at `hot` × the mean expert's tokens.
-Deployment mixtral(int tp, bool ep, double hot = 1.0) {
+Deployment mixtral(int tp, bool ep, double hot = 1.0, int dp_attention = 1) {
   const auto& g = catalog().gpu("h100-sxm");
   Efficiency eff = catalog_efficiency(g);
   apply_engine(catalog().engine("ideal"), &eff);
   Parallelism p;
   p.tp = tp;
+  p.dp_attention = dp_attention;
   p.expert_parallel = ep;
   ModelSpec m = catalog().model("mixtral-8x7b");
   m.moe->hot_expert = hot;
@@ -377,8 +378,8 @@ TEST(EngineTerms, TwoBatchOverlapHidesHalfOfTheShorterSide) {
   // Two micro-batches with compute c and all-to-all m per layer, drained per layer:
   // 2·max(c, m) + min(c, m) instead of 2c + 2m, so min(C, M)/2 of the iteration's compute C
   // (gemm + attention + moe) and EP all-to-all M is hidden. The TP all-reduces are not.
-  for (int64_t tokens : {64, 8192}) {  // all-to-all-bound and compute-bound iterations
-    Deployment d = mixtral(8, true);
+  for (int64_t tokens : {64, 8192}) {         // all-to-all-bound and compute-bound iterations
+    Deployment d = mixtral(1, true, 1.0, 8);  // attention DP 8: tokens move by all-to-all
     const StepBreakdown base = estimate_step(d, prefill(tokens));
     const double m =
         find_op(explain_step(d, prefill(tokens)), "EP dispatch + combine all-to-all").time_s;
@@ -392,13 +393,43 @@ TEST(EngineTerms, TwoBatchOverlapHidesHalfOfTheShorterSide) {
 }
 
 TEST(EngineTerms, AllToAllCallCost) {
-  // EP over 8 GPUs: 2 calls (dispatch, combine) per MoE layer · 32 layers = 64 calls; each
-  // costs 25 µs more: 1.6 ms.
-  Deployment d = mixtral(8, true);
+  // EP over 8 attention-DP ranks: 2 calls (dispatch, combine) per MoE layer · 32 layers = 64
+  // calls; each costs 25 µs more: 1.6 ms.
+  Deployment d = mixtral(1, true, 1.0, 8);
   const StepBreakdown base = estimate_step(d, decode(64, 100));
   d.eff.ep_alltoall_call_s = 25e-6;
   expect_rel(estimate_step(d, decode(64, 100)).communication_s - base.communication_s, 64 * 25e-6,
              1e-9);
+}
+
+TEST(EngineTerms, AttentionTensorParallelExpertsAllReduceInsteadOfAllToAll) {
+  // Under attention TP every GPU holds every token: EP experts run on them where they are
+  // and the MoE output is all-reduced like a dense MLP's (TensorRT-LLM enables its MoE
+  // all-to-all only with enable_attention_dp). Mixtral (32 layers, all MoE), 64 decode rows
+  // on 8 x H100, EP: no dispatch/combine; 32 all-reduces after attention and 32 after the
+  // MoE, each of 64 rows · 4096 · 2 bytes (the BF16 residual) = 524,288 bytes, as many as
+  // the same model's experts split by TP. With attention DP 8 instead, 64 all-to-all calls
+  // and no all-reduce.
+  const BatchShape b = decode(64, 100);
+  Deployment ep = mixtral(8, true);
+  ep.eff.ep_alltoall_call_s = 25e-6;  // would show if any all-to-all were charged
+  const auto ops = explain_step(ep, b);
+  for (const auto& op : ops) EXPECT_EQ(op.name.find("all-to-all"), std::string::npos) << op.name;
+  const OpCost& attn = find_op(ops, "TP all-reduce after attention");
+  const OpCost& mlp = find_op(ops, "TP all-reduce after MLP");
+  EXPECT_EQ(attn.count, 32);
+  EXPECT_EQ(mlp.count, 32);
+  // Ring all-reduce on the α-β link of the catalog's H100 efficiency: 2·7 steps of α and
+  // 2·7/8 of the buffer over the link bandwidth.
+  const double one =
+      14 * ep.eff.allreduce_latency_s + 14.0 / 8 * 524288.0 / ep.eff.link_bw_bytes_per_s;
+  expect_rel(mlp.time_s, 32 * one, 1e-9);
+  expect_rel(find_op(explain_step(mixtral(8, false), b), "TP all-reduce after MLP").time_s,
+             mlp.time_s, 1e-12);
+  EXPECT_EQ(hw::ep_alltoall(ep, 64).calls, 0);
+  const Deployment dep = mixtral(1, true, 1.0, 8);
+  EXPECT_EQ(find_op(explain_step(dep, b), "EP dispatch + combine all-to-all").count, 64);
+  EXPECT_EQ(hw::ep_alltoall(dep, 64).calls, 64);
 }
 
 TEST(EngineTerms, GgufWeightsStreamAtQuantBandwidth) {

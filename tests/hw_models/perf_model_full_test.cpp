@@ -58,9 +58,12 @@ TEST(MoeModel, RoutingStagesAroundTheGroupedGemmAreKernelsOfTheirOwn) {
   //   sort:       8192·8 = 65,536 B → the 2 µs floor
   //   activation: 8192·3·14336·2 = 704,643,072 B → 262.9 µs at 2.68 TB/s
   //   combine:    (8192 + 4096)·4096·2 = 100,663,296 B → 37.56 µs
-  // 32 MoE layers each. With expert parallelism over 8 GPUs the weighted sum happens in the
-  // EP combine all-to-all: no combine operator; the busiest GPU's activation covers its
-  // 8192/8 = 1024 copies (1,024·3·14336·2 = 88,080,384 B, balanced routing).
+  // 32 MoE layers each. With expert parallelism over 8 attention-DP ranks the weighted sum
+  // happens in the EP combine all-to-all: no combine operator; the busiest GPU's activation
+  // covers its 8192/8 = 1024 copies (1,024·3·14336·2 = 88,080,384 B, balanced routing).
+  // Under attention TP 8 every GPU holds all 4096 tokens: it routes all of them (router
+  // GEMM 2·4096·4096·8 = 268,435,456 FLOPs, 8x the DP rank's 512 tokens) and the
+  // all-reduce after the layer sums the copies (no combine operator either).
   const auto& m = catalog().model("mixtral-8x7b");
   const auto& g = catalog().gpu("h100-sxm");
   BatchShape b;
@@ -79,13 +82,52 @@ TEST(MoeModel, RoutingStagesAroundTheGroupedGemmAreKernelsOfTheirOwn) {
   expect_rel(find(ops, "expert activation (SiLU x up)").time_s, 32 * 704643072.0 / bw);
   expect_rel(find(ops, "expert outputs combined (weighted sum)").time_s, 32 * 100663296.0 / bw);
 
-  Parallelism ep{8};
+  Parallelism ep{1};  // attention DP 8: the combine all-to-all sums each token's copies
+  ep.dp_attention = 8;
   ep.expert_parallel = true;
   ModelSpec balanced = m;
   balanced.moe->hot_expert = 1.0;
   const auto ep_ops = explain_step(make_deployment(balanced, ep, g, {}, full_test_eff(g)), b);
   EXPECT_EQ(find(ep_ops, "expert outputs combined (weighted sum)").count, 0);
   expect_rel(find(ep_ops, "expert activation (SiLU x up)").bytes, 88080384.0);
+
+  Parallelism tp_ep{8};
+  tp_ep.expert_parallel = true;
+  const auto tp_ops = explain_step(make_deployment(balanced, tp_ep, g, {}, full_test_eff(g)), b);
+  EXPECT_EQ(find(tp_ops, "expert outputs combined (weighted sum)").count, 0);
+  expect_rel(find(tp_ops, "router").flops, 268435456.0);
+  expect_rel(find(ep_ops, "router").flops, 268435456.0 / 8);
+  expect_rel(find(tp_ops, "expert activation (SiLU x up)").bytes, 88080384.0);
+}
+
+TEST(MoeModel, AttentionTensorParallelSplitsTheSharedExpertByTp) {
+  // Llama 4 Maverick (hidden 5120, one shared expert of 8192), EP over 8 GPUs, 512 decode
+  // rows, BF16. Attention DP 8: each GPU runs the whole shared expert on its 64 rows:
+  // up+gate weights 5120·16384·2 = 167,772,160 B + 64·(5120 + 16384)·2 = 2,752,512 B.
+  // Attention TP 8: each GPU holds all 512 rows and 1/8 of the shared expert (as a dense
+  // MLP under TP): 20,971,520 + 512·(5120 + 2048)·2 = 7,340,032 B. FLOPs are the same:
+  // 2·64·5120·16384 = 2·512·5120·2048 = 10,737,418,240.
+  const auto& m = catalog().model("llama-4-maverick");
+  const auto& g = catalog().gpu("h100-sxm");
+  BatchShape b;
+  b.decode_seqs = 512;
+  b.logits_tokens = 512;
+  b.decode_ctx_tokens = 512 * 100;
+  Parallelism dp{1};
+  dp.dp_attention = 8;
+  dp.expert_parallel = true;
+  Parallelism tp{8};
+  tp.expert_parallel = true;
+  auto shared = [&](const Parallelism& p) {
+    for (const auto& op : explain_step(make_deployment(m, p, g, {}, full_test_eff(g)), b))
+      if (op.name == "shared expert up+gate") return op;
+    ADD_FAILURE() << "no shared expert";
+    return OpCost{};
+  };
+  expect_rel(shared(dp).bytes, 167772160.0 + 2752512.0);
+  expect_rel(shared(tp).bytes, 20971520.0 + 7340032.0);
+  expect_rel(shared(dp).flops, 10737418240.0);
+  expect_rel(shared(tp).flops, 10737418240.0);
 }
 
 TEST(MoeModel, ExpertParallelSplitsExpertsAndAddsAllToAll) {
@@ -97,7 +139,8 @@ TEST(MoeModel, ExpertParallelSplitsExpertsAndAddsAllToAll) {
   const auto& g = catalog().gpu("h100-sxm");
   Efficiency e = full_test_eff(g);
   e.moe_imbalance = 1.25;
-  Parallelism ep{8};
+  Parallelism ep{1};  // attention DP 8: each GPU holds its own 512/8 tokens
+  ep.dp_attention = 8;
   ep.expert_parallel = true;
   BatchShape b;
   b.decode_seqs = 512;
