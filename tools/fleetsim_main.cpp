@@ -856,6 +856,9 @@ int cmd_validate(const std::vector<std::string>& args) {
       "write the current errors as the baseline (DIR/baseline.json) and the error bands "
       "(DIR/error_bands.json)")("catalog", po::value<std::string>(), "catalog folder")(
       "calibration", po::value<std::string>(), "calibration folder, or 'none'")(
+      "json", po::value<std::string>(),
+      "also write every case's result in full (ids, measured, predicted, error, engine, "
+      "model, GPU, source) and the group table to this JSON file")(
       "explain", po::value<std::string>(),
       "for each case whose file name contains this text: the case's result and where the time "
       "of its iteration goes (simulated cases: their representative iterations)")("help,h",
@@ -893,8 +896,25 @@ int cmd_validate(const std::vector<std::string>& args) {
                        "list the folder's files, or give a shorter part of a name", dir);
     return 0;
   }
+  const std::string json_file = vm.count("json") ? vm["json"].as<std::string>() : "";
+  if (!json_file.empty()) {
+    const auto parent = std::filesystem::absolute(json_file).parent_path();
+    if (!std::filesystem::is_directory(parent))
+      throw InputError(
+          "--json " + json_file + ": the folder " + parent.string() + " does not exist",
+          "give a file in an existing folder", json_file);
+    if (std::filesystem::is_directory(json_file))
+      throw InputError("--json " + json_file + " is a folder",
+                       "give a file name, e.g. " +
+                           (std::filesystem::path(json_file) / "validation.json").string(),
+                       json_file);
+  }
   const auto cases = validation::run_suite(dir, catalog, load_calibration(vm, catalog));
   std::cout << validation::format_report(cases);
+  if (!json_file.empty()) {
+    validation::write_results_json(cases, json_file);
+    std::cout << "wrote " << json_file << "\n";
+  }
   const std::string baseline = (std::filesystem::path(dir) / "baseline.json").string();
   if (vm.count("update-baseline")) {
     validation::write_baseline(cases, baseline);

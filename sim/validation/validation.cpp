@@ -459,6 +459,42 @@ void write_error_bands(const std::vector<Case>& cases, const std::string& file) 
   files::write_file_atomically(file, j.dump(1) + "\n");
 }
 
+void write_results_json(const std::vector<Case>& cases, const std::string& file) {
+  nlohmann::json j;
+  j["note"] =
+      "fleetsim validate --json: error = (predicted - measured) / measured; optimism > 0 "
+      "when the model predicts more throughput or less time than measured.";
+  j["cases"] = nlohmann::json::array();
+  for (const auto& c : cases)
+    j["cases"].push_back({{"id", c.id},
+                          {"file", c.file},
+                          {"metric", c.metric},
+                          {"unit", c.unit},
+                          {"category", c.category},
+                          {"setup", c.setup},
+                          {"model", c.model},
+                          {"model_kind", c.model_kind},
+                          {"gpu", c.gpu},
+                          {"gpu_family", c.gpu_family},
+                          {"gpus", c.gpus},
+                          {"engine", c.engine},
+                          {"source", c.source},
+                          {"heldout", c.heldout},
+                          {"measured", c.measured},
+                          {"predicted", c.predicted},
+                          {"error", c.error},
+                          {"optimism", optimism(c)}});
+  j["groups"] = nlohmann::json::array();
+  for (const auto& g : group_stats(cases))
+    j["groups"].push_back({{"group", g.group},
+                           {"cases", g.n},
+                           {"median_abs_error", g.median_abs},
+                           {"p75_abs_error", g.p75_abs},
+                           {"worst_abs_error", g.worst_abs},
+                           {"median_optimism", g.median_signed}});
+  files::write_file_atomically(file, j.dump(1) + "\n");
+}
+
 void write_baseline(const std::vector<Case>& cases, const std::string& baseline_file) {
   nlohmann::json j;
   j["note"] =

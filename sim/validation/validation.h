@@ -78,5 +78,9 @@ void write_baseline(const std::vector<Case>& cases, const std::string& baseline_
 /// Writes every end-to-end case's error (sim/validation/error_band.h) for the error bands
 /// that runs, plans and fleet reports print.
 void write_error_bands(const std::vector<Case>& cases, const std::string& file);
+/// `validate --json FILE`: every case in full (id, file, metric, unit, category, setup,
+/// model, GPU, GPUs, engine, source, held out, measured, predicted, error, optimism) and
+/// the group table, for analysis outside fleetsim (the printed report truncates ids).
+void write_results_json(const std::vector<Case>& cases, const std::string& file);
 
 }  // namespace fleetsim::validation

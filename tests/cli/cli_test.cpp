@@ -253,6 +253,45 @@ TEST_F(Cli, ValidationSuiteIsNoWorseThanTheBaseline) {
   EXPECT_GE(count("held out"), 1);
 }
 
+TEST_F(Cli, ValidateWritesEveryCaseInFullToJson) {
+  // Two published decode rates (batch 1) copied into a folder of their own: llama.cpp's
+  // Llama-2-7B F16 on an H100 PCIe (83.32 tokens/s) and SGLang's gpt-oss-120b MXFP4 on
+  // 8 x H100 (318.53 tokens/s). The JSON holds both with their full ids and measured values
+  // as the case files give them, error = predicted / measured − 1, and the group "all".
+  const fs::path cases = dir_ / "cases";
+  fs::create_directories(cases);
+  for (const char* id :
+       {"llamacpp-h100pcie-llama2-7b-f16-tg", "sglang-h100x8-gptoss120b-mxfp4-bs1-1024x512-decode"})
+    fs::copy_file(kRoot + "/scenarios/validation/" + id + ".yaml",
+                  cases / (std::string(id) + ".yaml"));
+  const std::string out = (dir_ / "v.json").string();
+  const Result r = run("validate " + cases.string() + " --json " + out);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("wrote " + out), std::string::npos) << r.out;
+  const json j = json::parse(slurp(out));
+  ASSERT_EQ(j["cases"].size(), 2u);
+  const json& a = j["cases"][0];
+  EXPECT_EQ(a["id"], "llamacpp-h100pcie-llama2-7b-f16-tg");
+  EXPECT_EQ(a["measured"], 83.32);
+  EXPECT_EQ(a["engine"], "llamacpp");
+  EXPECT_EQ(a["gpus"], 1);
+  const json& b = j["cases"][1];
+  EXPECT_EQ(b["id"], "sglang-h100x8-gptoss120b-mxfp4-bs1-1024x512-decode");
+  EXPECT_EQ(b["measured"], 318.53);
+  EXPECT_EQ(b["gpus"], 8);
+  for (const json& c : j["cases"]) {
+    const double m = c["measured"], p = c["predicted"];
+    EXPECT_GT(p, 0);
+    EXPECT_NEAR(c["error"].get<double>(), p / m - 1.0, 1e-12);
+    EXPECT_NEAR(c["optimism"].get<double>(), p / m - 1.0, 1e-12);  // a rate: the same sign
+  }
+  EXPECT_EQ(j["groups"][0]["group"], "all");
+  EXPECT_EQ(j["groups"][0]["cases"], 2);
+  // A folder that does not exist is refused before anything runs.
+  expect_error("validate " + cases.string() + " --json " + (dir_ / "nope" / "v.json").string(),
+               {"--json", "does not exist"});
+}
+
 TEST_F(Cli, ExplainPrintsTheOperatorBreakdown) {
   const Result r =
       run("run scenarios/chat-service.yaml --quiet --explain --out " + (dir_ / "o").string());
