@@ -181,6 +181,13 @@ void load_deployment(yaml::Map& root, Scenario& sc, const hw::Catalog& catalog,
   for (const char* k : {"redundant_experts", "two_batch_overlap"})
     if (hw.has(k) && !sc.par.expert_parallel)
       hw.fail(k, std::string(k) + " applies to expert parallelism", "set expert_parallel: true");
+  // Under attention TP every GPU holds every token and the MoE all-reduces: there is no
+  // all-to-all for a second micro-batch to hide.
+  if (sc.par.two_batch_overlap && sc.par.dp_attention <= 1)
+    hw.fail("two_batch_overlap",
+            "two_batch_overlap hides the expert-parallel all-to-all, which runs only under "
+            "attention data parallelism (under attention TP the MoE output is all-reduced)",
+            "set dp_attention > 1, or drop two_batch_overlap");
   if (sc.model.heads % sc.par.tp != 0)
     hw.fail("tp",
             "tensor parallelism " + std::to_string(sc.par.tp) + " does not divide the " +

@@ -130,12 +130,13 @@ std::vector<Key> build() {
         "attention data-parallel groups of tp GPUs, each with its own sequences and KV cache; "
         "the MLP spans tp x dp_attention GPUs"),
       B("hardware.expert_parallel", "false",
-        "MoE experts whole on GPUs (EP over tp x dp_attention) with all-to-alls"),
+        "MoE experts whole on GPUs (EP over tp x dp_attention): all-to-alls under "
+        "attention DP, an all-reduce after the MoE under attention TP"),
       I("hardware.redundant_experts", 0, 1 << 16, "0",
         "replicas of hot experts (EPLB); needs expert_parallel"),
       B("hardware.two_batch_overlap", "false",
         "two micro-batches, one's EP all-to-all under the other's compute; needs "
-        "expert_parallel"),
+        "expert_parallel and dp_attention > 1"),
 
       // precision
       C("precision.weights", kWeightTypes, "bf16", "weight format"),

@@ -145,6 +145,11 @@ TEST_F(Cli, BadOverrides) {
                {"redundant_experts", "applies to expert parallelism", "expert_parallel: true"});
   expect_error("check scenarios/chat-service.yaml --set hardware.two_batch_overlap=true",
                {"two_batch_overlap", "applies to expert parallelism"});
+  // Expert parallelism under attention TP has no all-to-all to hide.
+  expect_error(
+      "check scenarios/examples/expert-parallel.yaml --set hardware.dp_attention=1 "
+      "--set hardware.tp=16 --set hardware.two_batch_overlap=true",
+      {"two_batch_overlap", "attention data parallelism", "dp_attention > 1"});
   expect_error("check scenarios/examples/expert-parallel.yaml --set hardware.redundant_experts=20",
                {"redundant_experts", "256 experts + 20 redundant ones", "16 GPUs"});
   expect_error(
