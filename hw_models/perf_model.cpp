@@ -541,11 +541,12 @@ void Calc::layer_ops(StepBreakdown& s, const BatchShape& b, double scale, const 
       // the layer sums the copies (TensorRT-LLM fuses the MoE finalize into that all-reduce:
       // no pass of its own); the shared expert is split by TP as a dense MLP is.
       const bool tp_attention = D == 1;
-      routed("routed experts (grouped GEMM, EP)", tp_attention ? Tm : Tm / G, copies,
-             slots * hit / G, fe, Tm * k / hit, false);
+      const double rows = tp_attention ? Tm : Tm / G;  // tokens each GPU holds
+      routed("routed experts (grouped GEMM, EP)", rows, copies, slots * hit / G, fe, Tm * k / hit,
+             false);
       if (e.shared_experts > 0) {
         const double fs = static_cast<double>(e.shared_experts) * fe;
-        const double rows = tp_attention ? Tm : Tm / G, shard = tp_attention ? G : 1;
+        const double shard = tp_attention ? G : 1;
         gemm(e_bucket, "moe", "shared expert up+gate", Lmoe, rows, h, 2.0 * fs / shard, u);
         gemm(e_bucket, "moe", "shared expert down", Lmoe, rows, fs / shard, h, u);
       }

@@ -85,10 +85,11 @@ std::string explain_table(const scenario::Scenario& sc, const hw::BatchShape& b,
   return o.str();
 }
 
-std::string explain_loaded_decode(const scenario::Scenario& sc, double simulated_decode_batch) {
-  // A loaded run's decode batch is often far above 32: its mean iteration (the simulation's
-  // mean decode batch, rounded) at the representative context.
-  const Representative r = representative_iterations(sc);
+namespace {
+// A loaded run's decode batch is often far above 32: its mean iteration (the simulation's
+// mean decode batch, rounded) at the representative context `r` of the scenario.
+std::string loaded_decode_table(const scenario::Scenario& sc, const Representative& r,
+                                double simulated_decode_batch) {
   const auto seqs = static_cast<int64_t>(simulated_decode_batch + 0.5);
   if (seqs <= r.decode_seqs) return "";
   hw::BatchShape d = r.decode;
@@ -102,6 +103,11 @@ std::string explain_loaded_decode(const scenario::Scenario& sc, double simulated
                 "tokens each",
                 static_cast<long long>(seqs), static_cast<long long>(ctx));
   return explain_table(sc, d, buf);
+}
+}  // namespace
+
+std::string explain_loaded_decode(const scenario::Scenario& sc, double simulated_decode_batch) {
+  return loaded_decode_table(sc, representative_iterations(sc), simulated_decode_batch);
 }
 
 std::string explain(const scenario::Scenario& sc, double simulated_decode_batch) {
@@ -131,7 +137,7 @@ std::string explain(const scenario::Scenario& sc, double simulated_decode_batch)
       static_cast<long long>(r.decode.decode_ctx_tokens / std::max<int64_t>(1, r.decode_seqs)),
       r.mean_output);
   o << explain_table(sc, r.decode, buf);
-  o << explain_loaded_decode(sc, simulated_decode_batch);
+  o << loaded_decode_table(sc, r, simulated_decode_batch);
   return o.str();
 }
 
