@@ -329,7 +329,11 @@ const FitParam kFitParams[] = {
     {"compute_efficiency", &EngineSpec::compute_efficiency, 0.2, 1.2, "kernels", "compute", false},
     {"moe_half_tokens", &EngineSpec::moe_half_tokens, 0.0, 512.0, "kernels", "moe_half_tokens",
      false},
-    {"moe_efficiency", &EngineSpec::moe_efficiency, 0.2, 1.2, "kernels", "moe_efficiency", false},
+    {"moe_half_expert_mb", &EngineSpec::moe_half_expert_mb, 0.0, 256.0, "kernels",
+     "moe_half_expert_mb", false},
+    // A grouped GEMM streams its experts' weights no faster than the dense GEMM tables'
+    // kernels stream the same bytes: at most 1.
+    {"moe_efficiency", &EngineSpec::moe_efficiency, 0.2, 1.0, "kernels", "moe_efficiency", false},
     {"moe_compute_efficiency", &EngineSpec::moe_compute_efficiency, 0.1, 1.2, "kernels",
      "moe_compute", false},
     {"moe_imbalance", &EngineSpec::moe_imbalance, 1.0, 3.0, "kernels", "moe_imbalance", false},
@@ -398,6 +402,7 @@ EngineSpec load_engine_file(const std::string& path) {
     e.kernel_efficiency = k->number_or("efficiency", 0.2, 1.5, 1.0);
     e.compute_efficiency = k->number_or("compute", 0.2, 1.5, 1.0);
     e.moe_half_tokens = k->number_or("moe_half_tokens", 0.0, 1024.0, 0.0);
+    e.moe_half_expert_mb = k->number_or("moe_half_expert_mb", 0.0, 1024.0, 0.0);
     e.moe_efficiency = k->number_or("moe_efficiency", 0.2, 1.5, 1.0);
     e.moe_compute_efficiency = k->number_or("moe_compute", 0.1, 1.5, 1.0);
     e.moe_imbalance = k->number_or("moe_imbalance", 1.0, 4.0, 1.0);

@@ -212,7 +212,10 @@ struct EngineSpec {
   double kernel_efficiency = 1.0;   ///< achieved / calibrated rate, every GPU operator
   double compute_efficiency = 1.0;  ///< and on top, of compute-bound operators only
   double moe_half_tokens = 0;       ///< grouped GEMM: tokens per expert at half its rate
-  double moe_efficiency = 1.0;      ///< grouped GEMM rate / the dense GEMM tables' rate
+  /// grouped GEMM: the expert weight size (MB, 10^6 bytes, one expert's slice on one GPU)
+  /// at which it runs at half its rate: each expert costs as if it were this much larger
+  double moe_half_expert_mb = 0;
+  double moe_efficiency = 1.0;  ///< grouped GEMM rate / the dense GEMM tables' rate
   /// and on top, of the grouped GEMM's compute-bound side (block-scaled FP8 grouped GEMMs in
   /// Triton reach less of the tensor rate than the dense GEMMs do, while streaming expert
   /// weights at small batch runs near the dense rate)

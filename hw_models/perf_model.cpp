@@ -517,6 +517,14 @@ void Calc::layer_ops(StepBreakdown& s, const BatchShape& b, double scale, const 
     const bool fp4_grouped = d_.prec.math == DType::kFp4 && d_.gpu->fp4_flops_per_s > 0;
     Unit grouped_fp4 = u;
     grouped_fp4.rows = nullptr;
+    // Each expert's GEMMs in the grouped kernel also cost as if their weights were
+    // eff.moe_half_expert_bytes larger (few tiles per expert: the pipeline's fill and drain
+    // and the last wave's idle SMs are paid per expert), so small experts stream at
+    // w / (w + w_half) of the rate, w the expert's weight bytes on this GPU.
+    auto size_efficiency = [&](double fl) {
+      const double w = weight_bytes(3.0 * h * fl), wh = d_.eff.moe_half_expert_bytes;
+      return wh > 0 ? w / (w + wh) : 1.0;
+    };
     auto routed = [&](const char* gemm_name, double tokens, double copies, double experts,
                       double fl, double m, bool combine) {
       gemm(e_bucket, "moe", "router", Lmoe, tokens, h, E, u);
@@ -524,7 +532,7 @@ void Calc::layer_ops(StepBreakdown& s, const BatchShape& b, double scale, const 
       op(e_bucket, "moe", "token copies sorted by expert", Lmoe, 0, copies * 8.0, Kind::kOther, u);
       op(e_bucket, "moe", gemm_name, Lmoe, 2.0 * copies * 3.0 * h * fl,
          weight_bytes(experts * 3.0 * h * fl) + copies * (2.0 * h + 3.0 * fl) * act, Kind::kGemm,
-         fp4_grouped ? grouped_fp4 : u, occupancy(m), d_.eff.moe_efficiency);
+         fp4_grouped ? grouped_fp4 : u, occupancy(m), d_.eff.moe_efficiency * size_efficiency(fl));
       op(e_bucket, "moe", "expert activation (SiLU x up)", Lmoe, 0, copies * 3.0 * fl * act,
          Kind::kOther, u);
       if (combine)
@@ -791,6 +799,7 @@ void apply_engine(const EngineSpec& engine, Efficiency* eff) {
   eff->kernel_efficiency = engine.kernel_efficiency;
   eff->compute_efficiency = engine.compute_efficiency;
   eff->moe_half_tokens = engine.moe_half_tokens;
+  eff->moe_half_expert_bytes = engine.moe_half_expert_mb * 1e6;
   eff->moe_efficiency = engine.moe_efficiency;
   eff->moe_compute_efficiency = engine.moe_compute_efficiency;
   eff->moe_imbalance = engine.moe_imbalance;

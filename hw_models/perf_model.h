@@ -75,7 +75,9 @@
 // before the roofline's max; the routed-expert grouped GEMM's compute side runs at m/(m + m_half)
 // of its rate, m = token rows per expert hit, m_half = eff.moe_half_tokens: each expert's
 // GEMM does the work of m + m_half rows (tile padding and per-group cost), and the whole
-// operator at eff.moe_efficiency of the dense GEMM tables' rates; GGUF block
+// operator at eff.moe_efficiency · w/(w + w_half) of the dense GEMM tables' rates, w one
+// expert's weight bytes on the GPU, w_half = eff.moe_half_expert_bytes (small experts: few
+// tiles each, the pipeline's fill and drain paid per expert); GGUF block
 // weights stream at eff.quant_bandwidth of the byte rate (dequantisation work); with
 // eff.pipeline_sequential the pp stages run one after another on the whole batch.
 // Math units: GEMMs run at the FP8 rate for W8A8 FP8 (and W4A8), INT8 for W8A8 INT8, FP4 for
@@ -179,6 +181,7 @@ struct Efficiency {
   double kernel_efficiency = 1.0;       ///< achieved / calibrated rate of every GPU operator
   double compute_efficiency = 1.0;      ///< and of the compute side of each operator
   double moe_half_tokens = 0;           ///< grouped GEMM rate ∝ m / (m + this), m tokens/expert
+  double moe_half_expert_bytes = 0;     ///< and ∝ w / (w + this), w one expert's weight bytes
   double moe_efficiency = 1.0;          ///< routed-expert grouped GEMM / dense GEMM rate
   double moe_compute_efficiency = 1.0;  ///< and of its compute side
   double mla_efficiency = 1.0;          ///< MLA attention kernels / the calibrated rate

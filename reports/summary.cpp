@@ -394,6 +394,9 @@ std::string engine_line(const scenario::Scenario& sc) {
     << std::fixed << std::setprecision(2) << sc.eff.kernel_efficiency << "x the calibrated rates";
   if (sc.model.is_moe()) {
     o << ", MoE grouped GEMMs at " << sc.eff.moe_efficiency << "x the dense rate";
+    if (sc.eff.moe_half_expert_bytes > 0)
+      o << " times w / (w + " << units::format(sc.eff.moe_half_expert_bytes, Dim::kBytes)
+        << ") for experts of w bytes a GPU";
     if (sc.eff.moe_compute_efficiency != 1.0)
       o << " (their compute side at a further " << sc.eff.moe_compute_efficiency << "x)";
     if (sc.model.mla && sc.eff.mla_efficiency != 1.0)

@@ -180,7 +180,7 @@ std::vector<double> minimise(const std::vector<std::string>& files, const hw::Ca
 // Kimi-K2) is a MoE one.
 bool moe_parameter(const std::string& p) {
   return p == "moe_efficiency" || p == "moe_compute_efficiency" || p == "moe_half_tokens" ||
-         p == "moe_imbalance" || p == "mla_efficiency";
+         p == "moe_half_expert_mb" || p == "moe_imbalance" || p == "mla_efficiency";
 }
 
 struct Staged {

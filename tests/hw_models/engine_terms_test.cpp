@@ -291,6 +291,26 @@ TEST(EngineTerms, MoeEfficiencyScalesTheRoutedExperts) {
   EXPECT_EQ(find_op(slow, "router").time_s, find_op(base, "router").time_s);
 }
 
+TEST(EngineTerms, SmallExpertsStreamAtTheirSizeOverSizePlusTheHalfSize) {
+  // Mixtral's experts, BF16: w = 3 · 4096 · 14336 · 2 B = 352.3 MB each. Tensor-parallel
+  // experts over 1 GPU keep the whole expert. With w_half = w the routed experts run at
+  // w / (w + w_half) = 1/2 of the rate: 2x as long, in prefill and in decode alike.
+  Deployment d = mixtral(1, false);
+  const char* op = "routed experts (grouped GEMM, TP)";
+  const auto base = explain_step(d, prefill(2048));
+  const double dec = find_op(explain_step(d, decode(1, 100)), op).time_s;
+  const double w = 3.0 * 4096 * 14336 * 2;
+  d.eff.moe_half_expert_bytes = w;
+  expect_rel(find_op(explain_step(d, prefill(2048)), op).time_s, 2 * find_op(base, op).time_s);
+  expect_rel(find_op(explain_step(d, decode(1, 100)), op).time_s, 2 * dec);
+  // w_half = w / 4: w / (w + w/4) = 0.8 of the rate, 1.25x as long; the router (a dense
+  // GEMM) does not move.
+  d.eff.moe_half_expert_bytes = w / 4;
+  const auto slow = explain_step(d, prefill(2048));
+  expect_rel(find_op(slow, op).time_s, 1.25 * find_op(base, op).time_s);
+  EXPECT_EQ(find_op(slow, "router").time_s, find_op(base, "router").time_s);
+}
+
 TEST(EngineTerms, MoeComputeEfficiencySlowsOnlyTheComputeSideOfTheRoutedExperts) {
   // A 2048-token prefill of Mixtral: 2048 · 2 = 4096 token copies over 8 experts, 512 rows
   // each: compute-bound, so at 0.5 it takes 1/0.5 = 2x as long. A one-sequence decode reads

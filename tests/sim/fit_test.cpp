@@ -39,11 +39,12 @@ struct Fixture {
   std::string engine_file() const { return (dir / "catalog/engines/synthetic.yaml").string(); }
   void write_engine(double overhead_s, double kernel, double moe = 1.0,
                     const std::string& fit = "kernel_efficiency, iteration_overhead",
-                    const std::string& tail = "") const {
+                    const std::string& tail = "", double moe_half_mb = 0) const {
     std::ofstream(engine_file()) << "# test engine\nname: synthetic\noverhead:\n  iteration: "
                                  << overhead_s * 1e6 << "us   # kept comment\n  per_sequence: 0s\n"
                                  << "kernels:\n  efficiency: " << kernel
-                                 << "\n  moe_efficiency: " << moe << "\n"
+                                 << "\n  moe_efficiency: " << moe
+                                 << "\n  moe_half_expert_mb: " << moe_half_mb << "\n"
                                  << "fit: [" << fit << "]\n"
                                  << "sources: [\"test\"]\n"
                                  << tail;
@@ -157,6 +158,50 @@ FitResult fit_constant_cases(const Fixture& fx, int n) {
   FitOptions opt;
   opt.loso = false;
   return fit_engine(files, cat, nullptr, "synthetic", opt);
+}
+
+TEST(Fit, RecoversTheMoeEfficiencyAndTheExpertSizeAtHalfRate) {
+  // Truth: routed experts at moe_efficiency 0.7 of the tables' rate, times w / (w + 20 MB).
+  // On 2 GPUs (tensor-parallel experts) Qwen3-30B-A3B's BF16 expert is 3 · 2048 · 384 · 2 B
+  // = 4.72 MB a GPU: 0.7 · 4.72 / 24.72 = 0.134 of the rate; Mixtral-8x7B's 3 · 4096 · 7168
+  // · 2 B = 176 MB: 0.7 · 176 / 196 = 0.63. One model alone cannot tell the two parameters
+  // apart (a product); the two sizes pin both. 10 MoE cases fit the 2 MoE parameters (5
+  // cases each); the dense kernel efficiency is not listed.
+  Fixture fx;
+  fx.write_engine(0, 1.0, 0.7, "moe_efficiency, moe_half_expert_mb", "", 20.0);
+  std::vector<std::string> files;
+  {
+    const hw::Catalog truth = hw::Catalog::load((fx.dir / "catalog").string());
+    const Shape shapes[] = {{"decode", 64, 512},
+                            {"decode", 256, 1024},
+                            {"prefill", 1, 2048},
+                            {"decode", 16, 2048},
+                            {"prefill", 2, 1024}};
+    int k = 0;
+    for (const char* model : {"qwen3-30b-a3b", "mixtral-8x7b"})
+      for (const Shape& s : shapes) {
+        std::string id = "m";
+        id += std::to_string(k);
+        const std::string src = k % 2 == 0 ? "a" : "b";
+        const std::string f = fx.write_case(id, s.mode, s.batch, s.tokens, 1.0, false, src, model);
+        const double y = run_case(f, truth, nullptr).predicted;
+        fx.write_case(id, s.mode, s.batch, s.tokens, y, false, src, model);
+        files.push_back(f);
+        ++k;
+      }
+  }
+  fx.write_engine(0, 1.0, 1.0, "moe_efficiency, moe_half_expert_mb", "", 4.0);
+  const hw::Catalog cat = hw::Catalog::load((fx.dir / "catalog").string());
+  FitOptions opt;
+  opt.golden_steps = 40;
+  opt.sweeps = 6;
+  opt.loso = false;
+  const FitResult r = fit_engine(files, cat, nullptr, "synthetic", opt);
+  ASSERT_EQ(r.params, (std::vector<std::string>{"moe_efficiency", "moe_half_expert_mb"}));
+  EXPECT_NEAR(r.after[0], 0.7, 0.7 * 1e-2);
+  EXPECT_NEAR(r.after[1], 20.0, 20.0 * 2e-2);
+  EXPECT_LT(r.train_median_after, 1e-2);
+  EXPECT_GT(r.train_median_before, 0.1);  // the start (1.0, 4 MB) was visibly wrong
 }
 
 TEST(Fit, FewCasesFitFewerParameters) {
