@@ -522,7 +522,7 @@ void Calc::layer_ops(StepBreakdown& s, const BatchShape& b, double scale, const 
     // and the last wave's idle SMs are paid per expert), so small experts stream at
     // w / (w + w_half) of the rate, w the expert's weight bytes on this GPU.
     auto size_efficiency = [&](double fl) {
-      const double w = weight_bytes(3.0 * h * fl), wh = d_.eff.moe_half_expert_bytes;
+      const double w = 3.0 * h * fl * d_.prec.weight_bytes, wh = d_.eff.moe_half_expert_bytes;
       return wh > 0 ? w / (w + wh) : 1.0;
     };
     auto routed = [&](const char* gemm_name, double tokens, double copies, double experts,
