@@ -213,7 +213,8 @@ struct EngineSpec {
   double compute_efficiency = 1.0;  ///< and on top, of compute-bound operators only
   double moe_half_tokens = 0;       ///< grouped GEMM: tokens per expert at half its rate
   /// grouped GEMM: the expert weight size (MB, 10^6 bytes, one expert's slice on one GPU)
-  /// at which it runs at half its rate: each expert costs as if it were this much larger
+  /// at which the routed experts run at half their rate: w / (w + this) of it, w one
+  /// expert's weight bytes, on the memory and the compute side alike
   double moe_half_expert_mb = 0;
   double moe_efficiency = 1.0;  ///< grouped GEMM rate / the dense GEMM tables' rate
   /// and on top, of the grouped GEMM's compute-bound side (block-scaled FP8 grouped GEMMs in

@@ -519,8 +519,9 @@ void Calc::layer_ops(StepBreakdown& s, const BatchShape& b, double scale, const 
     grouped_fp4.rows = nullptr;
     // Each expert's GEMMs in the grouped kernel also cost as if their weights were
     // eff.moe_half_expert_bytes larger (few tiles per expert: the pipeline's fill and drain
-    // and the last wave's idle SMs are paid per expert), so small experts stream at
-    // w / (w + w_half) of the rate, w the expert's weight bytes on this GPU.
+    // and the last wave's idle SMs are paid per expert), so the operator runs at
+    // w / (w + w_half) of its rate, memory and compute side alike (fitting the streaming side
+    // alone did worse, README), w the expert's stored weight bytes on this GPU.
     auto size_efficiency = [&](double fl) {
       const double w = 3.0 * h * fl * d_.prec.weight_bytes, wh = d_.eff.moe_half_expert_bytes;
       return wh > 0 ? w / (w + wh) : 1.0;
